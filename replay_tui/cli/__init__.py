@@ -1,0 +1,83 @@
+"""`replay-tui` entry point: open the app, or run one of the subcommands.
+
+Each subcommand lives in its own module in this package, exposing ``HELP``,
+``configure(parser)`` and ``run(args) -> int``; it is imported only when used,
+so `replay-tui verify` never pays for Textual. Exit codes are shared by every
+subcommand: 0 success, 1 the check failed (a fault, a divergence, a secret),
+2 bad usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from types import ModuleType
+from typing import Sequence
+
+from .. import __version__
+from ..journal import JournalError
+from .common import EXIT_USAGE
+
+# name -> (module, one-line help). Add a subcommand by adding a line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "verify": ("replay_tui.cli.verify", "check the schema and the hash chain of a journal"),
+}
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name][0])
+
+
+def _app_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="replay-tui",
+        description="Replay debugger for AI agents. Opens a journal in the terminal app; "
+        "with no journal, opens the bundled incident demo.",
+        epilog="subcommands: "
+        + "; ".join(f"{name}: {help_text}" for name, (_, help_text) in COMMANDS.items())
+        + ". Run 'replay-tui SUBCOMMAND --help' for each.",
+    )
+    parser.add_argument("journal", nargs="?", help="journal file or shard directory (default: bundled demo)")
+    parser.add_argument("--seq", type=int, help="select this seq when the app opens")
+    parser.add_argument("--theme", help="theme name (see themes/)")
+    parser.add_argument("--follow", action="store_true", help="live-tail the journal as it grows")
+    parser.add_argument("--version", action="version", version=f"replay-tui {__version__}")
+    return parser
+
+
+def _run_app(args: argparse.Namespace) -> int:
+    from ..tui.launch import launch_app  # Textual is imported only when the app runs
+
+    return launch_app(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in COMMANDS:
+            module = _load(argv[0])
+            parser = argparse.ArgumentParser(prog=f"replay-tui {argv[0]}", description=COMMANDS[argv[0]][1])
+            module.configure(parser)
+            return module.run(parser.parse_args(argv[1:]))
+        return _run_app(_app_parser().parse_args(argv))
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    except JournalError as error:
+        print(f"replay-tui: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # the user gets one line, never a traceback
+        if os.environ.get("REPLAY_TUI_DEBUG"):
+            raise
+        print(
+            f"replay-tui: internal error: {type(error).__name__}: {error} (set REPLAY_TUI_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 70
+
+
+def entry_point() -> None:
+    sys.exit(main())

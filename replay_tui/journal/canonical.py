@@ -1,0 +1,153 @@
+"""RFC 8785 (JCS) canonical JSON.
+
+Two entry points share one definition of the output:
+
+* ``canonical_json`` accepts any Python JSON value, including ones an agent built
+  by hand (so it must reject NaN and infinities, which orjson would write as null).
+* ``canonical_json_of_parsed`` is the fast path for values that came out of
+  ``orjson.loads``: those can hold no NaN or infinity, so orjson's sorted output is
+  already canonical except for float spelling and a rare key order, both repaired
+  below. Property tests prove both equal the ``rfc8785`` reference package.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "CanonicalizationError",
+    "canonical_json",
+    "canonical_json_of_parsed",
+    "format_number",
+]
+
+_INT_MAX = 2**53 - 1
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+
+# orjson sorts keys by UTF-8 bytes (code point order); JCS sorts by UTF-16 code
+# units. The two disagree only when a key holds a character >= U+E000, whose UTF-8
+# lead byte is 0xEE..0xF4. Any such byte sends the value down the exact path.
+_HIGH_PLANE_BYTE = re.compile(rb"[\xee-\xf4]")
+# A float token in orjson output always has '.' or 'e'; it follows ':', ',' or '['
+# because orjson writes no whitespace. A match inside a string is a false alarm
+# that only costs the token rewrite below, which skips strings.
+_MAYBE_FLOAT = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+_STRING_OR_NUMBER = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?')
+
+
+class CanonicalizationError(ValueError):
+    """A value that has no RFC 8785 form (NaN, a 2**53 integer, a lone surrogate...)."""
+
+
+def format_number(value: float) -> str:
+    """ECMAScript Number::toString, as RFC 8785 section 3.2.2.3 requires."""
+    if math.isnan(value) or math.isinf(value):
+        raise CanonicalizationError(f"{value} is not representable in JSON")
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + format_number(-value)
+    # repr gives the shortest round-tripping digits, as ECMAScript does; only the
+    # placement of the decimal point and the exponent differ.
+    mantissa, _, exponent = repr(value).partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    all_digits = int_part + frac_part
+    digits = all_digits.lstrip("0")
+    # ECMAScript's n: the value is 0.DIGITS times 10**point.
+    point = len(int_part) + int(exponent or 0) - (len(all_digits) - len(digits))
+    digits = digits.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        return digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return "0." + "0" * -point + digits
+    power = point - 1
+    head = digits[0] + ("." + digits[1:] if count > 1 else "")
+    return f"{head}e{'+' if power >= 0 else '-'}{abs(power)}"
+
+
+def _rewrite_floats(text: bytes) -> bytes:
+    def fix(match: re.Match[bytes]) -> bytes:
+        token = match.group(0)
+        if token[:1] == b'"' or (b"." not in token and b"e" not in token and b"E" not in token):
+            return token
+        return format_number(float(token)).encode("ascii")
+
+    return _STRING_OR_NUMBER.sub(fix, text)
+
+
+def canonical_json_of_parsed(value: Any) -> bytes:
+    """Canonical bytes of a value decoded from JSON (no NaN or infinity inside)."""
+    try:
+        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return canonical_json(value)
+    if _HIGH_PLANE_BYTE.search(text):
+        return canonical_json(value)
+    if _MAYBE_FLOAT.search(text):
+        return _rewrite_floats(text)
+    return text
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical bytes of any JSON value; raises CanonicalizationError if it has none."""
+    parts: list[bytes] = []
+    _write(value, parts.append)
+    return b"".join(parts)
+
+
+def _key_order(item: tuple[str, Any]) -> bytes:
+    return item[0].encode("utf-16-be", "surrogatepass")
+
+
+def _write(value: Any, emit: Any) -> None:
+    if value is None:
+        emit(b"null")
+    elif value is True:
+        emit(b"true")
+    elif value is False:
+        emit(b"false")
+    elif isinstance(value, str):
+        emit(_string(value))
+    elif isinstance(value, int):
+        if not -_INT_MAX <= value <= _INT_MAX:
+            raise CanonicalizationError(f"{value} is outside the exact integer range of JSON numbers (2**53)")
+        emit(str(int(value)).encode("ascii"))
+    elif isinstance(value, float):
+        emit(format_number(value).encode("ascii"))
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise CanonicalizationError(f"object keys must be strings, found {type(key).__name__}")
+        emit(b"{")
+        for position, (key, item) in enumerate(sorted(value.items(), key=_key_order)):
+            if position:
+                emit(b",")
+            emit(_string(key))
+            emit(b":")
+            _write(item, emit)
+        emit(b"}")
+    elif isinstance(value, (list, tuple)):
+        emit(b"[")
+        for position, item in enumerate(value):
+            if position:
+                emit(b",")
+            _write(item, emit)
+        emit(b"]")
+    else:
+        raise CanonicalizationError(f"unsupported type {type(value).__name__}")
+
+
+def _string(text: str) -> bytes:
+    # orjson's string escaping is exactly JCS's (short escapes, lowercase \u00xx,
+    # nothing else escaped); it also rejects lone surrogates, as JCS must.
+    try:
+        return orjson.dumps(text)
+    except orjson.JSONEncodeError as error:
+        raise CanonicalizationError("string is not valid Unicode (lone surrogate)") from error

@@ -1,0 +1,36 @@
+"""Hashes that the journal contract defines: event hash, state hash, keys."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .canonical import canonical_json, canonical_json_of_parsed
+
+HASH_PREFIX = "sha256:"
+
+
+def sha256_hex(data: bytes) -> str:
+    return HASH_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def hash_value(value: Any) -> str:
+    """``sha256:`` + hex of the JCS form of any JSON value (state, request, call key)."""
+    return sha256_hex(canonical_json(value))
+
+
+def event_hash_of(event: dict[str, Any], *, parsed: bool = False) -> str:
+    """Hash of an event object, ignoring any ``event_hash`` field it carries.
+
+    ``parsed=True`` takes the fast canonical path, valid only for objects decoded
+    from JSON text.
+    """
+    if "event_hash" in event:
+        event = {key: value for key, value in event.items() if key != "event_hash"}
+    canonical = canonical_json_of_parsed(event) if parsed else canonical_json(event)
+    return sha256_hex(canonical)
+
+
+def call_key_of(tool: str, arguments: Any) -> str:
+    """``call_key`` = hash of JCS({name, args}), as DESIGN.md defines it."""
+    return hash_value({"name": tool, "args": arguments})

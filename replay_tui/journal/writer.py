@@ -1,0 +1,161 @@
+"""Append-only journal writer: canonical lines, hash chain, fsync policy, rotation.
+
+This is the only code that writes journal bytes. The harness event bus owns one
+writer and is the only caller, so seq assignment and the chain stay in one place.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from .canonical import canonical_json
+from .hashing import sha256_hex
+from .model import SCHEMA_VERSION, Event, event_id_for
+
+FsyncPolicy = Literal["never", "always", "close"]
+DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
+SHARD_PATTERN = "{stem}.{index:06d}.jsonl"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class JournalWriter:
+    """Writes events with seq, event_id and hashes filled in.
+
+    With ``rotate_bytes`` set, ``path`` is a directory of numbered shards; each
+    closed shard is gzipped. Without it, ``path`` is one ``.jsonl`` file.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        run_id: str,
+        fsync: FsyncPolicy = "close",
+        rotate_bytes: int | None = None,
+        compress_closed_shards: bool = True,
+        now: Callable[[], str] = utc_now,
+    ) -> None:
+        self.path = Path(path)
+        self.run_id = run_id
+        self.fsync = fsync
+        self.rotate_bytes = rotate_bytes
+        self.compress_closed_shards = compress_closed_shards
+        self._now = now
+        self._seq = 0
+        self._prev_hash: str | None = None
+        self._shard_index = 0
+        self._shard_bytes = 0
+        if rotate_bytes is not None:
+            self.path.mkdir(parents=True, exist_ok=True)
+            if any(self.path.glob("*.jsonl*")):
+                raise FileExistsError(f"{self.path} already holds journal shards; a writer never appends to an old run")
+            self._file = self._open_next_shard()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "xb")
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    @property
+    def last_hash(self) -> str | None:
+        return self._prev_hash
+
+    def append(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        step_id: str | None = None,
+        parent_event_id: str | None = None,
+        recorded_at: str | None = None,
+    ) -> Event:
+        seq = self._seq + 1
+        event: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "seq": seq,
+            "event_id": event_id_for(self.run_id, seq),
+            "kind": kind,
+            "step_id": step_id,
+            "parent_event_id": parent_event_id,
+            "recorded_at": recorded_at or self._now(),
+            "payload": payload,
+            "prev_event_hash": self._prev_hash,
+        }
+        body = canonical_json(event)
+        digest = sha256_hex(body)
+        # "event_hash" sorts before every other envelope key, so the canonical
+        # line is the body with the hash spliced in as the first member.
+        line = b'{"event_hash":"' + digest.encode("ascii") + b'",' + body[1:] + b"\n"
+        self._write(line)
+        self._seq = seq
+        self._prev_hash = digest
+        event["event_hash"] = digest
+        return Event(
+            seq=seq,
+            kind=kind,
+            run_id=self.run_id,
+            event_id=event["event_id"],
+            step_id=step_id,
+            parent_event_id=parent_event_id,
+            recorded_at=event["recorded_at"],
+            payload=payload,
+            prev_event_hash=event["prev_event_hash"],
+            event_hash=digest,
+            raw=event,
+        )
+
+    def _write(self, line: bytes) -> None:
+        if self.rotate_bytes is not None and self._shard_bytes and self._shard_bytes + len(line) > self.rotate_bytes:
+            self._close_shard()
+            self._file = self._open_next_shard()
+        self._file.write(line)
+        self._file.flush()
+        self._shard_bytes += len(line)
+        if self.fsync == "always":
+            os.fsync(self._file.fileno())
+
+    def _open_next_shard(self):  # type: ignore[no-untyped-def]
+        self._shard_index += 1
+        self._shard_bytes = 0
+        name = SHARD_PATTERN.format(stem=self.path.name, index=self._shard_index)
+        return open(self.path / name, "xb")
+
+    def _close_shard(self) -> None:
+        self._file.flush()
+        if self.fsync != "never":
+            os.fsync(self._file.fileno())
+        self._file.close()
+        if self.compress_closed_shards:
+            plain = Path(self._file.name)
+            packed = plain.with_name(plain.name + ".gz")
+            with open(plain, "rb") as source, gzip.open(packed, "xb") as target:
+                shutil.copyfileobj(source, target)
+            if self.fsync != "never":
+                with open(packed, "rb") as done:
+                    os.fsync(done.fileno())
+            plain.unlink()
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self._file.flush()
+        if self.fsync != "never":
+            os.fsync(self._file.fileno())
+        self._file.close()
+
+    def __enter__(self) -> "JournalWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
