@@ -32,10 +32,10 @@ _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 # units. The two disagree only when a key holds a character >= U+E000, whose UTF-8
 # lead byte is 0xEE..0xF4. Any such byte sends the value down the exact path.
 _HIGH_PLANE_BYTE = re.compile(rb"[\xee-\xf4]")
-# A float token in orjson output always has '.' or 'e'; it follows ':', ',' or '['
-# because orjson writes no whitespace. A match inside a string is a false alarm
+# A float token in orjson output always has '.' or 'e'; it starts the text or
+# follows ':', ',' or '[' because orjson writes no whitespace. A match inside a string is a false alarm
 # that only costs the token rewrite below, which skips strings.
-_MAYBE_FLOAT = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+_MAYBE_FLOAT = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.eE]")
 _STRING_OR_NUMBER = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?')
 
 
