@@ -49,11 +49,15 @@ class RefreshResult:
         return None
 
 
+def _too_long(size: int, limit: int) -> str:
+    return f"line is {size / 2**20:.1f} MiB; lines over {limit / 2**20:.0f} MiB are refused"
+
+
 def parse_line(data: bytes, *, path: str, line: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Any:
     """``orjson.loads`` with errors that say where and what was expected."""
     if len(data) > max_line_bytes:
         raise MalformedLineError(
-            f"line is {len(data) / 1e6:.1f} MB; lines over {max_line_bytes / 1e6:.0f} MB are refused", path=path, line=line
+            _too_long(len(data), max_line_bytes), path=path, line=line
         )
     try:
         obj = orjson.loads(data)
@@ -63,7 +67,7 @@ def parse_line(data: bytes, *, path: str, line: int, max_line_bytes: int = DEFAU
             raise MalformedLineError("line is empty, expected a JSON object", path=path, line=line) from None
         if "UTF-8" in text or "utf-8" in text or "surrogate" in text:
             raise MalformedLineError(f"line is not valid UTF-8 ({text})", path=path, line=line) from None
-        if "recursion" in text:
+        if "depth limit" in text or "recursion" in text:
             raise MalformedLineError("line nests deeper than 1024 levels", path=path, line=line) from None
         raise MalformedLineError(f"line is not valid JSON ({text})", path=path, line=line) from None
     if type(obj) is not dict:
@@ -254,7 +258,7 @@ class Journal:
         start, end = segment.line_span(local)
         if end - start > self.max_line_bytes:
             raise MalformedLineError(
-                f"line is {(end - start) / 1e6:.1f} MB; lines over {self.max_line_bytes / 1e6:.0f} MB are refused",
+                _too_long(end - start, self.max_line_bytes),
                 path=str(segment.path),
                 line=local + 1,
             )

@@ -67,7 +67,7 @@ class Segment:
         size = os.fstat(self._fd).st_size
         looked = 0
         while looked < max_bytes and self.scanned < size:
-            chunk = os.pread(self._fd, min(CHUNK_BYTES, size - self.scanned), self.scanned)
+            chunk = os.pread(self._fd, min(CHUNK_BYTES, max_bytes - looked, size - self.scanned), self.scanned)
             if not chunk:
                 break
             self._add_chunk(chunk)
@@ -79,7 +79,7 @@ class Segment:
         assert self._gzip is not None
         while looked < max_bytes and not self.finished:
             try:
-                chunk = self._gzip.read(CHUNK_BYTES)
+                chunk = self._gzip.read(min(CHUNK_BYTES, max_bytes - looked))
             except EOFError:
                 raise JournalOpenError(
                     "gzip stream ends early: the shard was cut off while being written", path=str(self.path)
