@@ -23,6 +23,7 @@ from .common import EXIT_USAGE
 # name -> (module, one-line help). Add a subcommand by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("replay_tui.cli.verify", "check the schema and the hash chain of a journal"),
+    "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
 }
 
 

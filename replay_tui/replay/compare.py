@@ -1,0 +1,303 @@
+"""Align two journals of the same agent and find where their trajectories part.
+
+Alignment works in two levels, so an inserted or removed step does not shift
+every later comparison:
+
+1. steps are aligned by ``step_id`` (run-level events by kind and occurrence),
+   in order of first appearance, with a longest-matching-blocks diff;
+2. inside a pair of steps, events are aligned by (kind, key) - the key being the
+   call_key, request_hash, state hash or source - and what is left over is paired
+   by kind, in order.
+
+A pair is "same" when kind, step_id, parent (through the alignment: the partner of
+A's parent must be B's parent), key and logical payload all agree. Event ids,
+seqs, hashes and diagnostic fields never count. ``replay-tui diff`` prints the first
+difference and a summary; experiments use ``first_difference`` to report the first
+decision where two runs differ; the app's comparison screen uses ``align_journals``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, Sequence
+
+import orjson
+
+from ..journal import Event, Journal, JournalError
+from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
+from .report import EventRef, key_of, structural_diff
+
+PairStatus = Literal["same", "changed", "only_a", "only_b"]
+#: The kinds where an agent decides something; experiments report the first of these that differs.
+DECISION_KINDS = frozenset({MODEL_REQUEST, MODEL_RESPONSE, TOOL_CALL})
+
+CancelCheck = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class AlignedPair:
+    """One row of the alignment: an event of A, of B, or of both."""
+
+    a: Event | None
+    b: Event | None
+    status: PairStatus
+    differs_in: tuple[str, ...] = ()  # kind, step_id, parent, key, payload
+
+    @property
+    def step_id(self) -> str | None:
+        event = self.a or self.b
+        return event.step_id if event else None
+
+    @property
+    def kind(self) -> str:
+        event = self.a or self.b
+        return event.kind if event else "?"
+
+    def describe(self) -> str:
+        a = f"A seq={self.a.seq}" if self.a else "not in A"
+        b = f"B seq={self.b.seq}" if self.b else "not in B"
+        return f"{a} / {b} ({self.step_id or 'run level'}): {self.kind}"
+
+    def payload_diff(self) -> tuple[dict[str, Any], list[str]]:
+        """deepdiff of the logical payloads (A -> B)."""
+        return structural_diff(
+            strip_diagnostics(self.a.payload) if self.a else None,
+            strip_diagnostics(self.b.payload) if self.b else None,
+        )
+
+    def to_json(self, with_diff: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "status": self.status,
+            "step_id": self.step_id,
+            "kind": self.kind,
+            "differs_in": list(self.differs_in),
+            "a": EventRef.of(self.a).to_json() if self.a else None,
+            "b": EventRef.of(self.b).to_json() if self.b else None,
+        }
+        if with_diff:
+            data["payload_diff"], data["diff_lines"] = self.payload_diff()
+        return data
+
+
+@dataclass
+class Alignment:
+    """The aligned rows of two journals, in trajectory order."""
+
+    pairs: list[AlignedPair]
+    a_events: int
+    b_events: int
+    a_label: str = "A"
+    b_label: str = "B"
+    _differences: list[AlignedPair] | None = field(default=None, repr=False)
+
+    @property
+    def differences(self) -> list[AlignedPair]:
+        if self._differences is None:
+            self._differences = [pair for pair in self.pairs if pair.status != "same"]
+        return self._differences
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+    def first_difference(self, kinds: Iterable[str] | None = None) -> AlignedPair | None:
+        """The first row that differs, optionally only among ``kinds``."""
+        wanted = frozenset(kinds) if kinds is not None else None
+        for pair in self.differences:
+            if wanted is None or pair.kind in wanted:
+                return pair
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        statuses = Counter(pair.status for pair in self.differences)
+        kinds = Counter(pair.kind for pair in self.differences)
+        steps: list[str] = []
+        for pair in self.differences:
+            step = pair.step_id or "(run level)"
+            if step not in steps:
+                steps.append(step)
+        return {
+            "a_events": self.a_events,
+            "b_events": self.b_events,
+            "aligned": len(self.pairs),
+            "differences": len(self.differences),
+            "changed": statuses.get("changed", 0),
+            "only_a": statuses.get("only_a", 0),
+            "only_b": statuses.get("only_b", 0),
+            "by_kind": dict(kinds.most_common()),
+            "steps": steps,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        first = self.first_difference()
+        return {
+            "a": self.a_label,
+            "b": self.b_label,
+            "identical": self.identical,
+            "first_difference": first.to_json(with_diff=True) if first else None,
+            "summary": self.summary(),
+            "differences": [pair.to_json() for pair in self.differences],
+        }
+
+    def to_text(self, max_steps: int = 12) -> str:
+        lines = [f"A: {self.a_label} ({self.a_events} events)", f"B: {self.b_label} ({self.b_events} events)"]
+        first = self.first_difference()
+        if first is None:
+            lines.append("No difference: every event aligns on kind, step, parent, key and logical payload.")
+            return "\n".join(lines)
+        lines.append(f"First difference: {first.describe()}")
+        width = max(len(first.a.kind) if first.a else 0, len(first.b.kind) if first.b else 0)
+        lines.append(f"  A: {EventRef.of(first.a).label(width) if first.a else 'nothing'}")
+        lines.append(f"  B: {EventRef.of(first.b).label(width) if first.b else 'nothing'}")
+        if first.differs_in:
+            lines.append(f"  differs in: {', '.join(first.differs_in)}")
+        _, diff_lines = first.payload_diff()
+        if diff_lines:
+            lines.append("  payload diff (A -> B, logical payloads):")
+            lines.extend(f"    {line}" for line in diff_lines[:40])
+            if len(diff_lines) > 40:
+                lines.append(f"    … and {len(diff_lines) - 40} more")
+        summary = self.summary()
+        rest = summary["differences"] - 1
+        lines.append(
+            f"Summary: {summary['differences']} difference(s) ({rest} after the first): "
+            f"{summary['changed']} changed, {summary['only_a']} only in A, {summary['only_b']} only in B."
+        )
+        lines.append("  by kind: " + ", ".join(f"{kind} {count}" for kind, count in summary["by_kind"].items()))
+        steps = summary["steps"]
+        shown = ", ".join(steps[:max_steps]) + (f", … ({len(steps) - max_steps} more)" if len(steps) > max_steps else "")
+        lines.append(f"  steps: {shown}")
+        return "\n".join(lines)
+
+
+# -- alignment ----------------------------------------------------------------------
+
+
+def read_events(journal: Journal, cancelled: CancelCheck | None = None) -> list[Event]:
+    """All events of a journal; the first unreadable line raises (naming file and line)."""
+    events: list[Event] = []
+    for position, item in enumerate(journal.events()):
+        if isinstance(item, JournalError):
+            raise item
+        if cancelled is not None and position % 4096 == 0 and cancelled():
+            raise InterruptedError("comparison cancelled")
+        events.append(item)
+    return events
+
+
+def align_journals(a: Journal, b: Journal, cancelled: CancelCheck | None = None) -> Alignment:
+    """Align two indexed journals (see the module docstring)."""
+    a_events, b_events = read_events(a, cancelled), read_events(b, cancelled)
+    alignment = align_events(a_events, b_events)
+    alignment.a_label, alignment.b_label = str(a.path), str(b.path)
+    return alignment
+
+
+def align_events(a_events: Sequence[Event], b_events: Sequence[Event]) -> Alignment:
+    """Align two event sequences in order; the reusable core of ``align_journals``."""
+    a_steps, b_steps = _group_by_step(a_events), _group_by_step(b_events)
+    a_keys, b_keys = [key for key, _ in a_steps], [key for key, _ in b_steps]
+    rows: list[tuple[Event | None, Event | None]] = []
+    if a_keys == b_keys:
+        for (_, a_group), (_, b_group) in zip(a_steps, b_steps):
+            rows.extend(_align_within_step(a_group, b_group))
+    else:
+        matcher = difflib.SequenceMatcher(a=a_keys, b=b_keys, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for offset in range(i2 - i1):
+                    rows.extend(_align_within_step(a_steps[i1 + offset][1], b_steps[j1 + offset][1]))
+            else:
+                rows.extend((event, None) for _, group in a_steps[i1:i2] for event in group)
+                rows.extend((None, event) for _, group in b_steps[j1:j2] for event in group)
+    return Alignment(_judge(rows), len(a_events), len(b_events))
+
+
+def _group_by_step(events: Sequence[Event]) -> list[tuple[str, list[Event]]]:
+    """Events grouped by step, in order of the step's first event. Run-level events stand alone."""
+    groups: dict[str, list[Event]] = {}
+    run_level: Counter[str] = Counter()
+    for event in events:
+        if event.step_id is None:
+            run_level[event.kind] += 1
+            key = f"\0run:{event.kind}:{run_level[event.kind]}"
+        else:
+            key = event.step_id
+        groups.setdefault(key, []).append(event)
+    return list(groups.items())
+
+
+def _token(event: Event) -> tuple[str, Any]:
+    label, key = key_of(event.kind, event.payload)
+    return event.kind, key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
+
+
+def _align_within_step(a_group: list[Event], b_group: list[Event]) -> list[tuple[Event | None, Event | None]]:
+    a_tokens, b_tokens = [_token(e) for e in a_group], [_token(e) for e in b_group]
+    if a_tokens == b_tokens:
+        return list(zip(a_group, b_group))
+    rows: list[tuple[Event | None, Event | None]] = []
+    matcher = difflib.SequenceMatcher(a=a_tokens, b=b_tokens, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows.extend(zip(a_group[i1:i2], b_group[j1:j2]))
+        else:
+            rows.extend(_pair_by_kind(a_group[i1:i2], b_group[j1:j2]))
+    return rows
+
+
+def _pair_by_kind(a_part: list[Event], b_part: list[Event]) -> list[tuple[Event | None, Event | None]]:
+    """Leftovers: pair equal kinds in order; keep each side's order in the output."""
+    rows: list[tuple[Event | None, Event | None]] = []
+    j = 0
+    for a_event in a_part:
+        match = next((k for k in range(j, len(b_part)) if b_part[k].kind == a_event.kind), None)
+        if match is None:
+            rows.append((a_event, None))
+            continue
+        rows.extend((None, b_event) for b_event in b_part[j:match])
+        rows.append((a_event, b_part[match]))
+        j = match + 1
+    rows.extend((None, b_event) for b_event in b_part[j:])
+    return rows
+
+
+def _judge(rows: list[tuple[Event | None, Event | None]]) -> list[AlignedPair]:
+    partner_id = {a.event_id: b.event_id for a, b in rows if a is not None and b is not None}
+    partner_seq = {a.seq: b.seq for a, b in rows if a is not None and b is not None}
+    pairs = []
+    for a, b in rows:
+        if a is None:
+            pairs.append(AlignedPair(None, b, "only_b"))
+        elif b is None:
+            pairs.append(AlignedPair(a, None, "only_a"))
+        else:
+            differs = _differences(a, b, partner_id, partner_seq)
+            pairs.append(AlignedPair(a, b, "changed" if differs else "same", differs))
+    return pairs
+
+
+def _strict_json(value: Any) -> bytes:
+    """Byte form for equality that, unlike ``==``, tells ``true`` from ``1``."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: dict[int, int]) -> tuple[str, ...]:
+    found = []
+    if a.kind != b.kind:
+        found.append("kind")
+    if a.step_id != b.step_id:
+        found.append("step_id")
+    if (partner_id.get(a.parent_event_id) if a.parent_event_id else None) != b.parent_event_id:
+        found.append("parent")
+    if key_of(a.kind, a.payload) != key_of(b.kind, b.payload):
+        found.append("key")
+    a_payload, b_payload = strip_diagnostics(a.payload), strip_diagnostics(b.payload)
+    if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
+        # cause_seq is a position: compare it through the alignment, like parents
+        a_payload = dict(a_payload, cause_seq=partner_seq.get(a_payload.get("cause_seq")))  # type: ignore[arg-type]
+    if a_payload != b_payload or _strict_json(a_payload) != _strict_json(b_payload):
+        found.append("payload")
+    return tuple(found)

@@ -1,0 +1,117 @@
+"""The replay child protocol: what the parent sends, and the JSON lines the child streams back.
+
+Parent to child: one ``ReplaySpec`` as a JSON string in argv
+(``python -m replay_tui.replay.child SPEC_JSON``), plus the write end of a pipe whose
+number is ``spec.protocol_fd``. The child writes nothing else to that pipe, and never
+uses stdout or stderr for the protocol: agent code may print there freely.
+
+Child to parent: one JSON object per line (UTF-8, ``\\n``-terminated), each with
+``"type"`` and the fields below. Order: ``hello`` first; then any number of
+``progress`` and ``refusal``; at most one ``divergence``; then exactly one of ``result``
+or ``error``, after which the child exits. A child that exits without either crashed;
+the parent reports its exit status and the last lines of its stderr.
+
+===============  ==============================================================
+type             fields
+===============  ==============================================================
+``hello``        ``protocol`` (int, 1), ``pid``, ``isolation`` {network_namespace,
+                 namespace_method, socket_guard, allowed_hosts, reason, summary},
+                 ``python`` (version string)
+``progress``     ``phase`` ("verify", "load", "fast-forward", "replay"),
+                 ``consumed`` (events matched so far), ``total`` (events in the
+                 journal), ``seq`` (last seq matched, or null)
+``refusal``      ``operation`` ("connect", "getaddrinfo", ...), ``target``, ``where``
+                 (file:line of the agent code that asked)
+``divergence``   ``report``: the divergence report object (see ``report.py``)
+``result``       ``status``: "match" | "diverged" | "verification_failed" |
+                 "unused_events"; ``consumed``, ``total``, ``first_seq``
+                 (where reporting began), ``unused`` {count, first_seq, kinds},
+                 ``refusals`` [...], ``verification`` (verify report or null),
+                 ``elapsed_s``, ``events_per_s``, ``out`` (experiment journal or
+                 null), ``experiment`` (first differing decision or null),
+                 ``live_calls`` (calls made to live plugins, experiments only)
+``error``        ``kind``: "agent_import" | "agent_crash" | "journal" | "usage" |
+                 "internal"; ``message``; ``traceback`` (last lines, may be empty)
+===============  ==============================================================
+
+A timeout or a cancel is decided by the parent, which kills the child's process
+group; it never appears on the pipe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import orjson
+
+PROTOCOL_VERSION = 1
+
+HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR = "hello", "progress", "refusal", "divergence", "result", "error"
+MESSAGE_TYPES = frozenset({HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR})
+
+#: Replay modes. ``strict`` and ``new-code`` serve every observation from the journal
+#: in order; the other two make one group of dependencies live.
+STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE = "strict", "new-code", "model-live", "tools-live"
+MODES = (STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE)
+
+# Error kinds.
+AGENT_IMPORT, AGENT_CRASH, JOURNAL_ERROR, USAGE_ERROR, INTERNAL_ERROR = (
+    "agent_import",
+    "agent_crash",
+    "journal",
+    "usage",
+    "internal",
+)
+
+
+class ProtocolError(Exception):
+    """A line on the protocol pipe that is not a message this version knows."""
+
+
+@dataclass
+class ReplaySpec:
+    """Everything the child needs, sent as JSON in argv."""
+
+    journal: str
+    agent: str | None = None  # "module:attr"; None = the one run.started recorded
+    mode: str = STRICT
+    from_seq: int | None = None
+    verify_hash_chain: bool = False
+    fail_on_unused_events: bool = False
+    out: str | None = None  # experiment journal
+    model_config: str | None = None  # live model plugin config (model-live)
+    tools_config: str | None = None  # live tool plugin config (tools-live)
+    allow_hosts: list[str] = field(default_factory=list)
+    isolation: str = "auto"  # "auto" (namespace where allowed + guard) or "guard-only"
+    sys_path: list[str] = field(default_factory=list)  # prepended, so fixture agents import
+    protocol_fd: int = -1
+    progress_interval_s: float = 0.05
+
+    def to_argv(self) -> str:
+        return orjson.dumps(asdict(self)).decode()
+
+    @classmethod
+    def from_argv(cls, text: str) -> "ReplaySpec":
+        data = orjson.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ProtocolError(f"unknown spec fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+def encode(message_type: str, **fields_: Any) -> bytes:
+    """One protocol line."""
+    return orjson.dumps({"type": message_type, **fields_}, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse and check one protocol line."""
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        raise ProtocolError(f"not JSON: {error}: {line[:120]!r}") from None
+    if type(message) is not dict or message.get("type") not in MESSAGE_TYPES:
+        raise ProtocolError(f"not a protocol message: {line[:120]!r}")
+    return message

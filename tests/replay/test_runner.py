@@ -1,0 +1,129 @@
+"""The child process and its protocol: start-up, isolation report, failures, timeout, cancel."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from replay_tui.replay.protocol import ReplaySpec, decode, encode, ProtocolError
+from replay_tui.replay.runner import CANCELLED, CRASHED, FAILED, TIMEOUT, ReplayRunner
+from tests.journal.sample import write_sample_journal
+
+from .conftest import REPO
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Path:
+    return write_sample_journal(tmp_path / "run.jsonl", steps=3)
+
+
+def runner_for(journal: Path, agent: str, **options) -> ReplayRunner:
+    spec_options = {key: options.pop(key) for key in list(options) if key in ReplaySpec.__dataclass_fields__}
+    return ReplayRunner(ReplaySpec(journal=str(journal), agent=agent, **spec_options), cwd=str(REPO), **options)
+
+
+def test_agent_import_error_is_reported_with_its_traceback(journal):
+    outcome = runner_for(journal, "tests.replay.agents.broken_import:agent", timeout_s=30).run()
+    assert outcome.status == FAILED and outcome.exit_code == 2
+    assert outcome.error["kind"] == "agent_import"
+    assert "this_module_does_not_exist" in outcome.error["message"]
+    assert any("broken_import.py" in line for line in outcome.error["traceback"])
+    assert "child traceback" in outcome.to_text()
+
+
+def test_a_bad_entry_point_is_a_usage_error(journal):
+    outcome = runner_for(journal, "no-colon-here", timeout_s=30).run()
+    assert outcome.exit_code == 2 and "module:attr" in outcome.error["message"]
+
+
+def test_a_crash_is_reported_with_the_last_stderr_lines(journal):
+    outcome = runner_for(journal, "tests.replay.agents.crash_at_import:agent", timeout_s=30).run()
+    assert outcome.status == CRASHED and outcome.exit_code == 1
+    assert outcome.child_exit is not None and outcome.child_exit < 0
+    assert "crash_at_import: about to abort" in outcome.stderr_tail
+    text = outcome.to_text()
+    assert "SIGABRT" in text and "crash_at_import: about to abort" in text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+def test_timeout_kills_the_child_and_its_process_group(journal):
+    started = time.monotonic()
+    outcome = runner_for(journal, "tests.replay.agents.hang_at_import:agent", timeout_s=1.5).run()
+    assert time.monotonic() - started < 10
+    assert outcome.status == TIMEOUT and outcome.exit_code == 1
+    assert "timed out after 1.5 s" in outcome.to_text()
+    grandchild = next(int(m.group(1)) for line in outcome.stderr_tail if (m := re.search(r"grandchild pid (\d+)", line)))
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild)
+
+
+def test_cancel_from_another_thread_stops_the_run(journal):
+    seen_hello = threading.Event()
+    runner = runner_for(journal, "tests.replay.agents.hang_at_import:agent", timeout_s=60)
+    runner.on_message = lambda message: message["type"] == "hello" and seen_hello.set()
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("outcome", runner.run()))
+    worker.start()
+    assert seen_hello.wait(10)
+    started = time.monotonic()
+    runner.cancel()
+    worker.join(10)
+    assert not worker.is_alive() and time.monotonic() - started < 5
+    assert result["outcome"].status == CANCELLED
+
+
+def test_child_reports_isolation_and_starts_fast(journal):
+    outcome = runner_for(journal, "tests.replay.agents.broken_import:agent", timeout_s=30).run()
+    assert outcome.isolation is not None and outcome.isolation.socket_guard
+    if outcome.isolation.network_namespace:
+        assert outcome.isolation.namespace_method.startswith("unshare(")
+    else:
+        assert outcome.isolation.reason
+    assert outcome.child_startup_s is not None and outcome.child_startup_s < 1.0
+
+
+@pytest.mark.parametrize("isolation", ["auto", "guard-only"])
+def test_import_time_connection_is_refused_and_reported(journal, listener, isolation):
+    env = dict(os.environ, REPLAY_TEST_PORT=str(listener.port))
+    outcome = runner_for(
+        journal, "tests.replay.agents.connect_at_import:agent", timeout_s=30, env=env, isolation=isolation
+    ).run()
+    assert outcome.error["kind"] == "agent_import" and "reached=False" in outcome.error["message"]
+    assert [(r.operation, r.target) for r in outcome.refusals] == [("connect", f"127.0.0.1:{listener.port}")]
+    assert "connect_at_import.py" in outcome.refusals[0].where
+    assert f"connect 127.0.0.1:{listener.port}" in outcome.to_text()
+    assert outcome.isolation.network_namespace == (isolation == "auto")
+    assert listener.accepted == 0
+
+
+def test_unreadable_journal_is_exit_2(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    outcome = runner_for(bad, "x:y", timeout_s=30).run()
+    assert outcome.exit_code == 2 and outcome.error["kind"] == "journal"
+    assert "bad.jsonl" in outcome.error["message"] and "line 1" in outcome.error["message"]
+
+
+def test_protocol_lines_round_trip_and_reject_garbage():
+    assert decode(encode("progress", consumed=1, total=2, seq=1, phase="replay"))["consumed"] == 1
+    with pytest.raises(ProtocolError):
+        decode(b'{"type": "nonsense"}')
+    with pytest.raises(ProtocolError):
+        decode(b"print output")
+    spec = ReplaySpec(journal="j.jsonl", from_seq=4, allow_hosts=["h:1"])
+    assert ReplaySpec.from_argv(spec.to_argv()) == spec
