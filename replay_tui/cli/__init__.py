@@ -23,6 +23,8 @@ from .common import EXIT_USAGE
 # name -> (module, one-line help). Add a subcommand by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("replay_tui.cli.verify", "check the schema and the hash chain of a journal"),
+    "stats": ("replay_tui.cli.stats", "events, model usage, tool latency, errors and longest steps of a journal"),
+    "scan": ("replay_tui.cli.scan", "find secrets that redaction missed (values masked); exit 1 when any is found"),
     "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
 }
 

@@ -1,0 +1,335 @@
+"""Find secrets that redaction missed: known token formats, high-entropy strings, sensitive keys.
+
+Every string in an event (envelope and payload) is checked, with its JSON path.
+Three detectors, most specific first; a value reported by one is not reported
+again by the next:
+
+* ``format:<name>``: a known credential shape (AWS, GitHub, OpenAI, Anthropic,
+  Slack, Stripe, Google, JWT, private key blocks, bearer tokens, URL passwords).
+* ``key-name``: a non-empty, unredacted string under a key such as ``password``,
+  ``api_key``, ``clientSecret`` or ``x-api-key``.
+* ``entropy``: a token of 20+ characters whose Shannon entropy is close to random.
+  Pure hex (hashes, including our own ``sha256:`` values), UUIDs, words and paths
+  are not candidates, and neither are values under id or hash keys (``call_id``,
+  ``request_hash``), which are random by design.
+
+Values are never kept or printed in full: a finding holds a masked preview.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Iterator
+
+from ..journal import Event, Journal, JournalError
+
+ProgressCallback = Callable[[int, int], None]
+CancelCheck = Callable[[], bool]
+
+PROGRESS_EVERY = 4096
+MAX_FINDINGS_KEPT = 10_000  # beyond this, findings are counted (and their seqs flagged) but not listed
+
+# -- known formats -------------------------------------------------------------
+KNOWN_FORMATS: tuple[tuple[str, str], ...] = (
+    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+    ("anthropic-key", r"\bsk-ant-(?:api|admin|oat)[0-9]{2}-[A-Za-z0-9_\-]{20,}"),
+    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("slack-webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
+    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("bearer-token", r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}=*"),
+    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]+:[^\s/@]{3,}@"),
+)
+_FORMATS = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{pattern})" for name, pattern in KNOWN_FORMATS))
+# Cheap gate: a string that cannot hold any format skips the big alternation.
+_FORMAT_HINT = re.compile(r"PRIVATE KEY|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_|sk-|xox|hooks\.slack|_live_|_test_|AIza|eyJ|[Bb]earer|://")
+
+# -- sensitive key names -------------------------------------------------------
+# Keys are compared lower-cased with everything but letters and digits removed,
+# so api_key, apiKey, API-KEY and x-api-key all become "apikey"/"xapikey".
+_SENSITIVE_KEY = re.compile(
+    r"(password|passwd|passphrase|pwd|secret|token|apikey|accesskey|privatekey|signingkey|encryptionkey|"
+    r"credential|authorization|cookie|sessionkey|auth)$|^(auth|secret|password|privatekey|apikey)"
+)
+# ... except names that only talk about tokens or secrets: counts, limits, types, pagination.
+_NOT_SENSITIVE_KEY = re.compile(
+    r"tokens$|tokenizer|tokentype|tokencount|tokenlimit|maxtoken|pagetoken|nexttoken|continuationtoken|cursor|"
+    r"secretname|secretref|secretid|passwordpolicy|author$|authors$|authority|authored|authmethod|authtype|authurl|authprovider|authenabled|authrequired|"
+    r"(type|count|limit|name|id|ids|url|uri|path|hash|hint|length|expiry|expires|expiresat|expiresin|scope|scopes)$"
+)
+_REDACTED_VALUE = re.compile(r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$|^\{\{.*\}\}$|^\$\{.*\}$|^sha256:[0-9a-f]{64}$|^(none|null|true|false|changeme|example|placeholder|test|dummy)$", re.I)
+MIN_KEYED_VALUE_CHARS = 6
+
+# -- entropy -------------------------------------------------------------------
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=.~]{20,}")
+_HEX = re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_ID_KEY = re.compile(r"(^|[_\-.])(id|ids|key|hash|digest|checksum|etag|sha|uuid|ulid|nonce|cursor|ref)$", re.I)
+_ID_KEY_CAMEL = re.compile(r"[a-z0-9](Id|Ids|Hash|Key|Digest|Uuid|Sha)$")
+ENTROPY_MIN_CHARS = 20
+ENTROPY_MAX_CHARS = 512  # longer runs are blobs (images, base64 documents), not credentials
+# bits per character, by token length: a random base62 token of 20 chars measures
+# about 4.0, of 32 about 4.6, of 40+ about 5.0; English-like identifiers stay below.
+_ENTROPY_FLOOR = ((20, 3.9), (28, 4.2), (40, 4.5))
+MIN_CLASS_SWITCH_RATIO = 0.3  # tokens under 32 chars
+MIN_CLASS_SWITCH_RATIO_LONG = 0.25  # tokens of 32+ chars, where entropy already separates well
+SKIPPED_ENVELOPE_FIELDS = frozenset({"event_hash", "prev_event_hash", "event_id", "parent_event_id", "run_id", "recorded_at"})
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of ``text``'s own character distribution."""
+    length = len(text)
+    if not length:
+        return 0.0
+    return -sum(count / length * math.log2(count / length) for count in Counter(text).values())
+
+
+def _entropy_floor(length: int) -> float:
+    floor = _ENTROPY_FLOOR[0][1]
+    for min_length, bits in _ENTROPY_FLOOR:
+        if length >= min_length:
+            floor = bits
+    return floor
+
+
+def _looks_random(token: str) -> bool:
+    stripped = token.strip("=.-_~")
+    if len(stripped) < ENTROPY_MIN_CHARS or len(stripped) > ENTROPY_MAX_CHARS:
+        return False
+    if _HEX.fullmatch(stripped) or _UUID.search(stripped):
+        return False
+    # random tokens mix classes; a word, a slug or an ALL_CAPS name does not
+    has_digit = any(c.isdigit() for c in stripped)
+    has_lower = any(c.islower() for c in stripped)
+    has_upper = any(c.isupper() for c in stripped)
+    if has_digit + has_lower + has_upper < 2 or not has_digit and (stripped.count("-") + stripped.count("_") + stripped.count(".")) >= 2:
+        return False
+    if _class_switch_ratio(stripped) < (MIN_CLASS_SWITCH_RATIO if len(stripped) < 32 else MIN_CLASS_SWITCH_RATIO_LONG):
+        return False
+    return shannon_entropy(stripped) >= _entropy_floor(len(stripped))
+
+
+def _char_class(char: str) -> int:
+    return 0 if char.islower() else 1 if char.isupper() else 2 if char.isdigit() else 3
+
+
+def _class_switch_ratio(token: str) -> float:
+    """How often neighbours differ in class (lower, upper, digit, other): ~0.45 for random
+    base62/base64, under 0.3 for identifiers such as camelCase or snake_case_v2 names."""
+    classes = [_char_class(c) for c in token]
+    # upper -> lower is how a capitalised word starts, so it does not count as a switch
+    return sum(a != b and (a, b) != (1, 0) for a, b in zip(classes, classes[1:])) / (len(token) - 1)
+
+
+def mask(value: str) -> str:
+    """A preview that identifies a value without revealing it: a few edge characters and the length."""
+    length = len(value)
+    if length <= 8:
+        return "*" * length + f" ({length} chars)"
+    shown = 2 if length < 16 else 4
+    return f"{value[:shown]}…{value[-2:]} ({length} chars)"
+
+
+# -- findings ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    seq: int
+    path: str  # JSON path in the event, e.g. payload.arguments.headers.x-api-key
+    detector: str  # format:<name> | key-name | entropy
+    masked: str
+    kind: str = ""
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "path": self.path, "detector": self.detector, "masked": self.masked, "detail": self.detail}
+
+    def to_text(self) -> str:
+        detail = f"  ({self.detail})" if self.detail else ""
+        return f"seq {self.seq:>7}  {self.kind:<16} {self.path}  {self.detector}  {self.masked}{detail}"
+
+
+def _path_text(parts: tuple[str | int, ...]) -> str:
+    """payload.arguments.headers.x-api-key, tool_calls[0], or ["odd key"] for keys with other characters."""
+    text = ""
+    for part in parts:
+        if type(part) is int:
+            text += f"[{part}]"
+        elif part.replace("_", "").replace("-", "").isalnum():
+            text += f".{part}" if text else part
+        else:
+            text += "[" + '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"' + "]"
+    return text
+
+
+@lru_cache(maxsize=4096)
+def is_sensitive_key(key: str) -> bool:
+    """password, api_key, apiKey, x-api-key, clientSecret, raw_token ... but not max_tokens or token_type."""
+    name = "".join(c for c in key.lower() if c.isalnum())
+    return bool(name) and bool(_SENSITIVE_KEY.search(name)) and not _NOT_SENSITIVE_KEY.search(name)
+
+
+@lru_cache(maxsize=4096)
+def _is_id_key(key: str) -> bool:
+    return bool(_ID_KEY.search(key) or _ID_KEY_CAMEL.search(key))
+
+
+def _strings_of(event: Event) -> Iterator[tuple[tuple[str | int, ...], str | None, str]]:
+    """(path parts, the key the string sits under, the string) for every string in the event."""
+    stack: list[tuple[Any, tuple[str | int, ...], str | None]] = [(event.payload, ("payload",), None)]
+    stack.extend(
+        (value, (name,), name) for name, value in reversed(event.raw.items()) if name not in SKIPPED_ENVELOPE_FIELDS and name != "payload"
+    )
+    while stack:
+        value, parts, key = stack.pop()
+        kind = type(value)
+        if kind is str:
+            if len(value) >= MIN_KEYED_VALUE_CHARS:
+                yield parts, key, value
+        elif kind is dict:
+            stack.extend((child, parts + (child_key,), child_key) for child_key, child in reversed(value.items()))
+        elif kind is list:
+            stack.extend((child, parts + (index,), key) for index, child in reversed(list(enumerate(value))))
+
+
+def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
+    """(detector, masked value, detail) for the first secret in ``text`` under ``key``, else None."""
+    if len(text) < MIN_KEYED_VALUE_CHARS:
+        return None
+    if _FORMAT_HINT.search(text):
+        match = _FORMATS.search(text)
+        if match is not None:
+            return f"format:{match.lastgroup.replace('_', '-')}", mask(match.group()), ""  # type: ignore[union-attr]
+    if key is not None and is_sensitive_key(key) and not _REDACTED_VALUE.search(text.strip()):
+        return "key-name", mask(text), f"under key {key!r}"
+    if len(text) >= ENTROPY_MIN_CHARS and not (key is not None and _is_id_key(key)):
+        for candidate in _CANDIDATE.finditer(text):
+            token = candidate.group()
+            if _looks_random(token):
+                return "entropy", mask(token), f"{shannon_entropy(token.strip('=.-_~')):.1f} bits/char"
+    return None
+
+
+def scan_event(event: Event) -> list[Finding]:
+    """Findings in one event, in document order (the app calls this for events that arrive in follow mode)."""
+    findings = []
+    for parts, key, text in _strings_of(event):
+        hit = scan_string(text, key)
+        if hit is not None:
+            findings.append(Finding(event.seq, _path_text(parts), hit[0], hit[1], event.kind, hit[2]))
+    return findings
+
+
+@dataclass
+class ScanReport:
+    path: str
+    events: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    total_findings: int = 0
+    by_detector: Counter[str] = field(default_factory=Counter)
+    unreadable: int = 0
+    unreadable_examples: list[str] = field(default_factory=list)
+    complete: bool = True
+    _flagged: array = field(default_factory=lambda: array("Q"))
+
+    @property
+    def clean(self) -> bool:
+        return self.total_findings == 0
+
+    @property
+    def flagged_seqs(self) -> frozenset[int]:
+        """Seqs of events holding at least one finding: what the app marks in the timeline."""
+        return frozenset(self._flagged)
+
+    def add(self, findings: list[Finding]) -> None:
+        if not findings:
+            return
+        self._flagged.append(findings[0].seq)
+        self.total_findings += len(findings)
+        for finding in findings:
+            self.by_detector[finding.detector] += 1
+        room = MAX_FINDINGS_KEPT - len(self.findings)
+        if room > 0:
+            self.findings.extend(findings[:room])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "clean": self.clean,
+            "complete": self.complete,
+            "events": self.events,
+            "total_findings": self.total_findings,
+            "flagged_events": len(self._flagged),
+            "by_detector": dict(self.by_detector.most_common()),
+            "findings": [f.to_json() for f in self.findings],
+            "findings_listed": len(self.findings),
+            "unreadable": {"count": self.unreadable, "examples": self.unreadable_examples},
+        }
+
+    def to_text(self) -> str:
+        lines = [f.to_text() for f in self.findings]
+        if self.total_findings > len(self.findings):
+            lines.append(f"... and {self.total_findings - len(self.findings):,} more finding(s) not listed")
+        if self.clean:
+            summary = f"{self.path}: clean. {self.events:,} events scanned, no secrets found."
+        else:
+            detectors = ", ".join(f"{name} {count:,}" for name, count in self.by_detector.most_common())
+            summary = (
+                f"{self.path}: {self.total_findings:,} possible secret(s) in {len(self._flagged):,} event(s) "
+                f"of {self.events:,} ({detectors}). Values are masked."
+            )
+        if self.unreadable:
+            summary += f" {self.unreadable} unreadable line(s) were skipped; first: {self.unreadable_examples[0]}"
+        if not self.complete:
+            summary += " Cancelled: only part of the journal was scanned."
+        return "\n".join(lines + [summary])
+
+
+def scan_events(
+    events: Iterable[Event | JournalError],
+    *,
+    path: str = "",
+    total: int = 0,
+    progress: ProgressCallback | None = None,
+    cancelled: CancelCheck | None = None,
+) -> ScanReport:
+    """Scan an event stream; stops early (``complete=False``) when ``cancelled()``."""
+    report = ScanReport(path=path)
+    for done, item in enumerate(events, 1):
+        if isinstance(item, JournalError):
+            report.unreadable += 1
+            if len(report.unreadable_examples) < 5:
+                report.unreadable_examples.append(str(item))
+        else:
+            report.events += 1
+            report.add(scan_event(item))
+        if done % PROGRESS_EVERY == 0:
+            if progress is not None:
+                progress(done, max(total, done))
+            if cancelled is not None and cancelled():
+                report.complete = False
+                break
+    return report
+
+
+def scan_journal(
+    journal: Journal,
+    *,
+    progress: ProgressCallback | None = None,
+    cancelled: CancelCheck | None = None,
+) -> ScanReport:
+    """Scan the events indexed in ``journal`` (call ``journal.index()`` first)."""
+    return scan_events(journal.events(), path=str(journal.path), total=len(journal), progress=progress, cancelled=cancelled)
+
+
+def flagged_seqs(journal: Journal, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> frozenset[int]:
+    """Seqs of the events with a possible secret, for the app's timeline marks."""
+    return scan_journal(journal, progress=progress, cancelled=cancelled).flagged_seqs

@@ -1,0 +1,233 @@
+"""Draw ``RunStats`` as rich renderables: tables with unicode bars and sparklines.
+
+The CLI prints these; the app's stats screen can put the same renderables in a
+Static widget (rich, not Textual, so the analysis layer stays Textual-free).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .stats import Distribution, RunStats
+
+_SPARK = "▁▂▃▄▅▆▇█"
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """One character per value, scaled to the largest; zero is a blank-ish floor."""
+    if not values:
+        return ""
+    top = max(values)
+    if top <= 0:
+        return _SPARK[0] * len(values)
+    return "".join(_SPARK[min(7, int(value / top * 7.999))] if value > 0 else " " for value in values)
+
+
+def bar(value: float, top: float, width: int = 30) -> str:
+    """A horizontal bar ``width`` cells at most, in eighths of a cell."""
+    if top <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(value / top * width * 8))
+    return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+
+
+def format_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 60_000:
+        return f"{value / 60_000:.1f} min"
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+
+
+def format_bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, size in (("MB", 1e6), ("kB", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def _estimate(distribution: Distribution) -> str:
+    return "" if distribution.exact else "~"
+
+
+def _header(stats: RunStats) -> RenderableType:
+    text = Text()
+    text.append(f"{stats.path}", style="bold")
+    text.append(f"  run {stats.run_id or '?'}  agent {stats.agent or '?'}  status {stats.status or 'not ended'}\n")
+    text.append(
+        f"{stats.events:,} events (seq {stats.first_seq} to {stats.last_seq}), "
+        f"{stats.steps:,} steps{' (approximate)' if stats.steps_approximate else ''}, "
+        f"wall time {format_ms(stats.duration_ms)}"
+    )
+    if stats.unreadable:
+        text.append(f"\n{stats.unreadable} unreadable line(s) skipped; first: {stats.unreadable_examples[0]}", style="yellow")
+    if not stats.complete:
+        text.append("\ncancelled: the numbers cover only the events read so far", style="yellow")
+    return text
+
+
+def kinds_table(stats: RunStats) -> Table:
+    table = Table(title="Events by kind", title_justify="left", box=None, pad_edge=False)
+    table.add_column("kind")
+    table.add_column("events", justify="right")
+    table.add_column("")
+    top = max(stats.by_kind.values(), default=0)
+    for kind, count in stats.by_kind.most_common():
+        table.add_row(kind, f"{count:,}", Text(bar(count, top), style="cyan"))
+    return table
+
+
+def timeline_block(stats: RunStats) -> RenderableType:
+    series = stats.timeline
+    width = stats.timeline_bucket_width
+    table = Table(
+        title=f"Over the run (each column is {width:,} seq{'s' if width > 1 else ''})",
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+    )
+    table.add_column("")
+    table.add_column("")
+    table.add_column("total", justify="right")
+    for name, style in (("events", "cyan"), ("tokens", "magenta"), ("errors", "red")):
+        values = series.get(name, [])
+        table.add_row(name, Text(sparkline(values), style=style), f"{sum(values):,}")
+    return table
+
+
+def models_table(stats: RunStats) -> Table:
+    totals = stats.model_totals
+    table = Table(
+        title=f"Model calls: {totals.calls:,} requests, {totals.responses:,} responses, {totals.errors:,} errors; "
+        f"latency p50 {format_ms(stats.model_latency_ms.quantile(0.5))} p95 {format_ms(stats.model_latency_ms.quantile(0.95))}",
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+    )
+    for name, justify in (("model", "left"), ("calls", "right"), ("errors", "right"), ("prompt", "right"), ("completion", "right"), ("total tokens", "right"), ("", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    top = max((m.total_tokens for m in stats.models.values()), default=0)
+    for name, model in sorted(stats.models.items(), key=lambda item: -item[1].total_tokens):
+        table.add_row(
+            name,
+            f"{model.calls:,}",
+            f"{model.errors:,}" if model.errors else "",
+            f"{model.prompt_tokens:,}",
+            f"{model.completion_tokens:,}",
+            f"{model.total_tokens:,}",
+            Text(bar(model.total_tokens, top, 20), style="magenta"),
+        )
+    if len(stats.models) > 1:
+        table.add_row("all", f"{totals.calls:,}", f"{totals.errors:,}", f"{totals.prompt_tokens:,}", f"{totals.completion_tokens:,}", f"{totals.total_tokens:,}", "", style="bold")
+    return table
+
+
+def tools_table(stats: RunStats) -> Table:
+    calls, errors, timeouts = stats.tool_totals
+    table = Table(
+        title=f"Tool calls: {calls:,} calls, {errors:,} errors, {timeouts:,} timeouts",
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+    )
+    for name, justify in (
+        ("tool", "left"),
+        ("calls", "right"),
+        ("p50", "right"),
+        ("p95", "right"),
+        ("max", "right"),
+        ("latency spread", "left"),
+        ("result p50", "right"),
+        ("result max", "right"),
+        ("errors", "right"),
+        ("timeouts", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name, tool in sorted(stats.tools.items(), key=lambda item: -item[1].calls):
+        latency, size = tool.latency_ms, tool.result_bytes
+        mark = _estimate(latency)
+        table.add_row(
+            name,
+            f"{tool.calls:,}",
+            mark + format_ms(latency.quantile(0.5)),
+            mark + format_ms(latency.quantile(0.95)),
+            format_ms(latency.max),
+            Text(sparkline(latency.histogram(12)), style="cyan"),
+            _estimate(size) + format_bytes(size.quantile(0.5)),
+            format_bytes(size.max),
+            Text(f"{tool.errors:,}", style="red") if tool.errors else "",
+            Text(f"{tool.timeouts:,}", style="red") if tool.timeouts else "",
+        )
+    return table
+
+
+def errors_table(stats: RunStats) -> Table | None:
+    failing = [(name, tool) for name, tool in stats.tools.items() if tool.errors]
+    if not failing:
+        return None
+    table = Table(title="Errors and timeouts by tool", title_justify="left", box=None, pad_edge=False)
+    table.add_column("tool")
+    table.add_column("errors", justify="right")
+    table.add_column("")
+    table.add_column("timeouts", justify="right")
+    table.add_column("error types")
+    top = max(tool.errors for _, tool in failing)
+    for name, tool in sorted(failing, key=lambda item: -item[1].errors):
+        table.add_row(
+            name,
+            f"{tool.errors:,}",
+            Text(bar(tool.errors, top, 20), style="red"),
+            f"{tool.timeouts:,}",
+            ", ".join(f"{kind} ×{count}" for kind, count in tool.error_types.most_common(4)),
+        )
+    return table
+
+
+def steps_table(stats: RunStats) -> Table:
+    table = Table(title="Longest steps", title_justify="left", box=None, pad_edge=False)
+    table.add_column("by wall time")
+    table.add_column("span", justify="right")
+    table.add_column("seqs")
+    table.add_column("")
+    table.add_column("by events")
+    table.add_column("events", justify="right")
+    table.add_column("seqs")
+    by_span, by_events = stats.longest_steps_by_span, stats.longest_steps_by_events
+    top = max((s.span_ms or 0 for s in by_span), default=0)
+    for index in range(max(len(by_span), len(by_events))):
+        left = by_span[index] if index < len(by_span) else None
+        right = by_events[index] if index < len(by_events) else None
+        table.add_row(
+            left.step_id if left else "",
+            format_ms(left.span_ms) if left else "",
+            f"{left.first_seq}–{left.last_seq}" if left else "",
+            Text(bar(left.span_ms or 0, top, 16), style="yellow") if left else "",
+            right.step_id if right else "",
+            f"{right.events:,}" if right else "",
+            f"{right.first_seq}–{right.last_seq}" if right else "",
+        )
+    return table
+
+
+def render_stats(stats: RunStats) -> Group:
+    """The whole report, top to bottom, as one rich renderable."""
+    parts: list[RenderableType] = [_header(stats), Text(""), kinds_table(stats), Text(""), timeline_block(stats)]
+    if stats.models:
+        parts += [Text(""), models_table(stats)]
+    if stats.tools:
+        parts += [Text(""), tools_table(stats)]
+        errors = errors_table(stats)
+        if errors is not None:
+            parts += [Text(""), errors]
+    if stats.longest_steps_by_events:
+        parts += [Text(""), steps_table(stats)]
+    return Group(*parts)

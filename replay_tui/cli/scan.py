@@ -1,0 +1,42 @@
+"""`replay-tui scan JOURNAL [--json]`: secrets that redaction missed, with values masked.
+
+Exit 0 clean, 1 anything found, 2 the journal (or a line of it) could not be read
+and nothing was found in the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..analysis.secrets import scan_journal
+from ..journal import open_journal
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of one line per finding")
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    journal = open_journal(args.path)
+    try:
+        report = scan_journal(journal)
+    finally:
+        journal.close()
+    if args.json:
+        data = report.to_json()
+        data["seconds"] = round(time.perf_counter() - started, 3)
+        print_json(data)
+    else:
+        print(report.to_text())
+    if not report.clean:
+        return EXIT_FAILED
+    if report.unreadable:
+        if not args.json:
+            print(f"replay-tui: {report.unreadable} line(s) could not be read, so the scan is incomplete", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK

@@ -1,0 +1,202 @@
+"""Secret scan: each detector, no false positives on our own ids and hashes, masking, CLI exits."""
+
+from __future__ import annotations
+
+import json
+import secrets as token_source
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from replay_tui.analysis.secrets import flagged_seqs, is_sensitive_key, mask, scan_event, scan_journal, scan_string
+from replay_tui.journal import JournalWriter, call_key_of, hash_value, open_journal
+
+sys.path.insert(0, str(Path(__file__).parent))
+from incident_sample import PLANTED_SECRET, write_incident_journal  # noqa: E402
+
+# Realistic shapes, built at run time so this file itself holds no token a scanner would flag.
+KNOWN = {
+    "aws-access-key-id": "AKIA" + "Q3EXAMPLE7ZT5LMN",
+    "github-token": "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5",
+    "anthropic-key": "sk-ant-api03-" + "x7Yb2Kq9LmN4pR8sT1vW6zA3cE5gH0jK" * 3,
+    "openai-key": "sk-proj-" + "Zq8Lm3Nx7Rt2Vb6Yc1Ws4Ke9Gh5Jd0Pa",
+    "slack-token": "xoxb-" + "2048193746-5520918374651-Hk3Lm8Nq2Rs7Tv",
+    "stripe-key": "sk_live_" + "51HxQ2aLkP9mZ3vB8nR4tY6w",
+    "google-api-key": "AIza" + "SyD3kL9mN2pQ5rT8vW1xZ4bC7eF0gH3jK6m",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOH0" + ".Zk3Lm9Qx2Rv8Tn4Wb6Yc1Ea5Gd7Jh0Kp",
+    "private-key": "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    "bearer-token": "Bearer " + "abc.def-ghi_jkl~mno123456",
+    "url-password": "postgres://app:" + "s3cr3tPassw0rd@db.internal:5432/crm",
+}
+
+
+@pytest.mark.parametrize("name,value", sorted(KNOWN.items()))
+def test_known_formats_are_found_anywhere_in_a_string(name: str, value: str) -> None:
+    hit = scan_string(f"config dump: {value} (end)", key="text")
+    assert hit is not None and hit[0] == f"format:{name}"
+    assert value not in hit[1] and value[:12] not in hit[1]
+
+
+@pytest.mark.parametrize(
+    "key", ["password", "api_key", "apiKey", "x_api_key", "x-api-key", "X-Api-Key", "clientSecret", "client_secret", "raw_token", "token",
+            "refresh_token", "Authorization", "aws_secret_access_key", "private_key", "db_passwd", "cookie"],
+)
+def test_sensitive_key_names(key: str) -> None:
+    assert is_sensitive_key(key)
+    assert scan_string("hunter2-correct-horse", key) == ("key-name", mask("hunter2-correct-horse"), f"under key {key!r}")
+
+
+@pytest.mark.parametrize(
+    "key", ["max_tokens", "prompt_tokens", "completion_tokens", "total_tokens", "tokenizer", "token_type", "next_page_token", "secret_name",
+            "author", "authority", "password_policy", "api_key_id", "call_key", "request_hash"],
+)
+def test_names_that_only_talk_about_secrets_are_not_flagged(key: str) -> None:
+    assert not is_sensitive_key(key)
+
+
+@pytest.mark.parametrize("value", ["[REDACTED]", "<redacted>", "***", "********", "REDACTED:sha256", "sha256:" + "ab" * 32, "${DB_PASSWORD}", "{{ secrets.TOKEN }}"])
+def test_redacted_values_under_sensitive_keys_are_fine(value: str) -> None:
+    assert scan_string(value, "password") is None
+
+
+@pytest.mark.parametrize("length", [24, 32, 40, 64])
+def test_random_tokens_are_found_by_entropy(length: int) -> None:
+    found = sum(scan_string(token_source.token_urlsafe(length)[:length], "note") is not None for _ in range(50))
+    assert found >= 45  # a random 20+ char token occasionally looks ordinary; the thresholds keep misses rare
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        hash_value({"a": 1}),  # our own sha256: values
+        call_key_of("order_lookup", {"order_id": "A-1009"}),
+        str(uuid.uuid4()),
+        uuid.uuid4().hex,
+        "0x" + "f" * 40,
+        "run-crm-incident:12",
+        "2026-11-03T09:30:00.123456Z",
+        "fixtures.agents.crm:agent",
+        "/usr/lib/python3.11/site-packages/replay_tui/journal/reader.py",
+        "https://api.example.com/v1/customers/C-77/orders?limit=50",
+        "ThisIsAVeryLongCamelCaseIdentifierName",
+        "customer_lookup_v2_handler",
+        "claude-3-5-sonnet-20241022",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "Please refund order A-1009, it arrived broken and the box was wet.",
+    ],
+)
+def test_ids_hashes_and_prose_are_not_flagged(value: str) -> None:
+    assert scan_string(value, "text") is None
+
+
+def test_random_ids_under_id_keys_are_not_flagged() -> None:
+    call_id = "call_" + "Zx8f3kQ2mN7pL1vR9tY4wB6s"
+    assert scan_string(call_id, "text") is not None  # the same value in free text would be
+    for key in ("id", "call_id", "tool_call_id", "requestId", "idempotency_key", "etag"):
+        assert scan_string(call_id, key) is None
+
+
+def test_mask_never_shows_the_value() -> None:
+    value = "sk-proj-Zq8Lm3Nx7Rt2Vb6Yc1Ws4Ke9Gh5Jd0Pa"
+    shown = mask(value)
+    assert shown == f"sk-p…Pa ({len(value)} chars)"
+    assert mask("short") == "***** (5 chars)"
+
+
+def test_incident_journal_finds_the_planted_key_with_seq_and_path(tmp_path: Path) -> None:
+    journal = open_journal(write_incident_journal(tmp_path / "crm.jsonl", filler_steps=5))
+    report = scan_journal(journal)
+    journal.close()
+    assert not report.clean and report.total_findings == 1
+    (finding,) = report.findings
+    assert finding.seq == 30 and finding.kind == "tool.call"
+    assert finding.path == "payload.arguments.headers.x-api-key"
+    assert finding.detector == "format:openai-key"
+    assert PLANTED_SECRET not in finding.masked and PLANTED_SECRET not in report.to_text()
+    assert report.flagged_seqs == {30}
+
+
+def test_every_detector_with_json_paths(tmp_path: Path) -> None:
+    path = tmp_path / "leaky.jsonl"
+    aws_secret = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY3kL9mQ2vZ8nT"
+    with JournalWriter(path, run_id="leaky") as writer:
+        writer.append("run.started", {"agent": "a:b", "environment": {"DATABASE_URL": KNOWN["url-password"]}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
+        writer.append("input.received", {"role": "user", "content": "no secrets here, just a question about order A-1009"})
+        request = {"model": "m", "messages": [{"role": "system", "content": f"use {KNOWN['github-token']} for the repo"}]}
+        writer.append("model.request", {"request_hash": hash_value(request), "request": request})
+        writer.append("tool.call", {"call_id": "c1", "call_key": call_key_of("t", {}), "tool": "t", "arguments": {"config": {"clientSecret": "not-redacted-value"}}})
+        writer.append("tool.result", {"call_id": "c1", "call_key": call_key_of("t", {}), "tool": "t", "result": {"rows": [{"blob": aws_secret}]}, "duration_ms": 3})
+        writer.append("run.ended", {"status": "ok", "output": {"password": "[REDACTED]"}})
+    journal = open_journal(path)
+    report = scan_journal(journal)
+    journal.close()
+    got = {(f.seq, f.path, f.detector) for f in report.findings}
+    assert got == {
+        (1, "payload.environment.DATABASE_URL", "format:url-password"),
+        (3, "payload.request.messages[0].content", "format:github-token"),
+        (4, "payload.arguments.config.clientSecret", "key-name"),
+        (5, "payload.result.rows[0].blob", "entropy"),
+    }
+    assert report.flagged_seqs == {1, 3, 4, 5}
+
+
+def test_clean_journal_has_no_findings(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "journal"))
+    from sample import write_sample_journal
+
+    journal = open_journal(write_sample_journal(tmp_path / "clean.jsonl", steps=20))
+    assert flagged_seqs(journal) == frozenset()
+    journal.close()
+
+
+def test_scan_event_serves_follow_mode(tmp_path: Path) -> None:
+    journal = open_journal(write_incident_journal(tmp_path / "crm.jsonl"))
+    findings = [f for event in journal.events() for f in scan_event(event)]  # type: ignore[arg-type]
+    journal.close()
+    assert [(f.seq, f.detector) for f in findings] == [(10, "format:openai-key")]
+
+
+def test_cancel(tmp_path: Path) -> None:
+    journal = open_journal(write_incident_journal(tmp_path / "big.jsonl", filler_steps=2500))
+    report = scan_journal(journal, cancelled=lambda: True)
+    assert not report.complete and report.events == 4096
+    journal.close()
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from replay_tui.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_cli_exit_codes_and_masking(tmp_path: Path) -> None:
+    leaky = write_incident_journal(tmp_path / "crm.jsonl")
+    before = leaky.read_bytes()
+    result = _cli("scan", str(leaky))
+    assert result.returncode == 1
+    assert "seq      10" in result.stdout and "payload.arguments.headers.x-api-key" in result.stdout
+    assert PLANTED_SECRET not in result.stdout + result.stderr
+    data = json.loads(_cli("scan", str(leaky), "--json").stdout)
+    assert data["total_findings"] == 1 and data["findings"][0]["seq"] == 10 and not data["clean"]
+    assert leaky.read_bytes() == before  # the journal is never written
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "journal"))
+    from sample import write_sample_journal
+
+    clean = _cli("scan", str(write_sample_journal(tmp_path / "clean.jsonl")))
+    assert clean.returncode == 0 and "clean" in clean.stdout
+
+    missing = _cli("scan", str(tmp_path / "missing.jsonl"))
+    assert missing.returncode == 2 and "missing.jsonl" in missing.stderr and "Traceback" not in missing.stderr
+
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(clean_bytes := (tmp_path / "clean.jsonl").read_bytes())
+    damaged.write_bytes(clean_bytes.replace(b'"seq":3,', b'"seq":"three",', 1))
+    unreadable = _cli("scan", str(damaged))
+    assert unreadable.returncode == 2 and "line 3" in unreadable.stdout and "incomplete" in unreadable.stderr
