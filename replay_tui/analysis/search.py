@@ -1,0 +1,276 @@
+"""Find events: free text plus field filters, and the marks the timeline shows.
+
+A query is words and ``field:value`` filters, all of which must match::
+
+    kind:tool.result tool:customer_query timeout
+    is:error step:step-03 "connection reset"
+    seq:100..200 payload.arguments.customer_id:42
+
+Searching walks positions in order and is cancellable; each line is tested on
+its bytes first so only plausible lines are parsed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+import orjson
+
+from ..journal import Event, Journal, JournalError
+from ..journal.dialects import V1
+from ..journal.model import MODEL_RESPONSE, RUN_ENDED, TOOL_RESULT
+
+CancelCheck = Callable[[], bool]
+
+# Marks shown in the timeline and usable as `is:` filters.
+ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = "error", "timeout", "redacted", "divergent", "unused", "consumed"
+REDACTION_MARKERS = (b"[REDACTED", b"\xc2\xabredacted", b'"redacted":true', b'"redactions":')
+
+FIELD_HELP = {
+    "kind": "event kind; a prefix before a dot matches the family (kind:tool = tool.call and tool.result)",
+    "tool": "tool name of a tool.call/tool.result, or a tool asked for in a model.response",
+    "step": "step_id",
+    "seq": "one seq (seq:12) or a range (seq:10..20)",
+    "parent": "parent_event_id (full id or its seq)",
+    "call": "call_id",
+    "status": "run.ended status",
+    "is": "error, timeout, redacted, divergent, unused, consumed, observation",
+}
+
+
+class QueryError(ValueError):
+    """A query that cannot be understood; the message says what was expected."""
+
+
+@dataclass(frozen=True)
+class ReplayMarks:
+    """What a replay said about each recorded seq; fed to the app by the replay view.
+
+    ``divergent``: seqs where replay disagreed with the recording (the first one is
+    where replay stopped). ``consumed``: seqs replay served or matched. ``unused``:
+    recorded seqs replay never reached.
+    """
+
+    divergent: frozenset[int] = frozenset()
+    consumed: frozenset[int] = frozenset()
+    unused: frozenset[int] = frozenset()
+    label: str = "replay"
+
+    @property
+    def first_divergence(self) -> int | None:
+        return min(self.divergent) if self.divergent else None
+
+    def mark_of(self, seq: int) -> str | None:
+        if seq in self.divergent:
+            return DIVERGENT
+        if seq in self.unused:
+            return UNUSED
+        if seq in self.consumed:
+            return CONSUMED
+        return None
+
+
+def event_marks(event: Event | JournalError, line: bytes = b"", replay: ReplayMarks | None = None) -> frozenset[str]:
+    """Marks of one event: error, timeout, redacted, and the replay mark if any."""
+    if isinstance(event, JournalError):
+        return frozenset({ERROR})
+    marks: set[str] = set()
+    payload = event.payload
+    error = payload.get("error") if event.kind in (TOOL_RESULT, MODEL_RESPONSE, RUN_ENDED) else None
+    if error or (event.kind == RUN_ENDED and payload.get("status") == "error"):
+        marks.add(ERROR)
+    if isinstance(error, dict) and (error.get("timeout") is True or "timeout" in str(error.get("type", "")).lower()):
+        marks.add(TIMEOUT)
+    raw_line = line or orjson.dumps(event.raw)
+    if any(marker in raw_line for marker in REDACTION_MARKERS):
+        marks.add(REDACTED)
+    if replay is not None:
+        mark = replay.mark_of(event.seq)
+        if mark:
+            marks.add(mark)
+    return frozenset(marks)
+
+
+@dataclass(frozen=True)
+class Filter:
+    name: str
+    value: str
+
+    def matches(self, event: Event | JournalError, line: bytes, replay: ReplayMarks | None) -> bool:
+        if self.name == "is":
+            if self.value == "observation":
+                return isinstance(event, Event) and event.is_observation
+            return self.value in event_marks(event, line, replay)
+        if isinstance(event, JournalError):
+            return False
+        payload = event.payload
+        if self.name == "kind":
+            return event.kind == self.value or event.kind.startswith(self.value.rstrip(".*") + ".")
+        if self.name == "tool":
+            if payload.get("tool") == self.value:
+                return True
+            response = payload.get("response") if event.kind == MODEL_RESPONSE else None
+            calls = response.get("tool_calls") if isinstance(response, dict) else None
+            return isinstance(calls, list) and any(isinstance(c, dict) and c.get("name") == self.value for c in calls)
+        if self.name == "step":
+            return event.step_id == self.value
+        if self.name == "seq":
+            low, _, high = self.value.partition("..")
+            if not _:
+                return event.seq == int(low)
+            return (not low or event.seq >= int(low)) and (not high or event.seq <= int(high))
+        if self.name == "parent":
+            parent = event.parent_event_id or ""
+            return parent == self.value or (self.value.isdigit() and parent.endswith(":" + self.value))
+        if self.name == "call":
+            return payload.get("call_id") == self.value
+        if self.name == "status":
+            return payload.get("status") == self.value
+        return _scalar_text(_dotted(event.raw, self.name)) == self.value
+
+    def prefilter(self) -> bytes | None:
+        """Bytes that any matching canonical line must contain, if there is such a thing."""
+        if self.name in ("kind", "tool", "step", "call", "status") and self.value.isascii():
+            return self.value.rstrip(".*").encode()
+        return None
+
+
+@dataclass(frozen=True)
+class Query:
+    source: str
+    words: tuple[str, ...] = ()  # lowercased free text
+    filters: tuple[Filter, ...] = field(default_factory=tuple)
+
+    @property
+    def empty(self) -> bool:
+        return not self.words and not self.filters
+
+    def matches(self, event: Event | JournalError, line: bytes, replay: ReplayMarks | None = None) -> bool:
+        if self.words:
+            text = line.decode("utf-8", "replace").lower()
+            if isinstance(event, JournalError):
+                text += " " + str(event).lower()
+            if not all(word in text for word in self.words):
+                return False
+        return all(f.matches(event, line, replay) for f in self.filters)
+
+    def may_match(self, line: bytes) -> bool:
+        """Byte-level test that never rejects a match (so parsing can be skipped)."""
+        for f in self.filters:
+            needle = f.prefilter()
+            if needle is not None and needle not in line:
+                return False
+        if self.words and line.isascii():
+            lowered = line.lower()
+            return all(word.encode() in lowered for word in self.words if word.isascii())
+        return True
+
+
+def parse_query(text: str) -> Query:
+    """Parse a query; raises QueryError naming the term it cannot use."""
+    try:
+        terms = shlex.split(text)
+    except ValueError as error:
+        raise QueryError(f"cannot split the query ({error}); close the quote") from None
+    words: list[str] = []
+    filters: list[Filter] = []
+    for term in terms:
+        name, colon, value = term.partition(":")
+        if colon and name and value and (name in FIELD_HELP or "." in name):
+            if name == "seq" and not _is_seq_value(value):
+                raise QueryError(f"seq:{value} — expected a seq like seq:12 or a range like seq:10..20")
+            if name == "is" and value not in (ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED, "observation"):
+                raise QueryError(f"is:{value} — expected one of: {FIELD_HELP['is']}")
+            filters.append(Filter(name, value))
+        elif colon and name.isidentifier() and value and not value.startswith("/"):
+            known = ", ".join(sorted(FIELD_HELP))
+            raise QueryError(f"unknown filter '{name}:' — known filters: {known}, or a dotted path like payload.tool:")
+        else:
+            words.append(term.lower())
+    return Query(source=text, words=tuple(words), filters=tuple(filters))
+
+
+def line_of(journal: Journal, position: int, event: Event | JournalError | None = None) -> bytes:
+    """The bytes a query is tested on: the recorded line (v1) or the event re-serialised."""
+    if journal.dialect == V1:
+        return journal.line_bytes(position)
+    event = journal.try_event(position) if event is None else event
+    return orjson.dumps(event.raw) if isinstance(event, Event) else b""
+
+
+def iter_matches(
+    journal: Journal,
+    query: Query,
+    positions: Iterable[int],
+    cancelled: CancelCheck | None = None,
+    replay: ReplayMarks | None = None,
+) -> Iterator[int]:
+    """The positions among ``positions`` whose event matches ``query``."""
+    for count, position in enumerate(positions):
+        if cancelled is not None and count % 1024 == 0 and cancelled():
+            return
+        line = line_of(journal, position)
+        if journal.dialect == V1 and not query.may_match(line):
+            continue
+        event = journal.try_event(position)
+        if query.matches(event, line, replay):
+            yield position
+
+
+def find_next(
+    journal: Journal,
+    query: Query,
+    start: int,
+    direction: int = 1,
+    wrap: bool = True,
+    cancelled: CancelCheck | None = None,
+    replay: ReplayMarks | None = None,
+) -> int | None:
+    """The first match after (``direction`` 1) or before (-1) ``start``, wrapping around once."""
+    count = len(journal)
+    if count == 0:
+        return None
+    if direction > 0:
+        order: Iterable[int] = range(start + 1, count)
+        if wrap:
+            order = _chain(order, range(0, min(start + 1, count)))
+    else:
+        order = range(start - 1, -1, -1)
+        if wrap:
+            order = _chain(order, range(count - 1, max(start - 1, -1), -1))
+    return next(iter_matches(journal, query, order, cancelled, replay), None)
+
+
+def _chain(*ranges: Iterable[int]) -> Iterator[int]:
+    for positions in ranges:
+        yield from positions
+
+
+def _is_seq_value(value: str) -> bool:
+    low, sep, high = value.partition("..")
+    if not sep:
+        return low.isdigit()
+    return (not low or low.isdigit()) and (not high or high.isdigit()) and bool(low or high)
+
+
+def _dotted(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            obj = obj.get(part)
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return None
+    return obj
+
+
+def _scalar_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return orjson.dumps(value).decode()

@@ -1,0 +1,270 @@
+"""The agent state before and after any event, rebuilt from the journal alone.
+
+State is the nearest earlier ``state.snapshot`` (or the ``initial_state`` of
+``run.started``) with the RFC 6902 patches of the ``state.transition`` events in
+between applied in seq order. No agent code runs. Every hash recorded on the way
+(snapshot ``state_hash``, transition ``before_hash``/``after_hash``) is checked
+against the rebuilt state, and every mismatch is returned to the caller.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Literal
+
+import jsonpatch
+
+from ..journal import Event, Journal, JournalError, hash_value
+from ..journal.dialects import V1
+from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
+from .diff import ValueDiff, diff_values, is_related, parts_of
+
+CancelCheck = Callable[[], bool]
+_STATE_KINDS = (RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION)
+_STATE_MARKERS = tuple(kind.encode() for kind in _STATE_KINDS)
+
+
+@dataclass(frozen=True)
+class HashCheck:
+    """One recorded hash compared with the hash of the rebuilt state."""
+
+    seq: int
+    what: Literal["before", "after", "snapshot"]
+    expected: str
+    actual: str
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.actual
+
+    def describe(self) -> str:
+        label = {"before": "before_hash", "after": "after_hash", "snapshot": "state_hash"}[self.what]
+        if self.ok:
+            return f"seq {self.seq}: {label} matches"
+        return f"seq {self.seq}: recorded {label} {self.expected} but the rebuilt state hashes to {self.actual}"
+
+
+@dataclass(frozen=True)
+class StateAt:
+    """The state around one event: ``before`` it and ``after`` it."""
+
+    seq: int
+    position: int
+    before: Any
+    after: Any
+    base_seq: int | None  # the snapshot or run.started the state was rebuilt from
+    checks: tuple[HashCheck, ...] = ()
+    problems: tuple[str, ...] = ()  # a patch that did not apply, a missing base, a bad line
+    diff: ValueDiff = field(default_factory=ValueDiff)
+
+    @property
+    def mismatches(self) -> tuple[HashCheck, ...]:
+        return tuple(check for check in self.checks if not check.ok)
+
+    @property
+    def verified(self) -> bool:
+        """True when at least one recorded hash was checked and none disagreed."""
+        return bool(self.checks) and not self.mismatches and not self.problems
+
+    @property
+    def status(self) -> str:
+        if self.problems:
+            return "problem: " + self.problems[0]
+        if self.mismatches:
+            return "hash mismatch: " + self.mismatches[0].describe()
+        if self.checks:
+            return f"verified ({len(self.checks)} recorded hash(es) match)"
+        return "not verified (no recorded state hash on the way)"
+
+
+@dataclass
+class _Checkpoint:
+    state: Any
+    base_seq: int | None
+    checks: list[HashCheck]
+    problems: list[str]
+
+
+class StateHistory:
+    """Rebuilds state at any position of one journal, with a small cache of results.
+
+    Safe to call from a worker thread; calls are serialised by a lock because
+    checkpoints are shared between neighbouring positions.
+    """
+
+    def __init__(self, journal: Journal, *, cache_size: int = 256) -> None:
+        self.journal = journal
+        self._cache: OrderedDict[int, _Checkpoint] = OrderedDict()  # position -> state *after* it
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    # -- public -----------------------------------------------------------
+    def at(self, position: int, cancelled: CancelCheck | None = None) -> StateAt | None:
+        """State before and after the event at ``position``; None if cancelled."""
+        with self._lock:
+            event = self.journal.try_event(position)
+            seq = event.seq if isinstance(event, Event) else position + 1
+            before = self._after(position - 1, cancelled) if position > 0 else _Checkpoint(None, None, [], [])
+            if before is None:
+                return None
+            after = self._apply(before, position, event)
+            self._remember(position, after)
+            checks = tuple(after.checks)
+            return StateAt(
+                seq=seq,
+                position=position,
+                before=before.state,
+                after=after.state,
+                base_seq=after.base_seq,
+                checks=checks,
+                problems=tuple(after.problems),
+                diff=diff_values(before.state, after.state),
+            )
+
+    def value_at(self, state: Any, pointer: str) -> Any:
+        """The value at ``pointer`` in ``state``; raises KeyError when absent."""
+        return resolve_pointer(state, pointer)
+
+    # -- rebuilding -------------------------------------------------------
+    def _after(self, position: int, cancelled: CancelCheck | None) -> _Checkpoint | None:
+        """The state after ``position``: from a cached checkpoint or the nearest base."""
+        cached = self._cache.get(position)
+        if cached is not None:
+            self._cache.move_to_end(position)
+            return cached
+        base_position = position
+        while base_position >= 0:
+            if base_position in self._cache:
+                break
+            if cancelled is not None and (position - base_position) % 512 == 0 and cancelled():
+                return None
+            if self._is_base(base_position):
+                break
+            base_position -= 1
+        if base_position < 0:
+            current = _Checkpoint(None, None, [], ["no run.started or state.snapshot before this event"])
+            base_position = -1
+        elif base_position in self._cache:
+            current = self._cache[base_position]
+        else:
+            current = self._apply(_Checkpoint(None, None, [], []), base_position, self.journal.try_event(base_position))
+        for step in range(base_position + 1, position + 1):
+            if cancelled is not None and step % 512 == 0 and cancelled():
+                return None
+            if not self._may_touch_state(step):
+                continue
+            current = self._apply(current, step, self.journal.try_event(step))
+        self._remember(position, current)
+        return current
+
+    def _apply(self, current: _Checkpoint, position: int, event: Event | JournalError) -> _Checkpoint:
+        """The checkpoint after ``event``, given the one before it (never mutated)."""
+        if isinstance(event, JournalError):
+            return current
+        payload = event.payload
+        if event.kind == RUN_STARTED:
+            return _Checkpoint(copy.deepcopy(payload.get("initial_state")), event.seq, [], [])
+        if event.kind == STATE_SNAPSHOT:
+            state = payload.get("state")
+            checks = [HashCheck(event.seq, "snapshot", str(payload.get("state_hash")), hash_value(state))]
+            if current.base_seq is not None and current.state != state:
+                # The snapshot disagrees with what the patches built: keep that visible.
+                problems = [f"seq {event.seq}: snapshot differs from the state rebuilt from earlier patches"]
+            else:
+                problems = []
+            return _Checkpoint(copy.deepcopy(state), event.seq, checks, problems)
+        if event.kind != STATE_TRANSITION:
+            return current
+        checks = list(current.checks[-32:])  # keep the recent trail, not the whole history
+        problems = list(current.problems[-8:])
+        checks.append(HashCheck(event.seq, "before", str(payload.get("before_hash")), hash_value(current.state)))
+        try:
+            state = jsonpatch.apply_patch(current.state, payload.get("patch", []), in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as error:
+            problems.append(f"seq {event.seq}: patch does not apply ({error})")
+            return _Checkpoint(current.state, current.base_seq, checks, problems)
+        checks.append(HashCheck(event.seq, "after", str(payload.get("after_hash")), hash_value(state)))
+        return _Checkpoint(state, current.base_seq, checks, problems)
+
+    def _is_base(self, position: int) -> bool:
+        if not self._may_touch_state(position):
+            return False
+        event = self.journal.try_event(position)
+        return isinstance(event, Event) and event.kind in (RUN_STARTED, STATE_SNAPSHOT)
+
+    def _may_touch_state(self, position: int) -> bool:
+        """Cheap byte test so walking back over thousands of events parses only state events."""
+        if self.journal.dialect != V1:
+            return True
+        line = self.journal.line_bytes(position)
+        return any(marker in line for marker in _STATE_MARKERS)
+
+    def _remember(self, position: int, checkpoint: _Checkpoint) -> None:
+        self._cache[position] = checkpoint
+        self._cache.move_to_end(position)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+
+def resolve_pointer(value: Any, pointer: str) -> Any:
+    """The value at an RFC 6901 pointer; KeyError when it does not exist."""
+    for token in parts_of(pointer):
+        if isinstance(value, dict):
+            if token not in value:
+                raise KeyError(pointer)
+            value = value[token]
+        elif isinstance(value, list):
+            if not token.isdigit() or int(token) >= len(value):
+                raise KeyError(pointer)
+            value = value[int(token)]
+        else:
+            raise KeyError(pointer)
+    return value
+
+
+def patch_touches(patch: Any, pointer: str) -> bool:
+    """True if an RFC 6902 patch may change the value at ``pointer``."""
+    if not isinstance(patch, list):
+        return False
+    for operation in patch:
+        if not isinstance(operation, dict) or operation.get("op") == "test":
+            continue
+        for key in ("path", "from") if operation.get("op") == "move" else ("path",):
+            path = operation.get(key)
+            if isinstance(path, str) and is_related(path, pointer):
+                return True
+    return False
+
+
+def iter_changes(
+    journal: Journal,
+    pointer: str,
+    start: int,
+    direction: int = 1,
+    cancelled: CancelCheck | None = None,
+) -> Iterator[int]:
+    """Positions of state.transition events whose patch touches ``pointer``.
+
+    Walks from ``start`` (exclusive) forwards (``direction`` 1) or backwards (-1)
+    over the events indexed so far; byte-filters before parsing.
+    """
+    stop = len(journal) if direction > 0 else -1
+    marker = STATE_TRANSITION.encode()
+    for position in range(start + direction, stop, direction):
+        if cancelled is not None and position % 1024 == 0 and cancelled():
+            return
+        if journal.dialect == V1 and marker not in journal.line_bytes(position):
+            continue
+        event = journal.try_event(position)
+        if isinstance(event, Event) and event.kind == STATE_TRANSITION and patch_touches(event.payload.get("patch"), pointer):
+            yield position
+
+
+def find_change(
+    journal: Journal, pointer: str, start: int, direction: int = 1, cancelled: CancelCheck | None = None
+) -> int | None:
+    """The next (or previous) position where the value at ``pointer`` changes."""
+    return next(iter_changes(journal, pointer, start, direction, cancelled), None)

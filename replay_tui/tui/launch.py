@@ -1,0 +1,76 @@
+"""Start the app from the command line: find the journal, check it, run the UI.
+
+Everything that can fail on bad input (missing path, unreadable or empty file,
+unknown theme) is checked here, before the UI takes over the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import replay_tui
+
+from ..journal import Journal, JournalError
+
+DEMO_JOURNAL = "crm-incident.jsonl"
+EXIT_USAGE = 2
+
+
+def demo_journal_path() -> Path | None:
+    """The bundled demo: in an installed wheel, else in the checkout's fixtures."""
+    package = Path(replay_tui.__file__).parent
+    for candidate in (package / "_bundled" / "journals" / DEMO_JOURNAL, package.parent / "fixtures" / "journals" / DEMO_JOURNAL):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve_journal(argument: str | None) -> Path:
+    """The journal to open; raises ValueError with a message for the user."""
+    if argument is None:
+        demo = demo_journal_path()
+        if demo is None:
+            raise ValueError(f"no journal given and the bundled demo {DEMO_JOURNAL} is not installed; pass a journal path")
+        return demo
+    path = Path(argument).expanduser()
+    if not path.exists():
+        raise ValueError(f"{argument}: no such file or directory")
+    if path.is_file():
+        try:
+            with open(path, "rb") as handle:
+                handle.read(1)
+        except OSError as error:
+            raise ValueError(f"{argument}: cannot be read ({error.strerror})") from None
+    return path
+
+
+def launch_app(args: argparse.Namespace) -> int:
+    from .themes import DEFAULT_THEME, check_theme_name
+
+    theme = args.theme or DEFAULT_THEME
+    problem = check_theme_name(theme)
+    if problem:
+        print(f"replay-tui: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.seq is not None and args.seq < 1:
+        print(f"replay-tui: --seq {args.seq}: a seq is a whole number from 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        path = resolve_journal(args.journal)
+        journal = Journal(path)
+    except ValueError as error:
+        print(f"replay-tui: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except JournalError as error:
+        print(f"replay-tui: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from .app import ReplayApp
+
+    try:
+        ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False))).run()
+    finally:
+        journal.close()
+    return 0

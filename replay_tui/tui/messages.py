@@ -1,0 +1,101 @@
+"""Messages that flow up from widgets and workers to the screen. Small dataclasses;
+workers only ever post these (post_message is thread-safe)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from ..analysis.causal import ChildrenPage
+from ..analysis.search import ReplayMarks
+from ..analysis.state import StateAt
+
+
+@dataclass
+class IndexProgress(Message):
+    """More of the journal is indexed; ``events`` are readable now."""
+
+    events: int
+    done_bytes: int
+    total_bytes: int
+
+
+@dataclass
+class IndexFinished(Message):
+    events: int
+    seconds: float
+    error: str | None = None
+
+
+@dataclass
+class ChainChecked(Message):
+    """Result of verify_journal: ``status`` is verified, absent, broken or error."""
+
+    status: str
+    summary: str
+    fault_seq: int | None = None
+
+
+@dataclass
+class CursorMoved(Message):
+    """The timeline cursor is on a new position."""
+
+    position: int
+
+
+@dataclass
+class StateComputed(Message):
+    position: int
+    state: StateAt
+
+
+@dataclass
+class ChildrenLoaded(Message):
+    node_id: int
+    page: ChildrenPage
+    generation: int
+
+
+@dataclass
+class ChainLoaded(Message):
+    position: int
+    chain: list[int]
+    generation: int
+
+
+@dataclass
+class JumpTo(Message):
+    """Move the timeline cursor to ``position`` (from a worker, the tree or a pane)."""
+
+    position: int
+    reason: str = ""
+
+
+@dataclass
+class Notice(Message):
+    """Something to tell the user in the status bar."""
+
+    text: str
+    severity: str = "information"
+
+
+@dataclass
+class JournalGrew(Message):
+    new_events: int
+    message: str | None = None
+
+
+@dataclass
+class ReplayMarksChanged(Message):
+    """The hook for replay results: post this (or call ``ReplayApp.set_replay_marks``)
+    with the consumed/divergent/unused seqs of a replay, or None to clear."""
+
+    marks: ReplayMarks | None
+
+
+@dataclass
+class PathChosen(Message):
+    """A state path was picked in a state pane (enter or `w`)."""
+
+    pointer: str

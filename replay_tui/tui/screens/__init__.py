@@ -1,0 +1,1 @@
+"""Screens: the main debugger screen and its small modal prompts."""

@@ -1,0 +1,71 @@
+"""The key reference (`?`)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ...analysis.search import FIELD_HELP
+
+KEYS = (
+    ("Moving", ""),
+    ("j / k / ↓ / ↑", "next / previous event"),
+    ("g / G / home / end", "first / last event"),
+    ("page down / space / page up", "a page down / up"),
+    (":", "go to a seq"),
+    ("tab / shift+tab", "next / previous pane (timeline, tree, state before, state after, event)"),
+    ("Finding", ""),
+    ("/", "search: words and field filters (below); all must match"),
+    ("n / N", "next / previous search hit (wraps)"),
+    ("e / E", "next / previous error (tool error, model error, failed run, unreadable line)"),
+    ("d", "first divergence of the last replay (needs replay results)"),
+    ("w / W", "watch the state path under the cursor in a state pane; jump to its next / previous change"),
+    ("escape", "cancel a running search"),
+    ("Panes", ""),
+    ("enter / f", "fold or unfold the value under the cursor (state panes, event)"),
+    ("F", "unfold everything in the event"),
+    ("enter (tree)", "select that event in the timeline; expanding a node loads its effects"),
+    ("Other", ""),
+    ("t", "next theme (dark, light, high-contrast); ctrl+p → theme to pick any"),
+    ("ctrl+p", "command palette: every action above"),
+    ("?", "this help"),
+    ("q", "quit"),
+)
+
+MARKS = (
+    ("✗", "error: a tool or model error, a failed run, an unreadable line"),
+    ("◷", "timeout"),
+    ("▒", "holds a redacted value"),
+    ("≠", "divergent in the last replay"),
+    ("· / ✓", "unused / consumed by the last replay"),
+)
+
+
+def help_text() -> str:
+    lines: list[str] = []
+    for key, what in KEYS:
+        lines.append(f"\n{key}" if not what else f"  {key:<30} {what}")
+    lines.append("\nSearch filters")
+    for name, what in FIELD_HELP.items():
+        lines.append(f"  {name + ':':<30} {what}")
+    lines.append(f"  {'a.dotted.path:value':<30} any field of the event, e.g. payload.arguments.customer_id:42")
+    lines.append('  example: kind:tool.result tool:customer_query   is:error "timed out"')
+    lines.append("\nTimeline marks")
+    for glyph, what in MARKS:
+        lines.append(f"  {glyph:<30} {what}")
+    return "\n".join(lines).lstrip("\n")
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box") as box:
+            box.border_title = "replay-tui keys (escape to close)"
+            yield Static(help_text(), markup=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

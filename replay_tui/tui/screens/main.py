@@ -1,0 +1,504 @@
+"""The debugger screen: timeline and causal tree on top, state and event below.
+
+Attributes flow down (the screen tells widgets what to show); messages flow up
+(widgets and workers post the dataclasses in ``messages.py``). Everything that
+may read many events runs in a thread worker and reports back by message.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Tree
+from textual.worker import get_current_worker
+
+from ...analysis.causal import CausalIndex
+from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, parse_query
+from ...analysis.state import StateAt, StateHistory, find_change
+from ...journal import Event, Journal, JournalError, verify_journal
+from ..messages import (
+    ChainChecked,
+    ChainLoaded,
+    ChildrenLoaded,
+    CursorMoved,
+    IndexFinished,
+    IndexProgress,
+    JournalGrew,
+    JumpTo,
+    Notice,
+    ReplayMarksChanged,
+    StateComputed,
+)
+from ..widgets.bars import RunHeader, StatusBar
+from ..widgets.causal_tree import CausalTree, NodeData
+from ..widgets.panes import EventDetail, StatePane
+from ..widgets.timeline import Timeline
+from .help import HelpScreen
+from .prompt import PromptScreen
+
+FIRST_BATCH_BYTES = 256 * 1024
+BATCH_BYTES = 8 * 1024 * 1024
+PROGRESS_EVERY_S = 0.1
+SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
+ERROR_QUERY = parse_query("is:error")
+
+
+class MainScreen(Screen[None]):
+    BINDINGS = [
+        Binding("colon", "goto", "Go to seq"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "search_next", "Next hit"),
+        Binding("N", "search_previous", "Previous hit"),
+        Binding("e", "next_error", "Next error"),
+        Binding("E", "previous_error", "Previous error"),
+        Binding("d", "divergence", "First divergence"),
+        Binding("w", "watch_next", "Watch path / next change"),
+        Binding("W", "watch_previous", "Previous change"),
+        Binding("F", "unfold_all", "Unfold event", show=False),
+        Binding("escape", "cancel_search", "Cancel search", show=False),
+    ]
+
+    def __init__(self, journal: Journal, *, start_seq: int | None = None, follow: bool = False) -> None:
+        super().__init__()
+        self.journal = journal
+        self.history = StateHistory(journal)
+        self.causal = CausalIndex(journal)
+        self.start_seq = start_seq
+        self.follow = follow
+        self.replay_marks: ReplayMarks | None = None
+        self.query_: Query | None = None
+        self.watched: str | None = None
+        self.last_state: StateAt | None = None
+        self.indexing = True
+        self.index_seconds: float | None = None
+        self._settle: Timer | None = None
+        self._have_first = False
+
+    # -- layout -----------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="header")
+        with Horizontal(id="top"):
+            timeline = Timeline(self.journal, id="timeline")
+            timeline.add_class("pane")
+            timeline.border_title = "Timeline"
+            yield timeline
+            tree = CausalTree(self.journal, id="tree")
+            tree.add_class("pane")
+            tree.border_title = "Causes → effects"
+            yield tree
+        with Horizontal(id="bottom"):
+            yield StatePane("before", id="state-before")
+            yield StatePane("after", id="state-after")
+            yield EventDetail(id="detail")
+        yield StatusBar(id="status")
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.query_one(Timeline)
+
+    @property
+    def tree(self) -> CausalTree:
+        return self.query_one(CausalTree)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    def on_mount(self) -> None:
+        self.query_one(RunHeader).set_first_event(None, self.journal.path.name)
+        self.timeline.focus()
+        self.index_journal()
+        self.check_chain()
+
+    # -- indexing ---------------------------------------------------------
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
+    def index_journal(self) -> None:
+        worker = get_current_worker()
+        started = time.perf_counter()
+        last_post = 0.0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last_post
+            now = time.perf_counter()
+            if now - last_post >= PROGRESS_EVERY_S:
+                last_post = now
+                self.post_message(IndexProgress(len(self.journal), done, total))
+
+        try:
+            # One small batch first so the first screen does not wait for a big one.
+            self.journal.index(cancelled=lambda: worker.is_cancelled or len(self.journal) > 0, batch_bytes=FIRST_BATCH_BYTES)
+            self.post_message(IndexProgress(len(self.journal), self.journal.line_count, self.journal.known_bytes()))
+            self.journal.index(progress=progress, cancelled=lambda: worker.is_cancelled, batch_bytes=BATCH_BYTES)
+        except JournalError as error:
+            self.post_message(IndexFinished(len(self.journal), time.perf_counter() - started, str(error)))
+            return
+        self.post_message(IndexFinished(len(self.journal), time.perf_counter() - started))
+
+    @on(IndexProgress)
+    def _index_progress(self, message: IndexProgress) -> None:
+        self.timeline.set_count(message.events, indexing=True)
+        share = f" {100 * message.done_bytes / message.total_bytes:.0f}%" if message.total_bytes else ""
+        self.query_one(RunHeader).set_events(f"indexing{share} · {message.events:,} events so far")
+        self._on_events_available()
+
+    @on(IndexFinished)
+    def _index_finished(self, message: IndexFinished) -> None:
+        self.indexing = False
+        self.index_seconds = message.seconds
+        self.timeline.set_count(message.events, indexing=False)
+        text = f"{message.events:,} events · indexed in {message.seconds:.2f} s"
+        if self.journal.pending_tail_bytes():
+            text += f" · last line incomplete ({self.journal.pending_tail_bytes()} bytes held back)"
+        self.query_one(RunHeader).set_events(text + (" · following" if self.follow else ""))
+        if message.error:
+            self.notify(message.error, title="journal", severity="error", timeout=10)
+            self.status.say(message.error)
+        self._on_events_available()
+        if self.start_seq is not None:
+            self._goto_seq(self.start_seq)
+            self.start_seq = None
+        if self.follow:
+            self.set_interval(0.5, self.poll_journal)
+
+    def _on_events_available(self) -> None:
+        if self._have_first or len(self.journal) == 0:
+            return
+        self._have_first = True
+        first = self.journal.try_event(0)
+        self.query_one(RunHeader).set_first_event(first if isinstance(first, Event) else None, self.journal.path.name)
+        if self.start_seq is not None:
+            position = self._quick_position(self.start_seq)
+            if position is not None:
+                self.timeline.move_to(position, center=True)
+                self.start_seq = None
+        self.post_message(CursorMoved(self.timeline.cursor))
+
+    # -- chain check ------------------------------------------------------
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def check_chain(self) -> None:
+        try:
+            report = verify_journal(self.journal.path)
+        except JournalError as error:
+            self.post_message(ChainChecked("error", f"cannot verify: {error.message}"))
+            return
+        if report.fault is not None:
+            fault = report.fault
+            where = f"seq {fault.seq}" if fault.seq is not None else f"line {fault.line}"
+            self.post_message(ChainChecked("broken", f"✗ {fault.kind.replace('_', ' ')} at {where}", fault.seq))
+        elif report.chain == "absent":
+            self.post_message(ChainChecked("absent", f"no hash chain ({report.dialect} dialect)"))
+        else:
+            self.post_message(ChainChecked("verified", f"✓ verified ({report.events:,} events)"))
+
+    @on(ChainChecked)
+    def _chain_checked(self, message: ChainChecked) -> None:
+        self.query_one(RunHeader).set_chain(message.status, message.summary)
+
+    # -- following the cursor ----------------------------------------------
+    @on(CursorMoved)
+    def _cursor_moved(self, message: CursorMoved) -> None:
+        position = message.position
+        if position >= len(self.journal):
+            return
+        event = self.journal.try_event(position)
+        self.query_one(EventDetail).show_event(self.journal, position, event)
+        seq = event.seq if isinstance(event, Event) else None
+        for pane in self.query(StatePane):
+            pane.show_loading(seq)
+        if self._settle is not None:
+            self._settle.stop()
+        self._settle = self.set_timer(SETTLE_S, lambda: self._cursor_settled(position))
+
+    def _cursor_settled(self, position: int) -> None:
+        if position != self.timeline.cursor:
+            return
+        self.load_state(position)
+        self.load_chain(position, self.tree.generation)
+
+    @work(thread=True, exclusive=True, group="state", exit_on_error=False)
+    def load_state(self, position: int) -> None:
+        worker = get_current_worker()
+        state = self.history.at(position, cancelled=lambda: worker.is_cancelled)
+        if state is not None and not worker.is_cancelled:
+            self.post_message(StateComputed(position, state))
+
+    @on(StateComputed)
+    def _state_computed(self, message: StateComputed) -> None:
+        if message.position != self.timeline.cursor:
+            return
+        self.last_state = message.state
+        for pane in self.query(StatePane):
+            pane.show_state(message.state)
+            pane.view.set_watched(self.watched)
+
+    @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
+    def load_chain(self, position: int, generation: int) -> None:
+        chain = self.causal.chain_to_root(position)
+        if not get_current_worker().is_cancelled:
+            self.post_message(ChainLoaded(position, chain, generation))
+
+    @on(ChainLoaded)
+    def _chain_loaded(self, message: ChainLoaded) -> None:
+        if message.position != self.timeline.cursor:
+            return
+        selected = self.tree.show_chain(message.chain)
+        if selected is not None:
+            self._load_children_of(selected)
+            selected.expand()
+
+    def _load_children_of(self, node: Tree.NodeExpanded | object, start: int | None = None) -> None:
+        data: NodeData | None = getattr(node, "data", None)
+        if data is None or data.position is None or data.loading or (data.loaded and start is None):
+            return
+        data.loading = True
+        self.load_children(node.id, data.position, start, self.tree.generation)  # type: ignore[attr-defined]
+
+    @work(thread=True, group="children", exit_on_error=False)
+    def load_children(self, node_id: int, position: int, start: int | None, generation: int) -> None:
+        page = self.causal.children(position, start=start, cancelled=lambda: get_current_worker().is_cancelled)
+        self.post_message(ChildrenLoaded(node_id, page, generation))
+
+    @on(ChildrenLoaded)
+    def _children_loaded(self, message: ChildrenLoaded) -> None:
+        if message.generation != self.tree.generation:
+            return
+        try:
+            node = self.tree.get_node_by_id(message.node_id)  # type: ignore[arg-type]
+        except Exception:  # the node was removed meanwhile (tree rebuilt)
+            return
+        self.tree.apply_children(node, message.page)
+
+    @on(Tree.NodeExpanded)
+    def _node_expanded(self, message: Tree.NodeExpanded[NodeData]) -> None:
+        self._load_children_of(message.node)
+
+    @on(Tree.NodeSelected)
+    def _node_selected(self, message: Tree.NodeSelected[NodeData]) -> None:
+        data = message.node.data
+        if data is None:
+            return
+        if data.next_start is not None and message.node.parent is not None:
+            parent = message.node.parent
+            if parent.data is not None:
+                parent.data.loaded = False
+                self._load_children_of(parent, start=data.next_start)
+        elif data.position is not None and data.position != self.timeline.cursor:
+            self.timeline.move_to(data.position, center=True)
+
+    @on(JumpTo)
+    def _jump_to(self, message: JumpTo) -> None:
+        self.timeline.move_to(message.position, center=True)
+        if message.reason:
+            self.status.say(message.reason)
+
+    @on(Notice)
+    def _notice(self, message: Notice) -> None:
+        self.status.say(message.text)
+        if message.severity != "information":
+            self.notify(message.text, severity=message.severity)  # type: ignore[arg-type]
+
+    # -- goto ---------------------------------------------------------------
+    def action_goto(self) -> None:
+        def chosen(text: str | None) -> None:
+            if text is None or not text.strip():
+                return
+            value = text.strip().lstrip("#")
+            if not value.isdigit() or int(value) < 1:
+                self.status.say(f"'{text}' is not a seq: type a whole number like 12")
+                return
+            self._goto_seq(int(value))
+
+        last = self.journal.try_event(len(self.journal) - 1) if len(self.journal) else None
+        span = f"seq 1 to {last.seq}" if isinstance(last, Event) else "no events yet"
+        self.app.push_screen(PromptScreen("Go to seq", f"{span}{' (still indexing)' if self.indexing else ''}; enter to go, escape to cancel", placeholder="seq"), chosen)
+
+    def _quick_position(self, seq: int) -> int | None:
+        """O(1) lookup for a healthy journal; None means ask the worker."""
+        count = len(self.journal)
+        if count == 0:
+            return None
+        first = self.journal.try_event(0)
+        guess = seq - first.seq if isinstance(first, Event) else seq - 1
+        if 0 <= guess < count:
+            event = self.journal.try_event(guess)
+            if isinstance(event, Event) and event.seq == seq:
+                return guess
+        return None
+
+    def _goto_seq(self, seq: int) -> None:
+        position = self._quick_position(seq)
+        if position is not None:
+            self.timeline.move_to(position, center=True)
+            self.status.say(f"seq {seq}")
+            return
+        self.find_seq(seq)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def find_seq(self, seq: int) -> None:
+        position = self.journal.position_of_seq(seq)
+        if position is None:
+            more = " yet (indexing is still running)" if self.indexing else ""
+            self.post_message(Notice(f"no event with seq {seq}{more}", "warning"))
+        else:
+            self.post_message(JumpTo(position, f"seq {seq}"))
+
+    # -- search -------------------------------------------------------------
+    def action_search(self) -> None:
+        def chosen(text: str | None) -> None:
+            if text is None or not text.strip():
+                return
+            try:
+                query = parse_query(text)
+            except QueryError as error:
+                self.status.say(str(error))
+                self.notify(str(error), severity="warning")
+                return
+            self.query_ = query
+            self.run_search(query, self.timeline.cursor, 1, f"/{text}")
+
+        hint = "words and filters, all must match: " + ", ".join(f"{name}:" for name in FIELD_HELP) + " — e.g. kind:tool.result tool:customer_query"
+        previous = self.query_.source if self.query_ else ""
+        self.app.push_screen(PromptScreen("Search", hint, value=previous, placeholder="kind:tool.result timeout"), chosen)
+
+    def action_search_next(self) -> None:
+        self._repeat_search(1)
+
+    def action_search_previous(self) -> None:
+        self._repeat_search(-1)
+
+    def _repeat_search(self, direction: int) -> None:
+        if self.query_ is None:
+            self.status.say("no search yet: press / to search")
+            return
+        self.run_search(self.query_, self.timeline.cursor, direction, f"/{self.query_.source}")
+
+    def action_next_error(self) -> None:
+        self.run_search(ERROR_QUERY, self.timeline.cursor, 1, "next error")
+
+    def action_previous_error(self) -> None:
+        self.run_search(ERROR_QUERY, self.timeline.cursor, -1, "previous error")
+
+    def action_cancel_search(self) -> None:
+        if any(w.group == "search" and w.is_running for w in self.workers):
+            self.workers.cancel_group(self, "search")
+            self.status.say("search cancelled")
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def run_search(self, query: Query, start: int, direction: int, label: str) -> None:
+        worker = get_current_worker()
+        self.post_message(Notice(f"{label}: searching… (escape cancels)"))
+        position = find_next(self.journal, query, start, direction, wrap=True, cancelled=lambda: worker.is_cancelled, replay=self.replay_marks)
+        if worker.is_cancelled:
+            return
+        scope = " (index still building: searched the events indexed so far)" if self.indexing else ""
+        if position is None:
+            self.post_message(Notice(f"{label}: no match{scope}"))
+            return
+        wrapped = (position <= start) if direction > 0 else (position >= start)
+        event = self.journal.try_event(position)
+        where = f"seq {event.seq}" if isinstance(event, Event) else f"position {position + 1}"
+        note = " (wrapped around)" if wrapped and position != start else " (the only match)" if position == start else ""
+        self.post_message(JumpTo(position, f"{label}: {where}{note}{scope}"))
+
+    # -- divergence (fed by replay results) ------------------------------------
+    def set_replay_marks(self, marks: ReplayMarks | None) -> None:
+        self.replay_marks = marks
+        self.timeline.set_replay_marks(marks)
+        if marks is not None:
+            first = marks.first_divergence
+            self.status.say(f"{marks.label}: " + (f"first divergence at seq {first}" if first else "no divergence"))
+
+    @on(ReplayMarksChanged)
+    def _replay_marks_changed(self, message: ReplayMarksChanged) -> None:
+        self.set_replay_marks(message.marks)
+
+    def action_divergence(self) -> None:
+        if self.replay_marks is None:
+            self.status.say("no replay results yet: run a replay of this journal to find its first divergence")
+            return
+        first = self.replay_marks.first_divergence
+        if first is None:
+            self.status.say(f"{self.replay_marks.label}: no divergence — replay matched the recording")
+            return
+        self._goto_seq(first)
+        self.status.say(f"first divergence: seq {first}")
+
+    # -- watch ------------------------------------------------------------
+    def action_watch_next(self) -> None:
+        self._watch(1)
+
+    def action_watch_previous(self) -> None:
+        self._watch(-1)
+
+    def _watch(self, direction: int) -> None:
+        focused = self.focused
+        pane = next((p for p in self.query(StatePane) if focused is not None and p in focused.ancestors_with_self), None)
+        if pane is not None:
+            pointer = pane.view.cursor_pointer
+            if pointer is None:
+                self.status.say("move the cursor onto a value in the state pane, then press w")
+                return
+            self.watched = pointer
+        elif self.watched is None:
+            changed = self.last_state.diff.paths if self.last_state is not None else ()
+            if not changed:
+                self.status.say("nothing watched: tab to a state pane, put the cursor on a path and press w")
+                return
+            self.watched = changed[0]
+        for state_pane in self.query(StatePane):
+            state_pane.view.set_watched(self.watched)
+        self.find_watched_change(self.watched, self.timeline.cursor, direction)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def find_watched_change(self, pointer: str, start: int, direction: int) -> None:
+        worker = get_current_worker()
+        label = f"watching {pointer or '/ (whole state)'}"
+        self.post_message(Notice(f"{label}: looking for the {'next' if direction > 0 else 'previous'} change…"))
+        position = find_change(self.journal, pointer, start, direction, cancelled=lambda: worker.is_cancelled)
+        if worker.is_cancelled:
+            return
+        if position is None:
+            self.post_message(Notice(f"{label}: no {'later' if direction > 0 else 'earlier'} change (W/w go the other way)"))
+            return
+        event = self.journal.try_event(position)
+        seq = event.seq if isinstance(event, Event) else position + 1
+        self.post_message(JumpTo(position, f"{label}: changed at seq {seq} (w next, W previous)"))
+
+    def action_unfold_all(self) -> None:
+        self.query_one(EventDetail).view.unfold_all()
+
+    # -- live tail ----------------------------------------------------------
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False)
+    def poll_journal(self) -> None:
+        try:
+            result = self.journal.refresh()
+        except JournalError as error:
+            self.post_message(Notice(f"follow: {error}", "error"))
+            return
+        if result.new_events or result.reset or result.new_shards:
+            self.post_message(JournalGrew(result.new_events, result.message))
+
+    @on(JournalGrew)
+    def _journal_grew(self, message: JournalGrew) -> None:
+        timeline = self.timeline
+        at_end = timeline.cursor >= timeline.count - 1
+        if message.message:
+            self.history = StateHistory(self.journal)
+            self.causal = CausalIndex(self.journal)
+            timeline.invalidate()
+            self.status.say(message.message)
+        timeline.set_count(len(self.journal), indexing=False)
+        self.query_one(RunHeader).set_events(f"{len(self.journal):,} events · following")
+        if at_end:
+            timeline.move_to(len(self.journal) - 1)
+
+    @property
+    def journal_path(self) -> Path:
+        return self.journal.path

@@ -1,0 +1,60 @@
+"""Load the bundled themes by name: from the wheel's copy or the checkout's themes/."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from textual.theme import BUILTIN_THEMES, Theme
+
+import replay_tui
+
+DEFAULT_THEME = "dark"
+
+
+def themes_dir() -> Path:
+    """``replay_tui/_bundled/themes`` in an installed wheel, else the repository's ``themes/``."""
+    package = Path(replay_tui.__file__).parent
+    for candidate in (package / "_bundled" / "themes", package.parent / "themes"):
+        if (candidate / "replay.tcss").is_file():
+            return candidate
+    raise FileNotFoundError(f"no themes directory next to {package} (looked for _bundled/themes and ../themes)")
+
+
+@dataclass(frozen=True)
+class BundledTheme:
+    theme: Theme
+    extra_tcss: Path | None
+
+
+@lru_cache(maxsize=1)
+def bundled_themes() -> dict[str, BundledTheme]:
+    """Every ``<name>.json`` in the themes directory, as Textual themes."""
+    directory = themes_dir()
+    found: dict[str, BundledTheme] = {}
+    for path in sorted(directory.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        extra = data.pop("tcss", None)
+        theme = Theme(**data)
+        found[theme.name] = BundledTheme(theme, directory / extra if extra else None)
+    return found
+
+
+def stylesheet_paths() -> list[Path]:
+    """The shared stylesheet followed by each theme's extra rules (scoped by class)."""
+    directory = themes_dir()
+    extras = [t.extra_tcss for t in bundled_themes().values() if t.extra_tcss is not None]
+    return [directory / "replay.tcss", *extras]
+
+
+def known_theme_names() -> list[str]:
+    return [*bundled_themes(), *sorted(BUILTIN_THEMES)]
+
+
+def check_theme_name(name: str) -> str | None:
+    """None if ``name`` can be used, else a message listing the choices."""
+    if name in bundled_themes() or name in BUILTIN_THEMES:
+        return None
+    return f"unknown theme {name!r}; bundled themes: {', '.join(bundled_themes())} (Textual's own also work: {', '.join(sorted(BUILTIN_THEMES))})"

@@ -1,0 +1,257 @@
+"""A JSON value as foldable, highlighted lines with a cursor (Line API).
+
+Used for the state panes and the event detail. Each line knows the JSON pointer
+it shows, so a pane can say which state path is under the cursor. Big values
+(long strings, containers with many items) start folded; enter unfolds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import orjson
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...analysis.diff import ValueDiff
+
+LONG_STRING = 160
+MANY_ITEMS = 40
+MAX_LINES = 20_000  # even fully unfolded, a pane never builds more lines than this
+
+
+@dataclass
+class JsonLine:
+    pointer: str | None
+    parts: list[tuple[str, str]]  # (text, component class or "")
+    change: str | None = None  # added / removed / changed
+    fold: str | None = None  # pointer that enter folds or unfolds
+
+
+@dataclass
+class JsonDocument:
+    """What a JsonView shows: a header of plain lines and a value."""
+
+    value: Any
+    header: list[tuple[str, str]] = field(default_factory=list)  # (text, component class)
+    diff: ValueDiff | None = None
+    side: str = "after"  # which changes this side shows: before -> removed, after -> added
+    empty_text: str = "(no value)"
+
+
+def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) -> list[JsonLine]:
+    lines = [JsonLine(None, [(text, cls)]) for text, cls in document.header]
+    diff = document.diff
+    show = {"changed", "removed"} if document.side == "before" else {"changed", "added"}
+    paths = diff.paths if diff is not None else ()
+
+    def change_of(pointer: str, collapsed: bool) -> str | None:
+        if diff is None:
+            return None
+        kind = diff.kind_of(pointer)
+        if kind in show:
+            return kind
+        if collapsed and any(p.startswith(pointer + "/") for p in paths):
+            return "changed"
+        return None
+
+    def is_folded(pointer: str, big: bool) -> bool:
+        return (big and pointer not in unfolded) or pointer in folded
+
+    def emit(prefix: list[tuple[str, str]], value: Any, pointer: str, indent: int, comma: str) -> None:
+        if len(lines) >= MAX_LINES:
+            return
+        pad = ("  " * indent, "")
+        if isinstance(value, (dict, list)) and value:
+            opener, closer = ("{", "}") if isinstance(value, dict) else ("[", "]")
+            big = len(value) > MANY_ITEMS
+            if is_folded(pointer, big):
+                noun = "keys" if isinstance(value, dict) else "items"
+                lines.append(JsonLine(pointer, [pad, *prefix, (f"{opener}… {len(value)} {noun} (enter to unfold){closer}{comma}", "json--punct")], change_of(pointer, True), fold=pointer))
+                return
+            lines.append(JsonLine(pointer, [pad, *prefix, (opener, "json--punct")], change_of(pointer, False), fold=pointer if pointer else None))
+            items: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
+            last = len(value) - 1
+            for number, (key, item) in enumerate(items):
+                child = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+                key_parts = [(orjson.dumps(key).decode() if isinstance(value, dict) else "", "json--key")]
+                if isinstance(value, dict):
+                    key_parts.append((": ", "json--punct"))
+                emit(key_parts, item, child, indent + 1, "," if number < last else "")
+            lines.append(JsonLine(pointer, [pad, (closer + comma, "json--punct")], None))
+            return
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        style = "json--string" if isinstance(value, str) else "json--number" if isinstance(value, (int, float)) and not isinstance(value, bool) else "json--punct"
+        fold = None
+        if isinstance(value, str) and len(text) > LONG_STRING:
+            fold = pointer
+            if is_folded(pointer, True):
+                text = f"{text[:LONG_STRING - 40]}…\" (+{len(text) - LONG_STRING + 40} chars, enter to unfold)"
+        lines.append(JsonLine(pointer, [pad, *prefix, (text + comma, style)], change_of(pointer, False), fold=fold))
+
+    if document.value is None and document.empty_text:
+        lines.append(JsonLine(None, [(document.empty_text, "json--punct")]))
+    else:
+        emit([], document.value, "", 0, "")
+    return lines
+
+
+class JsonView(ScrollView, can_focus=True):
+    """Scrollable, foldable JSON with a line cursor."""
+
+    COMPONENT_CLASSES = {
+        "json--key",
+        "json--string",
+        "json--number",
+        "json--punct",
+        "json--added",
+        "json--removed",
+        "json--changed",
+        "json--watched",
+        "json--cursor",
+        "json--status-ok",
+        "json--status-bad",
+    }
+
+    BINDINGS = [
+        Binding("j,down", "cursor_down", "Down", show=False),
+        Binding("k,up", "cursor_up", "Up", show=False),
+        Binding("g,home", "first", "First", show=False),
+        Binding("G,end", "last", "Last", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("enter,f", "toggle_fold", "Fold/unfold"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.document = JsonDocument(None, empty_text="")
+        self.lines: list[JsonLine] = []
+        self.cursor = 0
+        self.watched: str | None = None
+        self._unfolded: set[str] = set()
+        self._folded: set[str] = set()
+        self._styles: dict[str, Style] = {}
+
+    def show(self, document: JsonDocument, *, keep_folds: bool = False) -> None:
+        pointer = self.cursor_pointer
+        self.document = document
+        if not keep_folds:
+            self._unfolded.clear()
+            self._folded.clear()
+        self._rebuild(pointer)
+
+    def _rebuild(self, keep_pointer: str | None = None) -> None:
+        self.lines = build_lines(self.document, self._unfolded, self._folded)
+        width = max((sum(len(text) for text, _ in line.parts) for line in self.lines), default=0)
+        self.virtual_size = Size(width + 1, len(self.lines))
+        if keep_pointer is not None:
+            for number, line in enumerate(self.lines):
+                if line.pointer == keep_pointer:
+                    self.cursor = number
+                    break
+        self.cursor = max(0, min(self.cursor, len(self.lines) - 1))
+        self.refresh()
+
+    @property
+    def cursor_pointer(self) -> str | None:
+        if 0 <= self.cursor < len(self.lines):
+            return self.lines[self.cursor].pointer
+        return None
+
+    def set_watched(self, pointer: str | None) -> None:
+        self.watched = pointer
+        self.refresh()
+
+    # -- actions ----------------------------------------------------------
+    def _move(self, line: int) -> None:
+        if not self.lines:
+            return
+        self.cursor = max(0, min(line, len(self.lines) - 1))
+        height = max(1, self.scrollable_content_region.height)
+        top = self.scroll_offset.y
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def action_cursor_down(self) -> None:
+        self._move(self.cursor + 1)
+
+    def action_cursor_up(self) -> None:
+        self._move(self.cursor - 1)
+
+    def action_first(self) -> None:
+        self._move(0)
+
+    def action_last(self) -> None:
+        self._move(len(self.lines) - 1)
+
+    def action_page_down(self) -> None:
+        self._move(self.cursor + max(1, self.scrollable_content_region.height - 1))
+
+    def action_page_up(self) -> None:
+        self._move(self.cursor - max(1, self.scrollable_content_region.height - 1))
+
+    def action_toggle_fold(self) -> None:
+        if not self.lines:
+            return
+        pointer = self.lines[self.cursor].fold
+        if pointer is None:
+            return
+        line = self.lines[self.cursor]
+        currently_folded = "enter to unfold" in line.parts[-1][0]
+        if currently_folded:
+            self._unfolded.add(pointer)
+            self._folded.discard(pointer)
+        else:
+            self._folded.add(pointer)
+            self._unfolded.discard(pointer)
+        self._rebuild(pointer)
+
+    def unfold_all(self) -> None:
+        """Unfold every folded value (the detail's `F`)."""
+        for line in self.lines:
+            if line.fold is not None:
+                self._unfolded.add(line.fold)
+        self._folded.clear()
+        self._rebuild(self.cursor_pointer)
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None:
+            self._move(self.scroll_offset.y + offset.y)
+
+    # -- rendering --------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if row >= len(self.lines):
+            return Strip.blank(width, base)
+        line = self.lines[row]
+        if line.change:
+            base = base + self._style(f"json--{line.change}")
+        if self.watched is not None and line.pointer == self.watched:
+            base = base + self._style("json--watched")
+        overlay = self._style("json--cursor") if row == self.cursor and self.has_focus else Style()
+        segments = [Segment(text, base + (self._style(cls) if cls else Style()) + overlay) for text, cls in line.parts]
+        return Strip(segments).crop_extend(scroll_x, scroll_x + width, base + overlay)

@@ -1,0 +1,101 @@
+"""State panes (before/after) and the event detail, both built on JsonView."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from ...analysis.state import StateAt
+from ...journal import Event, Journal, JournalError, event_hash_of
+from .json_view import JsonDocument, JsonView
+
+
+class StatePane(Vertical):
+    """The state on one side of the selected event, changes highlighted."""
+
+    def __init__(self, side: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="pane")
+        self.side = side
+        self.border_title = f"State {side}"
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="state-status")
+        yield JsonView(id=f"{self.side}-json")
+
+    @property
+    def view(self) -> JsonView:
+        return self.query_one(JsonView)
+
+    def show_loading(self, seq: int | None) -> None:
+        self.border_title = f"State {self.side}" + (f" seq {seq}" if seq is not None else "")
+        self.query_one(".state-status", Static).update("rebuilding state…")
+
+    def show_state(self, state: StateAt) -> None:
+        value = state.before if self.side == "before" else state.after
+        self.border_title = f"State {self.side} seq {state.seq}"
+        status = self.query_one(".state-status", Static)
+        bad = bool(state.mismatches or state.problems)
+        status.set_class(bad, "-bad")
+        counts = state.diff
+        changes = (
+            f"{len(counts.changed)} changed, {len(counts.added)} added, {len(counts.removed)} removed"
+            if not counts.empty
+            else "unchanged by this event"
+        )
+        status.update(f"{'✗ ' if bad else '✓ ' if state.verified else ''}{state.status} · {changes}")
+        self.view.show(
+            JsonDocument(value, diff=state.diff, side=self.side, empty_text="(no state recorded yet)"),
+            keep_folds=True,
+        )
+
+
+def hash_status(journal: Journal, position: int, event: Event) -> tuple[str, bool]:
+    """This event's own hash and its link to the previous event, checked now."""
+    if not journal.has_hash_chain or event.event_hash is None:
+        return "no hash chain (this journal's dialect does not record one)", True
+    own = event_hash_of(event.raw, parsed=True) == event.event_hash
+    if position == 0:
+        linked = event.prev_event_hash is None
+    else:
+        previous = journal.try_event(position - 1)
+        linked = isinstance(previous, Event) and previous.event_hash == event.prev_event_hash
+    parts = ["event_hash matches its content" if own else "event_hash does NOT match its content (edited?)"]
+    parts.append("links to the previous event" if linked else "prev_event_hash does NOT link to the previous event")
+    return "; ".join(parts), own and linked
+
+
+class EventDetail(Vertical):
+    """The selected event: envelope, hash status, payload as foldable JSON."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="pane")
+        self.border_title = "Event"
+
+    def compose(self) -> ComposeResult:
+        yield JsonView(id="detail-json")
+
+    @property
+    def view(self) -> JsonView:
+        return self.query_one(JsonView)
+
+    def show_event(self, journal: Journal, position: int, event: Event | JournalError) -> None:
+        if isinstance(event, JournalError):
+            self.border_title = "Event (unreadable)"
+            self.view.show(
+                JsonDocument(
+                    None,
+                    header=[(str(event), "json--status-bad"), ("The rest of the journal stays readable.", "")],
+                    empty_text="",
+                )
+            )
+            return
+        self.border_title = f"Event seq {event.seq} · {event.kind}"
+        status, ok = hash_status(journal, position, event)
+        header = [
+            (f"event_id {event.event_id}   step {event.step_id or '–'}   parent {event.parent_event_id or '– (root)'}", ""),
+            (f"recorded_at {event.recorded_at}", "json--punct"),
+            (("✓ " if ok else "✗ ") + status, "json--status-ok" if ok else "json--status-bad"),
+            ("payload:", "json--key"),
+        ]
+        self.view.show(JsonDocument(event.payload, header=header, empty_text="{}"))

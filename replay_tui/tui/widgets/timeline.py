@@ -1,0 +1,195 @@
+"""The timeline: one Line-API ScrollView over the journal's offset index.
+
+Only the rows on screen are parsed (the journal keeps an LRU of parsed events)
+and rendered rows are kept in an LRU of strips, so a million-event journal
+scrolls like a short one. Rows appear while the index is still being built.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...analysis.search import CONSUMED, DIVERGENT, ERROR, REDACTED, TIMEOUT, UNUSED, ReplayMarks, event_marks, line_of
+from ...journal import Event, Journal, JournalError
+from ..format import summary_of
+from ..messages import CursorMoved
+
+# (mark, glyph), most important first; one glyph per mark, two columns at most.
+MARK_GLYPHS = ((DIVERGENT, "≠"), (ERROR, "✗"), (TIMEOUT, "◷"), (REDACTED, "▒"), (UNUSED, "·"), (CONSUMED, "✓"))
+KIND_WIDTH = 16
+STEP_WIDTH = 12
+
+
+class Timeline(ScrollView, can_focus=True):
+    """Seq, kind, step and a summary per event, with marks; a cursor row."""
+
+    COMPONENT_CLASSES = {
+        "timeline--cursor",
+        "timeline--seq",
+        "timeline--kind",
+        "timeline--step",
+        "timeline--error",
+        "timeline--timeout",
+        "timeline--redacted",
+        "timeline--divergent",
+        "timeline--unused",
+        "timeline--consumed",
+        "timeline--hit",
+        "timeline--placeholder",
+    }
+
+    BINDINGS = [
+        Binding("j,down", "cursor_down", "Down", show=False),
+        Binding("k,up", "cursor_up", "Up", show=False),
+        Binding("g,home", "first", "First", show=False),
+        Binding("G,end", "last", "Last", show=False),
+        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False),
+        Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
+    ]
+
+    def __init__(self, journal: Journal, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.journal = journal
+        self.cursor = 0
+        self.count = 0
+        self.replay_marks: ReplayMarks | None = None
+        self.indexing = True
+        self._strips: LRUCache[tuple[int, int, bool, int], Strip] = LRUCache(4096)
+        self._styles: dict[str, Style] = {}
+        self._generation = 0
+
+    # -- attributes set by the screen ---------------------------------------
+    def set_count(self, count: int, indexing: bool) -> None:
+        """More events are readable; grow the scrollable area (the cursor stays)."""
+        grew_from = self.count
+        self.count = count
+        self.indexing = indexing
+        self.virtual_size = Size(1, count + (1 if indexing else 0))
+        if grew_from == 0 and count:
+            self.post_message(CursorMoved(self.cursor))
+        self.refresh()
+
+    def set_replay_marks(self, marks: ReplayMarks | None) -> None:
+        self.replay_marks = marks
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        """Forget rendered rows (theme, marks or the journal changed)."""
+        self._generation += 1
+        self._strips.clear()
+        self._styles.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+        self._strips.clear()
+
+    # -- cursor -----------------------------------------------------------
+    def move_to(self, position: int, *, center: bool = False) -> None:
+        if self.count == 0:
+            return
+        position = max(0, min(position, self.count - 1))
+        previous = self.cursor
+        self.cursor = position
+        self._scroll_to_cursor(center)
+        self.refresh_lines(previous)
+        self.refresh_lines(position)
+        if position != previous:
+            self.post_message(CursorMoved(position))
+
+    def _scroll_to_cursor(self, center: bool) -> None:
+        height = max(1, self.scrollable_content_region.height)
+        top = self.scroll_offset.y
+        if center and not top <= self.cursor < top + height:
+            self.scroll_to(y=max(0, self.cursor - height // 2), animate=False, immediate=True)
+        elif self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    @property
+    def page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_to(self.cursor + 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_to(self.cursor - 1)
+
+    def action_first(self) -> None:
+        self.move_to(0)
+
+    def action_last(self) -> None:
+        self.move_to(self.count - 1)
+
+    def action_page_down(self) -> None:
+        self.move_to(self.cursor + self.page)
+
+    def action_page_up(self) -> None:
+        self.move_to(self.cursor - self.page)
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None:
+            self.move_to(self.scroll_offset.y + offset.y)
+
+    # -- rendering --------------------------------------------------------
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        row = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if row >= self.count:
+            if row == self.count and self.indexing:
+                text = " indexing…" if self.count else " opening journal…"
+                return Strip([Segment(text.ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(0, width)
+            return Strip.blank(width, self.rich_style)
+        key = (row, width, row == self.cursor, self._generation)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._render_row(row, width, row == self.cursor)
+        return strip
+
+    def _render_row(self, row: int, width: int, is_cursor: bool) -> Strip:
+        event = self.journal.try_event(row)
+        marks = event_marks(event, line_of(self.journal, row, event), self.replay_marks)
+        base = self.rich_style
+        cursor = self._style("timeline--cursor") if is_cursor else Style()
+
+        def styled(text: str, part: str | None = None) -> Segment:
+            return Segment(text, base + (self._style(part) if part else Style()) + cursor)
+
+        glyphs = [(glyph, mark) for mark, glyph in MARK_GLYPHS if mark in marks][:2]
+        segments = [styled(" ")]
+        segments.extend(styled(glyph, f"timeline--{mark}") for glyph, mark in glyphs)
+        segments.append(styled(" " * (3 - len(glyphs))))
+        if isinstance(event, JournalError):
+            where = f"line {event.line}" if event.line else "?"
+            segments.append(styled(f"{where:>8} ", "timeline--seq"))
+            segments.append(styled(summary_of(event), "timeline--error"))
+        else:
+            segments.append(styled(f"{event.seq:>8} ", "timeline--seq"))
+            kind_part = next((f"timeline--{m}" for m in (DIVERGENT, ERROR, TIMEOUT) if m in marks), "timeline--kind")
+            segments.append(styled(f"{event.kind:<{KIND_WIDTH}} ", kind_part))
+            step = event.step_id or "–"
+            if len(step) > STEP_WIDTH:
+                step = "…" + step[-(STEP_WIDTH - 1):]
+            segments.append(styled(f"{step:<{STEP_WIDTH}} ", "timeline--step"))
+            segments.append(styled(summary_of(event)))
+        return Strip(segments).crop_extend(0, width, base + cursor)
+
+    def cursor_event(self) -> Event | JournalError | None:
+        return self.journal.try_event(self.cursor) if self.count else None
