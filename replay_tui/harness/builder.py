@@ -1,0 +1,213 @@
+"""Assemble a Harness from a config: plugins started in order, the sink opened by the
+transport plugin (or given), tools and memory registered, run.started info filled."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from .. import __version__
+from .config import ConfigError, HarnessConfig, PluginSet, load_config
+from .environment import fingerprint
+from .harness import DEFAULT_SNAPSHOT_EVERY, Harness, RunInfo
+from .plugins import ToolSpec
+from .redaction import RedactionConfigError, RedactionRules, Redactor
+from .seam import EventSink, ObservationSource
+from .builtin import memory_tools
+from .transport import JsonlSink
+
+_HARNESS_KEYS = {"snapshot_every", "clock", "random_seed", "feature_flags", "prompt_bundle"}
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    snapshot_every: int = DEFAULT_SNAPSHOT_EVERY
+    wall_clock: Callable[[], float] = time.time
+    monotonic_clock: Callable[[], float] = time.monotonic
+    random_seed: int | None = None
+    feature_flags: Mapping[str, Any] = field(default_factory=dict)
+    prompt_bundle: tuple[str, ...] = ()
+
+
+def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> HarnessOptions:
+    """Parse ``[harness]``. ``clock = {frozen_at = "2026-11-03T09:14:05Z", tick_ms = 0}``
+    freezes the wall clock (each read advances it by ``tick_ms``)."""
+    unknown = set(table) - _HARNESS_KEYS
+    if unknown:
+        raise ConfigError(source, f"[harness]: unknown key(s) {sorted(unknown)}; expected {sorted(_HARNESS_KEYS)}")
+    snapshot_every = table.get("snapshot_every", DEFAULT_SNAPSHOT_EVERY)
+    if type(snapshot_every) is not int or snapshot_every < 1:
+        raise ConfigError(source, "[harness]: snapshot_every must be a positive integer")
+    seed = table.get("random_seed")
+    if seed is not None and type(seed) is not int:
+        raise ConfigError(source, "[harness]: random_seed must be an integer")
+    flags = table.get("feature_flags", {})
+    if not isinstance(flags, dict):
+        raise ConfigError(source, "[harness]: feature_flags must be a table")
+    bundle = table.get("prompt_bundle", [])
+    if isinstance(bundle, str):
+        bundle = [bundle]
+    if not isinstance(bundle, list) or not all(isinstance(item, str) for item in bundle):
+        raise ConfigError(source, "[harness]: prompt_bundle must be a path or a list of paths")
+    wall, monotonic = time.time, time.monotonic
+    clock = table.get("clock")
+    if clock is not None:
+        if not isinstance(clock, dict) or not isinstance(clock.get("frozen_at"), str):
+            raise ConfigError(source, '[harness]: clock must be a table like {frozen_at = "2026-11-03T09:14:05Z", tick_ms = 0}')
+        try:
+            start = datetime.fromisoformat(clock["frozen_at"].replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise ConfigError(source, f"[harness]: clock.frozen_at {clock['frozen_at']!r} is not an RFC 3339 time") from None
+        wall, monotonic = _frozen_clock(start, float(clock.get("tick_ms", 0)) / 1000)
+    return HarnessOptions(snapshot_every, wall, monotonic, seed, flags, tuple(bundle))
+
+
+def _frozen_clock(start: float, tick: float) -> tuple[Callable[[], float], Callable[[], float]]:
+    reads = [0]
+
+    def read(base: float) -> float:
+        value = base + reads[0] * tick
+        reads[0] += 1
+        return value
+
+    return (lambda: read(start)), (lambda: read(0.0))
+
+
+def redactor_for(config: HarnessConfig) -> Redactor:
+    try:
+        return Redactor(RedactionRules.from_config(config.redaction, source=f"{config.source}: [redaction]"))
+    except RedactionConfigError as error:
+        raise ConfigError(config.source, str(error)) from None
+
+
+class Recording:
+    """A harness with its plugins; use as a context manager so plugins always stop."""
+
+    def __init__(self, harness: Harness, plugins: PluginSet, journal: str | None) -> None:
+        self.harness = harness
+        self.plugins = plugins
+        self.journal = journal
+        self._stores = [store for _, store in plugins.of("session_store")]
+
+    def __enter__(self) -> "Recording":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def started(self, agent: str) -> None:
+        for store in self._stores:
+            store.session_started(self.harness.run_id, self.journal or "", agent)
+
+    def close(self) -> None:
+        status = "ok" if self.harness.ended else "cancelled"
+        try:
+            for store in self._stores:
+                store.session_ended(self.harness.run_id, status)
+            if not self.harness.ended:
+                self.harness.sink.close()
+        finally:
+            self.plugins.stop()
+
+
+def build_harness(
+    config: HarnessConfig | str | Path,
+    *,
+    journal: str | Path | None = None,
+    sink: EventSink | None = None,
+    run_id: str | None = None,
+    agent: str = "",
+    observation_sources: Mapping[str, ObservationSource] | None = None,
+    extensions: Iterable[str] | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> Recording:
+    """Start the plugins of ``config`` and build a harness over them.
+
+    Record: give ``journal`` (the transport plugin opens it; with no transport
+    plugin a JSONL sink is used). Replay or experiments: give ``sink`` and
+    ``observation_sources``, and ``extensions`` to start only some plugin kinds
+    (``{"model"}`` for model-live). ``environment`` replaces the fingerprint.
+    """
+    if not isinstance(config, HarnessConfig):
+        config = load_config(config)
+    options = harness_options(config.harness, config.source)
+    redactor = redactor_for(config)
+    plugins = PluginSet(_only(config, extensions)).build().start()
+    try:
+        run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+        models = [plugin for _, plugin in plugins.of("model")]
+        if len(models) > 1:
+            raise ConfigError(config.source, "more than one enabled model plugin; enable exactly one")
+        tools: dict[str, ToolSpec] = {}
+        for plugin_id, provider in plugins.of("tools"):
+            for name, spec in provider.tools().items():
+                if name in tools:
+                    raise ConfigError(config.source, f"tool {name!r} is provided twice (again by {plugin_id!r})")
+                tools[name] = spec
+        for plugin_id, memory in plugins.of("memory"):
+            tools.update(memory_tools(plugin_id, memory))
+        if sink is None:
+            transports = list(plugins.of("transport"))
+            if journal is None and not transports:
+                raise ConfigError(config.source, "no journal path and no transport plugin: nowhere to record")
+            sink = transports[0][1].open(run_id, str(journal) if journal else None) if transports else JsonlSink(journal, run_id=run_id)
+        described = plugins.describe()
+        if environment is None:
+            environment = fingerprint(
+                base_dir=config.base_dir,
+                tool_schemas={name: dict(spec.schema) for name, spec in sorted(tools.items())},
+                prompt_bundle=options.prompt_bundle,
+                feature_flags=options.feature_flags,
+                plugins=described,
+            )
+        info = RunInfo(
+            agent=agent,
+            environment=environment,
+            harness={
+                "version": __version__,
+                "plugins": described,
+                "config_hash": config.config_hash,
+                "options": dict(config.harness),
+                "redaction": dict(config.redaction),
+            },
+        )
+        harness = Harness(
+            sink=sink,
+            run_id=run_id,
+            observation_sources=observation_sources,
+            model=models[0] if models else None,
+            tools=tools,
+            hooks=[hook for _, hook in plugins.of("hook")],
+            redactor=redactor,
+            snapshot_every=options.snapshot_every,
+            wall_clock=options.wall_clock,
+            monotonic_clock=options.monotonic_clock,
+            random_seed=options.random_seed,
+            run_info=info,
+        )
+    except BaseException:
+        plugins.stop()
+        raise
+    return Recording(harness, plugins, str(journal) if journal else None)
+
+
+def _only(config: HarnessConfig, extensions: Iterable[str] | None) -> HarnessConfig:
+    if extensions is None:
+        return config
+    wanted = set(extensions)
+    # plugin kinds are known only once built, so filter by building a throwaway set
+    probe = PluginSet(config).build()
+    keep = {plugin_id for plugin_id, plugin in probe.plugins.items() if plugin.extension in wanted}
+    grew = True
+    while grew:  # dependencies of kept plugins are kept too
+        before = len(keep)
+        for entry in config.plugins:
+            if entry.id in keep:
+                keep.update(entry.depends_on)
+        grew = len(keep) > before
+    plugins = tuple(entry for entry in config.plugins if entry.id in keep)
+    return HarnessConfig(config.source, config.base_dir, config.harness, config.redaction, plugins, config.raw)

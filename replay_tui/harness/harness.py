@@ -1,0 +1,480 @@
+"""The Harness: the one object an agent talks to, and the only writer of events.
+
+Every boundary of non-determinism goes through it: ``model``, ``tool``/``atool``,
+``clock``, ``random``, ``ids``, ``memory``. For each observation kind the harness
+either asks its ``ObservationSource`` (replay) or calls the live plugin (record),
+never both, and then emits the observation through the sink either way, so seq
+numbering is the same in record and in replay. After each event the reducer runs
+and a ``state.transition`` is written when the state changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import orjson
+
+from .. import __version__
+from ..journal import Event, call_key_of
+from ..journal.canonical import canonical_json_of_parsed
+from ..journal.hashing import sha256_hex
+from ..journal.model import (
+    CLOCK_READ, INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, RANDOM_DRAW, RUN_ENDED, RUN_STARTED,
+    STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL, TOOL_RESULT,
+)
+from .adapters import Clock, Ids, RandomSource
+from .plugins import HookPoint, ModelClient, ToolSpec
+from .redaction import Redactor
+from .seam import EventSink, ObservationSource, error_from_payload, error_to_payload
+from .state import Reducer, StateTracker, identity_reducer
+from .streaming import assemble_stream, split_stream
+
+DEFAULT_SNAPSHOT_EVERY = 100
+_REDACTED_KINDS = frozenset({INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, TOOL_CALL, TOOL_RESULT, RUN_ENDED, RUN_STARTED})
+_TOOL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-tui-tool")
+
+
+class HarnessError(RuntimeError):
+    """Misuse of the harness (unknown tool, non-JSON arguments, a sink that skipped a seq)."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What run.started records about the harness itself (besides agent and state)."""
+
+    agent: str
+    environment: Mapping[str, Any]
+    harness: Mapping[str, Any]
+
+
+class Harness:
+    """One run of one agent.
+
+    Record: ``Harness(sink=JsonlSink(...), model=..., tools=...)``, or
+    ``build_harness(config, journal=...)``. Replay: the same with
+    ``observation_sources={kind: source}`` for the kinds to serve from a journal
+    (see ``replay_tui.harness.replay_support``).
+    """
+
+    def __init__(
+        self,
+        *,
+        sink: EventSink,
+        run_id: str,
+        observation_sources: Mapping[str, ObservationSource] | None = None,
+        model: ModelClient | None = None,
+        tools: Mapping[str, ToolSpec] | None = None,
+        hooks: Sequence[HookPoint] = (),
+        redactor: Redactor | None = None,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic_clock: Callable[[], float] = time.monotonic,
+        random_seed: int | None = None,
+        run_info: RunInfo | None = None,
+    ) -> None:
+        if snapshot_every < 1:
+            raise HarnessError("snapshot_every must be at least 1")
+        self.sink = sink
+        self.run_id = run_id
+        self.sources = dict(observation_sources or {})
+        self.model_client = model
+        self.tool_specs = dict(tools or {})
+        self.hooks = list(hooks)
+        self.redactor = redactor or Redactor()
+        self.snapshot_every = snapshot_every
+        self.run_info = run_info or RunInfo(agent="", environment={}, harness={"version": __version__, "plugins": [], "config_hash": None})
+        self.clock = Clock(self, wall_clock, monotonic_clock)
+        self.random = RandomSource(self, random_seed)
+        self.ids = Ids(self)
+        self.tracker = StateTracker(identity_reducer, "none", None)
+        self.last_seq = 0
+        self.last_hash: str | None = None
+        self.step_id: str | None = None
+        self.steps_done = 0
+        self.snapshot_at_step_boundaries = False
+        self._since_snapshot = 0
+        self._last_observation_id: str | None = None
+        self._last_response: Event | None = None
+        self._turn = 0
+        self._next_ticket = 0
+        self._turn_changed: asyncio.Condition | None = None
+        self._turn_loop: asyncio.AbstractEventLoop | None = None
+        self.ended = False
+
+    # -- run lifecycle -----------------------------------------------------------------
+
+    def use_reducer(self, reducer: Reducer, reducer_version: str, initial_state: Any) -> None:
+        """Register the reducer before the run starts (``next = reduce(state, event)``)."""
+        if self.last_seq:
+            raise HarnessError("the reducer is registered before run.started")
+        self.tracker = StateTracker(reducer, reducer_version, initial_state)
+
+    def start_run(self, agent: str | None = None) -> Event:
+        info = self.run_info
+        payload = {
+            "agent": agent or info.agent,
+            "environment": dict(info.environment),
+            "harness": dict(info.harness),
+            "reducer_version": self.tracker.reducer_version,
+            "snapshot_every": self.snapshot_every,
+            "initial_state": self.tracker.state,
+        }
+        return self._emit(RUN_STARTED, payload, step_id=None, parent=None, reduce=False)
+
+    def resume(self, snapshot: Event) -> None:
+        """Continue a run from a recorded ``state.snapshot``: state = the snapshot's state,
+        the next event gets snapshot seq + 1 and chains to its hash. The sink must
+        continue at the same point (``JsonlSink(start_after=...)`` or a replay sink)."""
+        if snapshot.kind != STATE_SNAPSHOT:
+            raise HarnessError(f"can only resume from a state.snapshot, seq {snapshot.seq} is {snapshot.kind}")
+        if self.last_seq:
+            raise HarnessError("resume() must come before any event is emitted")
+        self.tracker.reset(snapshot.payload["state"])
+        if self.tracker.hash != snapshot.payload["state_hash"]:
+            raise HarnessError(f"snapshot at seq {snapshot.seq}: state does not match its state_hash")
+        self.last_seq, self.last_hash = snapshot.seq, snapshot.event_hash
+        self.steps_done = int(snapshot.payload.get("resume", {}).get("steps_done", 0))
+        self._since_snapshot = 0
+
+    def receive_input(self, content: Any, *, role: str = "user", context: Any = None) -> Event:
+        payload: dict[str, Any] = {"role": role, "content": content}
+        if context is not None:
+            payload["context"] = context
+        event = self._emit(INPUT_RECEIVED, payload, step_id=None, parent=None)
+        self._last_observation_id = event.event_id
+        return event
+
+    def end_run(self, status: str = "ok", output: Any = None, error: Any = None) -> Event:
+        """Write run.ended and close the sink. ``status`` is ok, error or cancelled."""
+        if self.ended:
+            raise HarnessError("run.ended was already written")
+        payload: dict[str, Any] = {"status": status, "output": output}
+        if error is not None:
+            payload["error"] = error_to_payload(error) if isinstance(error, BaseException) else error
+        event = self._emit(RUN_ENDED, payload, step_id=None, parent=None, reduce=False)
+        self.ended = True
+        self.sink.close()
+        return event
+
+    @property
+    def state(self) -> Any:
+        """The reducer state as recorded (a JSON value; treat it as read-only)."""
+        return self.tracker.state
+
+    @contextlib.contextmanager
+    def step(self, step_id: str | None = None) -> Iterator[str]:
+        """Group the events of one agent step under ``step_id`` (default ``step-NN``)."""
+        previous = self.step_id
+        self.step_id = step_id or f"step-{self.steps_done + 1:02d}"
+        try:
+            yield self.step_id
+        finally:
+            self.steps_done += 1
+            self.step_id = previous
+            if self.snapshot_at_step_boundaries:
+                self._maybe_snapshot()
+
+    # -- the bus -----------------------------------------------------------------------
+
+    def _emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent: str | None,
+              reduce: bool = True, redact: bool = True) -> Event:
+        if self.ended:
+            raise HarnessError(f"{kind} after run.ended")
+        if redact and kind in _REDACTED_KINDS:
+            payload = self.redactor.redact(kind, payload)
+        event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
+        if event.seq != self.last_seq + 1:
+            raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {self.last_seq + 1}")
+        self.last_seq, self.last_hash = event.seq, event.event_hash
+        for hook in self.hooks:
+            hook.on_event(event)
+        if reduce:
+            transition = self.tracker.apply(event)
+            if transition is not None:
+                self.sink_transition(event, transition)
+        self._since_snapshot += 1
+        if not self.snapshot_at_step_boundaries and kind not in (STATE_SNAPSHOT, RUN_ENDED):
+            self._maybe_snapshot()
+        return event
+
+    def sink_transition(self, cause: Event, transition: Any) -> None:
+        payload = {
+            "cause_seq": cause.seq,
+            "before_hash": transition.before_hash,
+            "after_hash": transition.after_hash,
+            "reducer_version": self.tracker.reducer_version,
+            "patch": transition.patch,
+        }
+        self._emit(STATE_TRANSITION, payload, step_id=cause.step_id, parent=cause.event_id, reduce=False, redact=False)
+
+    def _maybe_snapshot(self) -> None:
+        if self._since_snapshot < self.snapshot_every or self.ended:
+            return
+        self._since_snapshot = 0
+        payload = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": {"steps_done": self.steps_done}}
+        self._emit(STATE_SNAPSHOT, payload, step_id=self.step_id, parent=None, reduce=False, redact=False)
+        self._since_snapshot = 0
+
+    def _observe(self, kind: str, key: str, request: dict[str, Any], live: Callable[[], dict[str, Any]],
+                 *, parent: str | None, step_id: str | None = None) -> Event:
+        """Serve one observation from its source, or live, and emit it."""
+        source = self.sources.get(kind)
+        if source is not None:
+            payload = source.observe(kind, key, request)
+            return self._emit(kind, payload, step_id=step_id or self.step_id, parent=parent, redact=False)
+        return self._emit(kind, live(), step_id=step_id or self.step_id, parent=parent)
+
+    # -- model ---------------------------------------------------------------------------
+
+    def model(self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Ask the model. Returns the recorded response ``{content, tool_calls, finish_reason,
+        usage}``; a recorded model error is raised (see ``error_from_payload``)."""
+        request_event, normalized = self._model_request(request)
+        response_event = self._observe(
+            MODEL_RESPONSE, request_event.payload["request_hash"], request_event.payload,
+            lambda: self._live_model(request_event.payload["request_hash"], normalized),
+            parent=request_event.event_id,
+        )
+        return self._model_outcome(response_event, on_chunk)
+
+    async def amodel(self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """``model`` for async agents; a plugin with ``acomplete`` is awaited."""
+        request_event, normalized = self._model_request(request)
+        request_hash = request_event.payload["request_hash"]
+        source = self.sources.get(MODEL_RESPONSE)
+        acomplete = getattr(self.model_client, "acomplete", None)
+        if source is None and acomplete is not None:
+            try:
+                output = await acomplete(normalized)
+                payload = self._model_payload(request_hash, output)
+            except Exception as error:
+                payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
+            event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
+        else:
+            event = self._observe(MODEL_RESPONSE, request_hash, request_event.payload,
+                                  lambda: self._live_model(request_hash, normalized), parent=request_event.event_id)
+        return self._model_outcome(event, on_chunk)
+
+    def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
+        normalized = normalize_request(request)
+        payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
+        payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))
+        event = self._emit(MODEL_REQUEST, payload, step_id=self.step_id, parent=self._last_observation_id, redact=False)
+        return event, normalized
+
+    def _live_model(self, request_hash: str, normalized: dict[str, Any]) -> dict[str, Any]:
+        if self.model_client is None:
+            raise HarnessError("no model plugin is configured, and no source serves model.response")
+        try:
+            return self._model_payload(request_hash, self.model_client.complete(normalized))
+        except HarnessError:
+            raise
+        except Exception as error:
+            return {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
+
+    @staticmethod
+    def _model_payload(request_hash: str, output: Any) -> dict[str, Any]:
+        if isinstance(output, Mapping):
+            response = {
+                "content": output.get("content"),
+                "tool_calls": [dict(call) for call in output.get("tool_calls") or ()],
+                "finish_reason": output.get("finish_reason"),
+                "usage": dict(output.get("usage") or {}),
+            }
+            return {"request_hash": request_hash, "response": response}
+        response, stream = assemble_stream(output)
+        return {"request_hash": request_hash, "response": response, "stream": stream}
+
+    def _model_outcome(self, event: Event, on_chunk: Callable[[str], None] | None) -> dict[str, Any]:
+        self._last_response = event
+        payload = event.payload
+        if payload.get("error"):
+            raise error_from_payload(payload)
+        response = payload["response"]
+        if on_chunk is not None:
+            stream = payload.get("stream")
+            deltas = split_stream(response.get("content") or "", stream["boundaries"]) if stream else [response.get("content") or ""]
+            for delta in deltas:
+                on_chunk(delta)
+        return response
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def tool(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
+        """Call a tool. Returns the recorded result; a recorded error or timeout is raised."""
+        call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
+        source = self.sources.get(TOOL_RESULT)
+        if source is not None:
+            payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
+        else:
+            payload = self._run_tool(call_event, live_arguments)
+        event = self._emit_tool_result(call_event, payload, from_source=source is not None)
+        return _raise_or_return(event.payload)
+
+    async def atool(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
+        """Async tool call. tool.call is written when the call is made; the tool.result
+        events of concurrent calls are written in call order, whatever order the tools
+        finish in, so the seq order never depends on timing."""
+        call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        source = self.sources.get(TOOL_RESULT)
+        try:
+            if source is not None:
+                payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
+            else:
+                payload = await self._run_tool_async(call_event, live_arguments)
+        except BaseException as error:
+            # The result slot is still filled in turn, so later results are not held back.
+            failure = self._failure_payload(call_event, error if isinstance(error, Exception) else RuntimeError("tool call cancelled"))
+            asyncio.ensure_future(self._emit_in_turn(ticket, call_event, failure, False))
+            raise
+        emitting = asyncio.ensure_future(self._emit_in_turn(ticket, call_event, payload, source is not None))
+        event = await asyncio.shield(emitting)
+        return _raise_or_return(event.payload)
+
+    async def tools_parallel(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Any]:
+        """Run tool calls concurrently; results (or the exceptions raised) in call order."""
+        return await asyncio.gather(*(self.atool(name, arguments) for name, arguments in calls), return_exceptions=True)
+
+    async def _emit_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
+        loop = asyncio.get_running_loop()
+        if self._turn_changed is None or self._turn_loop is not loop:
+            self._turn_changed, self._turn_loop = asyncio.Condition(), loop
+        condition = self._turn_changed
+        async with condition:
+            await condition.wait_for(lambda: self._turn == ticket)
+            try:
+                return self._emit_tool_result(call_event, payload, from_source=from_source)
+            finally:
+                self._turn += 1
+                condition.notify_all()
+
+    def _tool_call(self, name: str, arguments: Mapping[str, Any], call_id: str | None) -> tuple[Event, Any]:
+        if TOOL_RESULT not in self.sources and name not in self.tool_specs:
+            raise HarnessError(f"unknown tool {name!r}; known: {', '.join(sorted(self.tool_specs)) or 'none'}")
+        try:
+            frozen = orjson.dumps(arguments)  # the arguments as they are at call time
+        except TypeError as error:
+            raise HarnessError(f"arguments of tool {name!r} are not JSON: {error}") from None
+        recorded = self.redactor.redact(TOOL_CALL, {"tool": name, "arguments": orjson.loads(frozen)})["arguments"]
+        payload = {
+            "call_id": call_id or f"call-{self.last_seq + 1}",
+            "call_key": call_key_of(name, recorded),
+            "tool": name,
+            "arguments": recorded,
+        }
+        parent = self._last_response.event_id if self._last_response is not None else self._last_observation_id
+        event = self._emit(TOOL_CALL, payload, step_id=self.step_id, parent=parent, redact=False)
+        return event, orjson.loads(frozen)  # the tool gets its own copy: it cannot change the record
+
+    def _emit_tool_result(self, call_event: Event, payload: dict[str, Any], *, from_source: bool) -> Event:
+        event = self._emit(TOOL_RESULT, payload, step_id=call_event.step_id, parent=call_event.event_id, redact=not from_source)
+        self._last_observation_id = event.event_id
+        return event
+
+    @staticmethod
+    def _base(call_event: Event) -> dict[str, Any]:
+        return {key: call_event.payload[key] for key in ("call_id", "call_key", "tool")}
+
+    def _failure_payload(self, call_event: Event, error: BaseException, *, timeout: bool = False, started: float | None = None) -> dict[str, Any]:
+        payload = {**self._base(call_event), "error": error_to_payload(error, timeout=timeout)}
+        if started is not None:
+            payload["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        return payload
+
+    def _success_payload(self, call_event: Event, result: Any, started: float) -> dict[str, Any]:
+        try:
+            recorded = orjson.loads(orjson.dumps(result))
+        except TypeError as error:
+            tool = call_event.payload["tool"]
+            return self._failure_payload(call_event, TypeError(f"tool {tool!r} returned a non-JSON value: {error}"), started=started)
+        return {**self._base(call_event), "result": recorded, "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    def _timeout_payload(self, call_event: Event, spec: ToolSpec, error: BaseException, started: float) -> dict[str, Any]:
+        message = str(error) or f"tool {spec.name!r} timed out after {spec.timeout_s}s"
+        return self._failure_payload(call_event, TimeoutError(message), timeout=True, started=started)
+
+    def _run_tool(self, call_event: Event, arguments: Any) -> dict[str, Any]:
+        spec = self.tool_specs[call_event.payload["tool"]]
+        started = time.perf_counter()
+        try:
+            if inspect.iscoroutinefunction(spec.function):
+                result = asyncio.run(asyncio.wait_for(spec.function(**arguments), spec.timeout_s))
+            elif spec.timeout_s is not None:
+                # The thread cannot be killed; on timeout it is left to finish on its own.
+                result = _TOOL_THREADS.submit(spec.function, **arguments).result(timeout=spec.timeout_s)
+            else:
+                result = spec.function(**arguments)
+        except (TimeoutError, concurrent.futures.TimeoutError, asyncio.TimeoutError) as error:
+            return self._timeout_payload(call_event, spec, error, started)
+        except Exception as error:
+            return self._failure_payload(call_event, error, started=started)
+        return self._success_payload(call_event, result, started)
+
+    async def _run_tool_async(self, call_event: Event, arguments: Any) -> dict[str, Any]:
+        spec = self.tool_specs[call_event.payload["tool"]]
+        started = time.perf_counter()
+        try:
+            if inspect.iscoroutinefunction(spec.function):
+                result = await asyncio.wait_for(spec.function(**arguments), spec.timeout_s)
+            else:
+                result = await asyncio.wait_for(asyncio.to_thread(spec.function, **arguments), spec.timeout_s)
+        except (TimeoutError, asyncio.TimeoutError) as error:
+            return self._timeout_payload(call_event, spec, error, started)
+        except Exception as error:
+            return self._failure_payload(call_event, error, started=started)
+        return self._success_payload(call_event, result, started)
+
+    # -- memory --------------------------------------------------------------------------
+
+    def memory(self, plugin_id: str) -> "MemoryHandle":
+        """Memory plugin ``plugin_id``; its calls are recorded as tools ``<id>.get`` etc."""
+        if f"{plugin_id}.get" not in self.tool_specs and TOOL_RESULT not in self.sources:
+            raise HarnessError(f"no memory plugin with id {plugin_id!r}")
+        return MemoryHandle(self, plugin_id)
+
+    # -- observations the adapters use -----------------------------------------------------
+
+    def read_observation(self, kind: str, source_name: str, live: Callable[[], Any]) -> Any:
+        """One clock read or random draw: recorded value in replay, live value in record."""
+        event = self._observe(kind, source_name, {"source": source_name},
+                              lambda: {"source": source_name, "value": live()}, parent=None)
+        return event.payload["value"]
+
+
+def _raise_or_return(payload: Mapping[str, Any]) -> Any:
+    if payload.get("error"):
+        raise error_from_payload(payload)
+    return payload.get("result")
+
+
+class MemoryHandle:
+    def __init__(self, harness: Harness, plugin_id: str) -> None:
+        self._harness, self._id = harness, plugin_id
+
+    def get(self, key: str) -> Any:
+        return self._harness.tool(f"{self._id}.get", {"key": key})
+
+    def put(self, key: str, value: Any) -> None:
+        self._harness.tool(f"{self._id}.put", {"key": key, "value": value})
+
+    def search(self, prefix: str) -> list[dict[str, Any]]:
+        return self._harness.tool(f"{self._id}.search", {"prefix": prefix})
+
+
+def normalize_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request as hashed: a JSON round trip with null members dropped at the top level."""
+    try:
+        value = orjson.loads(orjson.dumps(request))
+    except TypeError as error:
+        raise HarnessError(f"model request is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise HarnessError("a model request is a JSON object")
+    return {key: item for key, item in value.items() if item is not None}

@@ -1,0 +1,245 @@
+"""Redaction: applied to every payload before it is hashed or written.
+
+Rules, in order: a capture allowlist (top-level fields kept per kind), dropped
+headers, JSONPath replacements, key-name rules (``raw_token``, ``x_api_key``,
+``clientSecret``...), value detectors for common secret formats, and a
+``max_body_bytes`` cap on strings with a truncation marker.
+
+Speed matters (budget: a few µs per event), so the common case is one orjson
+dump and two regex scans over the bytes; only a payload that hits a rule is
+copied and walked. The detectors are our own small pattern set rather than
+detect-secrets, whose per-line plugin scan costs far more than the budget.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import orjson
+
+from .jsonpath import JsonPath, JsonPathError, parse_jsonpath
+
+REDACTED = "[REDACTED]"
+
+#: Where the body of each kind lives in its payload (the part the rules look at).
+BODY_FIELD: Mapping[str, str] = {
+    "input.received": "content",
+    "model.request": "request",
+    "model.response": "response",
+    "tool.call": "arguments",
+    "tool.result": "result",
+    "run.ended": "output",
+}
+
+DEFAULT_CAPTURE: Mapping[str, tuple[str, ...]] = {
+    "model.request": ("model", "system", "messages", "tools", "tool_choice", "params", "headers", "metadata", "stream"),
+}
+DEFAULT_DROP_HEADERS = (
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
+    "x-auth-token", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
+)
+SEP = r"[-_. ]?"
+DEFAULT_KEY_NAMES = (
+    r"pass(?:word|wd|phrase)", r"secret", r"token", rf"api{SEP}key", rf"access{SEP}key", rf"private{SEP}key",
+    r"credential", r"authorization", r"cookie", rf"session{SEP}id", r"bearer",
+)
+DEFAULT_KEY_ALLOW = ("tokenizer", "tokens", "max_tokens", "stop_tokens", "token_count", "token_usage")
+
+#: name -> pattern. Kept to well-known, low-false-positive formats.
+DEFAULT_DETECTORS: Mapping[str, str] = {
+    "aws-access-key": r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+    "github-token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+    "slack-token": r"\bxox[abposr]-[A-Za-z0-9-]{10,250}",
+    "stripe-key": r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,247}\b",
+    "openai-anthropic-key": r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,250}",
+    "google-api-key": r"\bAIza[0-9A-Za-z_-]{35}\b",
+    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "private-key": r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----(?:[^-]|-(?!----END))*(?:-----END (?:[A-Z]+ )*PRIVATE KEY-----)?",
+    "bearer-token": r"(?i:\bbearer)\s+[A-Za-z0-9._~+/-]{16,}=*",
+    "url-credentials": r"(?<=://)[^/\s:@\"]{1,100}:[^/\s@\"]{1,200}(?=@)",
+    "sendgrid-key": r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+    "npm-token": r"\bnpm_[A-Za-z0-9]{36}\b",
+    "twilio-key": r"\bSK[0-9a-f]{32}\b",
+}
+
+
+class RedactionConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Replacement:
+    path: JsonPath
+    value: Any = REDACTED
+    kind: str | None = None
+
+
+@dataclass
+class RedactionRules:
+    enabled: bool = True
+    max_body_bytes: int | None = 1024 * 1024
+    capture: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_CAPTURE))
+    drop_headers: tuple[str, ...] = DEFAULT_DROP_HEADERS
+    key_names: tuple[str, ...] = DEFAULT_KEY_NAMES
+    key_allow: tuple[str, ...] = DEFAULT_KEY_ALLOW
+    detectors: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_DETECTORS))
+    replacements: tuple[Replacement, ...] = ()
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any], *, source: str = "[redaction]") -> "RedactionRules":
+        """Build rules from a ``[redaction]`` table. Lists extend the defaults unless
+        ``use_defaults = false``; ``detectors`` may be true, false or a list of names."""
+        known = {"enabled", "use_defaults", "max_body_bytes", "capture", "drop_headers", "key_names",
+                 "key_allow", "detectors", "extra_detectors", "replace"}
+        unknown = set(table) - known
+        if unknown:
+            raise RedactionConfigError(f"{source}: unknown key(s) {sorted(unknown)}; expected {sorted(known)}")
+        defaults = table.get("use_defaults", True)
+        rules = cls() if defaults else cls(capture={}, drop_headers=(), key_names=(), key_allow=(), detectors={})
+        rules.enabled = bool(table.get("enabled", True))
+        if "max_body_bytes" in table:
+            cap = table["max_body_bytes"]
+            if cap is not None and (type(cap) is not int or cap < 64):
+                raise RedactionConfigError(f"{source}: max_body_bytes must be an integer >= 64 (or absent)")
+            rules.max_body_bytes = cap
+        capture = table.get("capture", {})
+        if not isinstance(capture, dict) or not all(isinstance(v, list) for v in capture.values()):
+            raise RedactionConfigError(f"{source}: capture must map an event kind to a list of field names")
+        rules.capture = {**rules.capture, **{kind: tuple(fields) for kind, fields in capture.items()}}
+        rules.drop_headers = rules.drop_headers + tuple(h.lower() for h in _strings(table, "drop_headers", source))
+        rules.key_names = rules.key_names + tuple(re.escape(k) for k in _strings(table, "key_names", source))
+        rules.key_allow = rules.key_allow + tuple(k.lower() for k in _strings(table, "key_allow", source))
+        detectors = table.get("detectors", True)
+        if detectors is False:
+            rules.detectors = {}
+        elif isinstance(detectors, list):
+            missing = [name for name in detectors if name not in DEFAULT_DETECTORS]
+            if missing:
+                raise RedactionConfigError(f"{source}: unknown detector(s) {missing}; known: {sorted(DEFAULT_DETECTORS)}")
+            rules.detectors = {name: DEFAULT_DETECTORS[name] for name in detectors}
+        extra = table.get("extra_detectors", {})
+        if not isinstance(extra, dict):
+            raise RedactionConfigError(f"{source}: extra_detectors must map a name to a regex")
+        rules.detectors = {**rules.detectors, **extra}
+        replacements = []
+        for position, item in enumerate(table.get("replace", []), 1):
+            if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+                raise RedactionConfigError(f"{source}: replace[{position}] needs a 'path' (JSONPath from the payload, e.g. $.request.metadata.email)")
+            try:
+                path = parse_jsonpath(item["path"])
+            except JsonPathError as error:
+                raise RedactionConfigError(f"{source}: replace[{position}]: {error}") from None
+            replacements.append(Replacement(path, item.get("value", REDACTED), item.get("kind")))
+        rules.replacements = tuple(replacements)
+        return rules
+
+
+def _strings(table: Mapping[str, Any], key: str, source: str) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise RedactionConfigError(f"{source}: {key} must be a list of strings")
+    return value
+
+
+class Redactor:
+    """Compiled rules. ``redact(kind, payload)`` returns the payload to record
+    (the input object itself when nothing applies; never mutated)."""
+
+    def __init__(self, rules: RedactionRules | None = None) -> None:
+        self.rules = rules = rules or RedactionRules()
+        try:
+            key_pattern = "|".join(f"(?:{name})" for name in rules.key_names) or r"(?!x)x"
+            self._key = re.compile(key_pattern, re.IGNORECASE)
+            self._key_bytes = re.compile(
+                rb'"[^"\\]{0,200}?(?:' + key_pattern.encode() + rb')[^"\\]{0,200}":["\[{]', re.IGNORECASE
+            )
+            self._detectors = [(name, re.compile(pattern)) for name, pattern in rules.detectors.items()]
+            combined = "|".join(f"(?:{pattern})" for pattern in rules.detectors.values()) or r"(?!x)x"
+            self._any_secret = re.compile(combined.encode())
+        except re.error as error:
+            raise RedactionConfigError(f"invalid redaction pattern: {error}") from None
+        self._allow = frozenset(rules.key_allow)
+        self._drop_headers = frozenset(rules.drop_headers)
+        self._replacements: dict[str | None, list[Replacement]] = {}
+        for replacement in rules.replacements:
+            self._replacements.setdefault(replacement.kind, []).append(replacement)
+        self._cap = rules.max_body_bytes
+
+    def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        rules = self.rules
+        if not rules.enabled:
+            return payload
+        body_field = BODY_FIELD.get(kind)
+        capture = rules.capture.get(kind)
+        replacements = self._replacements.get(kind, []) + self._replacements.get(None, [])
+        data = orjson.dumps(payload)
+        structural = bool(replacements) or (capture is not None and body_field is not None
+                                             and isinstance(payload.get(body_field), dict)
+                                             and not set(payload[body_field]) <= set(capture))
+        needs_walk = (
+            (self._cap is not None and len(data) > self._cap)
+            or self._key_bytes.search(data) is not None
+            or self._any_secret.search(data) is not None
+            or (b'"headers":{' in data and bool(self._drop_headers))
+        )
+        if not structural and not needs_walk:
+            return payload
+        copy = orjson.loads(data)
+        if capture is not None and body_field is not None and isinstance(copy.get(body_field), dict):
+            body = copy[body_field]
+            copy[body_field] = {key: body[key] for key in body if key in capture}
+        for replacement in replacements:
+            replacement.path.replace(copy, replacement.value)
+        return self._walk(copy)
+
+    def _walk(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                lowered = key.lower()
+                if key == "headers" and isinstance(item, dict):
+                    item = {name: v for name, v in item.items() if name.lower() not in self._drop_headers}
+                if (
+                    isinstance(item, (str, dict, list))
+                    and lowered not in self._allow
+                    and self._key.search(key)
+                    and item != REDACTED
+                ):
+                    out[key] = REDACTED
+                else:
+                    out[key] = self._walk(item)
+            return out
+        if isinstance(value, list):
+            return [self._walk(item) for item in value]
+        if isinstance(value, str):
+            return self._scrub_string(value)
+        return value
+
+    def _scrub_string(self, text: str) -> str:
+        for name, pattern in self._detectors:
+            if pattern.search(text):
+                text = pattern.sub(f"[REDACTED:{name}]", text)
+        if self._cap is not None:
+            raw = text.encode("utf-8")
+            if len(raw) > self._cap:
+                kept = raw[: self._cap].decode("utf-8", "ignore")
+                text = f"{kept}…[truncated {len(raw) - len(kept.encode())} bytes]"
+        return text
+
+
+def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:
+    """Every string in a JSON value with its JSONPath; used to name where a secret survived."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key, f"{path}.{key}"  # key names can leak too
+            yield from iter_string_paths(item, f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from iter_string_paths(item, f"{path}[{index}]")
+    elif isinstance(value, str):
+        yield value, path
+
+
+Redact = Callable[[str, dict[str, Any]], dict[str, Any]]
