@@ -339,9 +339,13 @@ class Harness:
         event = await asyncio.shield(emitting)
         return _raise_or_return(event.payload)
 
-    async def tools_parallel(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Any]:
-        """Run tool calls concurrently; results (or the exceptions raised) in call order."""
-        return await asyncio.gather(*(self.atool(name, arguments) for name, arguments in calls), return_exceptions=True)
+    async def tools_parallel(self, calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Run ``(name, arguments[, call_id])`` calls concurrently; results (or the
+        exceptions raised) in call order."""
+        return await asyncio.gather(
+            *(self.atool(call[0], call[1], call_id=call[2] if len(call) > 2 else None) for call in calls),
+            return_exceptions=True,
+        )
 
     async def _emit_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
         loop = asyncio.get_running_loop()
@@ -370,7 +374,10 @@ class Harness:
             "tool": name,
             "arguments": recorded,
         }
-        parent = self._last_response.event_id if self._last_response is not None else self._last_observation_id
+        parent = self._last_observation_id
+        response = self._last_response.payload.get("response") if self._last_response is not None else None
+        if response and payload["call_id"] in {call.get("id") for call in response.get("tool_calls") or ()}:
+            parent = self._last_response.event_id  # the model response that asked for this call
         event = self._emit(TOOL_CALL, payload, step_id=self.step_id, parent=parent, redact=False)
         return event, orjson.loads(frozen)  # the tool gets its own copy: it cannot change the record
 
