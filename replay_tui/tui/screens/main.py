@@ -447,7 +447,7 @@ class MainScreen(Screen[None]):
                 return
             self.watched = pointer
         elif self.watched is None:
-            changed = self.last_state.diff.paths if self.last_state is not None else ()
+            changed = [path for path in self.last_state.diff.paths if path] if self.last_state is not None else []
             if not changed:
                 self.status.say("nothing watched: tab to a state pane, put the cursor on a path and press w")
                 return

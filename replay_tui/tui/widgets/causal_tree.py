@@ -75,7 +75,7 @@ class CausalTree(Tree[NodeData]):
         data.loaded = page.exhausted
         if not page.exhausted:
             node.add_leaf(
-                f"scan further (seq after {page.scanned_to})…",
+                f"… scan further for effects ({page.scanned_to - page.scanned_from:,} events searched)",
                 data=NodeData(None, next_start=page.scanned_to, parent_position=data.position),
             )
         elif not node.children:

@@ -43,7 +43,14 @@ class StatePane(Vertical):
             if not counts.empty
             else "unchanged by this event"
         )
-        status.update(f"{'✗ ' if bad else '✓ ' if state.verified else ''}{state.status} · {changes}")
+        if bad:
+            verdict = "✗ " + state.status
+        elif state.verified:
+            verdict = f"✓ {len(state.checks)} hash(es) match"
+        else:
+            verdict = "no recorded hash to check"
+        status.update(f"{verdict} · {changes}")
+        status.tooltip = state.status
         self.view.show(
             JsonDocument(value, diff=state.diff, side=self.side, empty_text="(no state recorded yet)"),
             keep_folds=True,
@@ -60,9 +67,9 @@ def hash_status(journal: Journal, position: int, event: Event) -> tuple[str, boo
     else:
         previous = journal.try_event(position - 1)
         linked = isinstance(previous, Event) and previous.event_hash == event.prev_event_hash
-    parts = ["event_hash matches its content" if own else "event_hash does NOT match its content (edited?)"]
-    parts.append("links to the previous event" if linked else "prev_event_hash does NOT link to the previous event")
-    return "; ".join(parts), own and linked
+    parts = ["hash matches content" if own else "event_hash does NOT match the content (edited?)"]
+    parts.append("linked to previous" if linked else "prev_event_hash does NOT link to the previous event")
+    return " · ".join(parts), own and linked
 
 
 class EventDetail(Vertical):
@@ -93,8 +100,8 @@ class EventDetail(Vertical):
         self.border_title = f"Event seq {event.seq} · {event.kind}"
         status, ok = hash_status(journal, position, event)
         header = [
-            (f"event_id {event.event_id}   step {event.step_id or '–'}   parent {event.parent_event_id or '– (root)'}", ""),
-            (f"recorded_at {event.recorded_at}", "json--punct"),
+            (f"step {event.step_id or '–'} · parent {event.parent_event_id or '– (root)'}", ""),
+            (f"id {event.event_id} · {event.recorded_at}", "json--punct"),
             (("✓ " if ok else "✗ ") + status, "json--status-ok" if ok else "json--status-bad"),
             ("payload:", "json--key"),
         ]

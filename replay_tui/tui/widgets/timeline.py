@@ -94,6 +94,9 @@ class Timeline(ScrollView, can_focus=True):
 
     # -- cursor -----------------------------------------------------------
     def move_to(self, position: int, *, center: bool = False) -> None:
+        if position >= self.count and position < len(self.journal):
+            # The index worker has already read further than the last progress message said.
+            self.set_count(len(self.journal), self.indexing)
         if self.count == 0:
             return
         position = max(0, min(position, self.count - 1))
@@ -132,9 +135,12 @@ class Timeline(ScrollView, can_focus=True):
         self.move_to(self.count - 1)
 
     def action_page_down(self) -> None:
+        # The view and the cursor move together, so the cursor keeps its row on screen.
+        self.scroll_to(y=self.scroll_offset.y + self.page, animate=False, immediate=True)
         self.move_to(self.cursor + self.page)
 
     def action_page_up(self) -> None:
+        self.scroll_to(y=max(0, self.scroll_offset.y - self.page), animate=False, immediate=True)
         self.move_to(self.cursor - self.page)
 
     def on_click(self, event: events.Click) -> None:
