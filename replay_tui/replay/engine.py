@@ -1,22 +1,44 @@
 """The replay session inside the child: open the journal, verify it, load the agent, run it.
 
-This module runs only in the child (after isolation). It turns a ``ReplaySpec`` into
-a harness run over the tape and returns the ``result`` message fields.
+This module runs only in the child, after isolation. It builds the harness the way
+the recording did (same redaction and harness options, taken from run.started), but
+with the tape as its sink and sources, so in strict mode no plugin is even started:
+there is no model and no tool to call. Experiments start exactly one plugin group
+from the live config and serve the other observations from the journal by key.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..journal import Journal, verify_journal
-from ..journal.model import RUN_STARTED
+from ..journal import Event, Journal, open_journal, verify_journal
+from ..journal.model import (
+    CLOCK_READ,
+    INPUT_RECEIVED,
+    MODEL_RESPONSE,
+    OBSERVATION_KINDS,
+    RANDOM_DRAW,
+    RUN_STARTED,
+    STATE_SNAPSHOT,
+    STATE_TRANSITION,
+    TOOL_RESULT,
+)
 from .entry_point import load_entry_point
-from .protocol import MODES, ReplaySpec
+from .protocol import DIVERGENCE, MODEL_LIVE, MODES, NEW_CODE, STRICT, TOOLS_LIVE, ReplaySpec
+from .tape import OBSERVATION_KEY, Divergence, KeyedSource, StrictSink, StrictSource, Tape, TapeUnreadable, UnrecordedCall
 
 if TYPE_CHECKING:
+    from ..harness import HarnessConfig
     from .child import Channel
     from .isolation import SocketGuard
+
+#: Per experiment: the observation kinds served from the journal, and the plugin kinds started live.
+EXPERIMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    MODEL_LIVE: (frozenset({TOOL_RESULT, CLOCK_READ, RANDOM_DRAW}), frozenset({"model"})),
+    TOOLS_LIVE: (frozenset({MODEL_RESPONSE, CLOCK_READ, RANDOM_DRAW}), frozenset({"tools", "memory"})),
+}
 
 
 class UsageError(Exception):
@@ -31,38 +53,217 @@ class ReplaySession:
             raise UsageError(f"unknown mode {spec.mode!r}; expected one of {', '.join(MODES)}")
         if spec.from_seq is not None and spec.from_seq < 1:
             raise UsageError(f"--from-seq must be a positive seq, not {spec.from_seq}")
+        if spec.mode in EXPERIMENTS and not spec.out:
+            raise UsageError(f"a {spec.mode} experiment writes its own journal: give --out PATH")
+        if spec.mode == MODEL_LIVE and not spec.model_config:
+            raise UsageError("model-live needs --model-config FILE naming the model plugin that answers")
+        if spec.mode == TOOLS_LIVE and not spec.tools_config:
+            raise UsageError("tools-live needs --tools-config FILE naming the tool plugins that run")
+        if spec.out and Path(spec.out).exists():
+            raise UsageError(f"--out {spec.out} already exists; an experiment never overwrites a journal")
         self.spec = spec
         self.channel = channel
         self.guard = guard
         self.started = time.perf_counter()
+        self.verification: dict[str, Any] | None = None
+
+    # -- entry ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         journal = Journal(self.spec.journal)
         total_bytes = max(journal.known_bytes(), 1)
-        journal.index(progress=lambda done, _: self.channel.progress("load", 0, total_bytes, None))
+        journal.index(progress=lambda done, _: self.channel.progress("load", done, total_bytes, None))
         total = len(journal)
         if self.spec.verify_hash_chain:
             self.channel.progress("verify", 0, total, None, force=True)
             verification = verify_journal(self.spec.journal)
+            self.verification = verification.to_json()
             if not verification.ok:
-                return self.result("verification_failed", 0, total, verification=verification.to_json())
+                return self.result("verification_failed", 0, total)
         first = journal.event(0)
         if first.kind != RUN_STARTED:
             raise UsageError(f"{self.spec.journal}: seq {first.seq} is {first.kind}; a replayable journal starts with run.started")
+        last_seq = journal.event(total - 1).seq
+        if self.spec.from_seq is not None and self.spec.from_seq > last_seq:
+            raise UsageError(f"--from-seq {self.spec.from_seq} is past the end of the journal (last seq {last_seq})")
         agent_name = self.spec.agent or first.payload["agent"]
         entry = load_entry_point(agent_name)
-        from .tape import replay_journal  # imports the harness; only once the agent loaded
+        if self.spec.mode in EXPERIMENTS:
+            return self.run_experiment(journal, first, agent_name)
+        return self.run_strict(journal, first, agent_name, entry)
 
-        return replay_journal(self, journal, first, entry, agent_name)
+    # -- strict --------------------------------------------------------------------------
+
+    def run_strict(self, journal: Journal, first: Event, agent_name: str, entry: Any) -> dict[str, Any]:
+        from ..harness import JsonlSink, StepAgent, StopRun, build_harness, run_agent
+
+        spec = self.spec
+        resume: Event | None = None
+        if spec.from_seq is not None and _is_step_agent(entry, StepAgent):
+            resume = nearest_snapshot(journal, spec.from_seq)
+        start = journal.position_of_seq(resume.seq) + 1 if resume is not None else 0  # type: ignore[operator]
+        tape = Tape(journal, start)
+        to_consume = tape.total - start
+        checks = {"state": 0, "observations": 0}
+        from_seq = spec.from_seq or 1
+
+        def matched(event: Event) -> None:
+            if event.kind in (STATE_TRANSITION, STATE_SNAPSHOT):
+                checks["state"] += 1
+            elif event.kind in OBSERVATION_KINDS:
+                checks["observations"] += 1
+            phase = "fast-forward" if event.seq < from_seq else "replay"
+            self.channel.progress(phase, tape.consumed, to_consume, event.seq)
+
+        tee = None
+        if spec.out:
+            start_after = (resume.seq, resume.event_hash) if resume is not None and resume.event_hash else None
+            tee = JsonlSink(spec.out, run_id=f"{first.run_id}-{spec.mode}", start_after=start_after)
+        sink = StrictSink(tape, tee=tee, on_match=matched)
+        source = StrictSource(tape)
+        sources = {kind: source for kind in OBSERVATION_KEY}
+        inputs = [] if resume is not None else recorded_inputs(journal)
+        divergence: Divergence | None = None
+        with build_harness(
+            recorded_config(first, spec.journal),
+            sink=sink,
+            run_id=first.run_id,
+            agent=agent_name,
+            observation_sources=sources,
+            extensions=(),  # strict: no plugin is started, so nothing live can be called
+            environment=first.payload.get("environment") or {},
+        ) as recording:
+            if resume is not None:
+                restore_causal_cursor(recording.harness, journal, start)
+            try:
+                run_agent(agent_name, recording.harness, inputs, resume_from=resume)
+            except Divergence as found:
+                divergence = found
+            except TapeUnreadable as unreadable:
+                raise unreadable.error from None
+            except StopRun:
+                pass  # ReplayStopped after a swallowed divergence: the tape knows the first one
+        if divergence is None and isinstance(tape.stopped, Divergence):
+            divergence = tape.stopped
+        self.channel.progress("replay", tape.consumed, to_consume, tape.last_seq, force=True)
+        common = {
+            "first_seq": resume.seq + 1 if resume is not None else 1,
+            "from_seq": spec.from_seq,
+            "resumed_from_snapshot": resume.seq if resume is not None else None,
+            "state_checks": checks["state"],
+            "observations_served": checks["observations"],
+            "last_seq": tape.last_seq,
+        }
+        if divergence is not None:
+            self.send_divergence(journal, divergence)
+            return self.result("diverged", tape.consumed, to_consume, unused=tape.unused(), **common)
+        unused = tape.unused()
+        if unused and (spec.strict or spec.fail_on_unused_events):
+            return self.result("unused_events", tape.consumed, to_consume, unused=unused, **common)
+        return self.result("match", tape.consumed, to_consume, unused=unused, **common)
+
+    def send_divergence(self, journal: Journal, divergence: Divergence) -> None:
+        from .report import build_report
+
+        report = build_report(
+            journal,
+            divergence.seq,
+            divergence.reason,
+            divergence.produced,
+            expected=divergence.expected,
+            parent_matches=divergence.parent_matches,
+        )
+        self.channel.send(DIVERGENCE, report=report.to_json())
+
+    # -- experiments -----------------------------------------------------------------------
+
+    def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
+        from ..harness import JsonlSink, StopRun, build_harness, load_config, run_agent
+        from .compare import read_events
+
+        spec = self.spec
+        served, live = EXPERIMENTS[spec.mode]
+        live_config = load_config(spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config)  # type: ignore[arg-type]
+        config = recorded_config(first, spec.journal, plugins_from=live_config)
+        recorded = read_events(journal)
+        source = KeyedSource(recorded, served)
+        counter = {"events": 0}
+
+        class CountingSink(JsonlSink):
+            def emit(inner, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
+                event = super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+                counter["events"] += 1
+                self.channel.progress("replay", counter["events"], len(recorded), event.seq)
+                return event
+
+        sink = CountingSink(spec.out, run_id=f"{first.run_id}-{spec.mode}")  # type: ignore[arg-type]
+        stopped: dict[str, Any] | None = None
+        with build_harness(
+            config,
+            sink=sink,
+            run_id=f"{first.run_id}-{spec.mode}",
+            agent=agent_name,
+            observation_sources={kind: source for kind in served},
+            extensions=live,
+            environment=first.payload.get("environment") or {},
+        ) as recording:
+            try:
+                run_agent(agent_name, recording.harness, recorded_inputs(journal))
+            except UnrecordedCall as missing:
+                stopped = {"kind": missing.kind, "key": missing.key, "request": missing.request}
+            except StopRun as other:
+                stopped = {"kind": None, "key": None, "request": None, "message": str(other)}
+        with open_journal(spec.out) as produced_journal:  # type: ignore[arg-type]
+            produced = read_events(produced_journal)
+        experiment = summarize_experiment(spec.mode, recorded, produced, served, stopped)
+        first_pair = experiment.pop("_first_pair")
+        if first_pair is not None:
+            self.send_pair_report(journal, first_pair, stopped)
+        status = "unrecorded_call" if stopped else ("match" if experiment["identical"] else "diverged")
+        live_calls = [
+            {"seq": event.seq, "kind": event.kind, "key": event.payload.get(OBSERVATION_KEY[event.kind])}
+            for event in produced
+            if event.kind in OBSERVATION_KINDS and event.kind not in served
+        ]
+        return self.result(
+            status,
+            counter["events"],
+            len(recorded),
+            unused=source.unused(),
+            experiment=experiment,
+            live_calls=live_calls,
+            last_seq=produced[-1].seq if produced else None,
+        )
+
+    def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
+        from .report import build_report
+
+        produced = None
+        if pair.b is not None:
+            produced = {"kind": pair.b.kind, "step_id": pair.b.step_id, "parent_event_id": pair.b.parent_event_id, "payload": pair.b.payload}
+        seq = pair.a.seq if pair.a is not None else pair.b.seq
+        if pair.a is None:
+            reason = f"the new run has a {pair.kind} the recording does not"
+        elif pair.b is None:
+            reason = f"the new run has no counterpart of the recorded {pair.kind}"
+        else:
+            reason = f"the trajectories differ in {', '.join(pair.differs_in)}"
+        if stopped and stopped.get("kind"):
+            reason += f"; the run stopped: the journal has no {stopped['kind']} for {stopped['key']}"
+        report = build_report(journal, seq, reason, produced, expected=pair.a)
+        self.channel.send(DIVERGENCE, report=report.to_json())
+
+    # -- result ------------------------------------------------------------------------------
 
     def result(self, status: str, consumed: int, total: int, **fields: Any) -> dict[str, Any]:
         elapsed = time.perf_counter() - self.started
         fields.setdefault("unused", None)
-        fields.setdefault("verification", None)
+        fields.setdefault("verification", self.verification)
         fields.setdefault("out", self.spec.out)
         fields.setdefault("experiment", None)
         fields.setdefault("live_calls", [])
-        fields.setdefault("first_seq", self.spec.from_seq or 1)
+        fields.setdefault("first_seq", 1)
+        fields.setdefault("from_seq", self.spec.from_seq)
         return {
             "status": status,
             "consumed": consumed,
@@ -72,4 +273,108 @@ class ReplaySession:
             "events_per_s": round(consumed / elapsed, 1) if elapsed > 0 else None,
             **fields,
         }
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _is_step_agent(entry: Any, step_agent: type) -> bool:
+    return isinstance(entry, step_agent) or (isinstance(entry, type) and issubclass(entry, step_agent))
+
+
+def recorded_config(first: Event, journal: str, plugins_from: "HarnessConfig | None" = None) -> "HarnessConfig":
+    """The harness config the recording ran with (its [harness] and [redaction] tables,
+    from run.started), with the plugins of ``plugins_from`` (experiments) or none."""
+    from ..harness.config import HarnessConfig, config_from_mapping
+
+    recorded = first.payload.get("harness") or {}
+    raw = {"harness": dict(recorded.get("options") or {}), "redaction": dict(recorded.get("redaction") or {})}
+    base = config_from_mapping(raw, source=f"{journal} (run.started)")
+    if plugins_from is None:
+        return base
+    return HarnessConfig(plugins_from.source, plugins_from.base_dir, base.harness, base.redaction, plugins_from.plugins, plugins_from.raw)
+
+
+def recorded_inputs(journal: Journal) -> list[dict[str, Any]]:
+    """Every input.received of the run, in order, as run_agent takes them."""
+    needle = b'"input.received"'
+    inputs = []
+    for position in range(len(journal)):
+        if needle not in journal.line_bytes(position):
+            continue
+        event = journal.event(position)
+        if event.kind == INPUT_RECEIVED:
+            item = {"role": event.payload["role"], "content": event.payload["content"]}
+            if "context" in event.payload:
+                item["context"] = event.payload["context"]
+            inputs.append(item)
+    return inputs
+
+
+def restore_causal_cursor(harness: Any, journal: Journal, before: int) -> None:
+    """Give a resumed harness the causes the recording had at the snapshot.
+
+    ``Harness.resume`` restores state, seq and chain but not which observation and
+    which model response the next events hang from (their ``parent_event_id``);
+    without them the first event after the snapshot would diverge on its parent.
+    They are read back from the journal: the last tool.result / input.received,
+    and the last model.response, before the snapshot.
+    """
+    observation = response = None
+    for position in range(before - 1, -1, -1):
+        event = journal.event(position)
+        if observation is None and event.kind in (TOOL_RESULT, INPUT_RECEIVED):
+            observation = event
+        if response is None and event.kind == MODEL_RESPONSE:
+            response = event
+        if observation is not None and response is not None:
+            break
+    harness._last_observation_id = observation.event_id if observation is not None else None
+    harness._last_response = response
+
+
+def nearest_snapshot(journal: Journal, seq: int) -> Event | None:
+    """The last state.snapshot at or before ``seq`` (None: start from the beginning)."""
+    position = journal.position_of_seq(seq)
+    if position is None:
+        position = len(journal) - 1
+    needle = b'"state.snapshot"'
+    for candidate in range(position, -1, -1):
+        if needle not in journal.line_bytes(candidate):
+            continue
+        event = journal.event(candidate)
+        if event.kind == STATE_SNAPSHOT and event.seq <= seq:
+            return event
+    return None
+
+
+def summarize_experiment(
+    mode: str, recorded: list[Event], produced: list[Event], served: frozenset[str], stopped: dict[str, Any] | None
+) -> dict[str, Any]:
+    """First decision and first observation where the two trajectories differ."""
+    from .compare import DECISION_KINDS, align_events
+
+    alignment = align_events(recorded, produced)
+    first = alignment.first_difference()
+    decision = alignment.first_difference(DECISION_KINDS)
+    observation = alignment.first_difference(OBSERVATION_KINDS - served)
+    if stopped and stopped.get("kind"):
+        summary = f"stopped: the journal has no {stopped['kind']} for {stopped['key']}"
+    elif first is None:
+        summary = "the new trajectory matches the recording"
+    else:
+        summary = "first differing decision: " + (decision.describe() if decision else "none")
+    if observation is not None:
+        summary += f"; first changed live observation: {observation.describe()}"
+    return {
+        "mode": mode,
+        "identical": first is None and not stopped,
+        "summary": summary,
+        "stopped": stopped,
+        "first_difference": first.to_json(with_diff=True) if first else None,
+        "first_decision": decision.to_json(with_diff=True) if decision else None,
+        "first_live_observation": observation.to_json(with_diff=True) if observation else None,
+        "alignment": alignment.summary(),
+        "_first_pair": first,
+    }
 

@@ -77,6 +77,7 @@ class ReplaySpec:
     agent: str | None = None  # "module:attr"; None = the one run.started recorded
     mode: str = STRICT
     from_seq: int | None = None
+    strict: bool = True  # unused events at the end fail the replay
     verify_hash_chain: bool = False
     fail_on_unused_events: bool = False
     out: str | None = None  # experiment journal

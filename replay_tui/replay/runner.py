@@ -80,7 +80,11 @@ class ReplayOutcome:
     consumed: int = 0
     total: int = 0
     last_seq: int | None = None
-    first_seq: int | None = None
+    first_seq: int | None = None  # first seq the agent re-ran (after a snapshot resume: snapshot + 1)
+    from_seq: int | None = None  # --from-seq: events before it were fast-forwarded, not reported
+    resumed_from_snapshot: int | None = None  # seq of the state.snapshot a step-loop agent resumed from
+    state_checks: int = 0  # state.transition / state.snapshot hashes that matched
+    observations_served: int = 0
     divergence: DivergenceReport | None = None
     refusals: list[Refusal] = field(default_factory=list)
     unused: dict[str, Any] | None = None
@@ -148,9 +152,26 @@ class ReplayOutcome:
             lines += ["", self.divergence.to_text(), ""]
         if self.status == VERIFICATION_FAILED and self.verification and self.verification.get("fault"):
             fault = self.verification["fault"]
-            lines.append(f"verification: {fault.get('kind')}: {fault.get('message')}")
-        if self.unused and self.unused.get("count") and self.status != UNUSED_EVENTS:
-            lines.append(f"unused events: {self.unused['count']}, the first at seq={self.unused.get('first_seq')}")
+            where = ", ".join(f"{name} {fault[name]}" for name in ("seq", "line") if fault.get(name) is not None)
+            lines.append(f"verification failed ({where or 'journal'}): {fault.get('kind')}: {fault.get('message')}")
+            if fault.get("expected") or fault.get("found"):
+                lines.append(f"  expected {fault.get('expected')}, found {fault.get('found')}")
+        if self.resumed_from_snapshot is not None:
+            lines.append(
+                f"resumed from the state.snapshot at seq={self.resumed_from_snapshot} "
+                f"(the nearest at or before --from-seq {self.from_seq}); replayed from seq={self.first_seq}"
+            )
+        elif self.from_seq is not None and self.from_seq > 1:
+            lines.append(f"fast-forwarded seq 1 to {self.from_seq - 1} without reporting; reported from seq={self.from_seq}")
+        if self.verification and self.verification.get("ok"):
+            chain = self.verification.get("chain")
+            lines.append(f"hash chain: {chain} ({self.verification.get('events')} events)")
+        if self.status == MATCH:
+            lines.append(f"checked: {self.state_checks} state hashes, {self.observations_served} observations served from the journal")
+        if self.unused and self.unused.get("count") and self.status == DIVERGED and not self.experiment:
+            lines.append(f"not replayed after the divergence: {self.unused['count']} events from seq={self.unused.get('first_seq')}")
+        elif self.unused and self.unused.get("count") and self.status != UNUSED_EVENTS:
+            lines.append(f"unused recorded events: {self.unused['count']}, the first at seq={self.unused.get('first_seq')}")
         if self.experiment:
             lines.append(f"experiment: {self.experiment.get('summary')}")
         if self.out:
@@ -286,6 +307,11 @@ class ReplayRunner:
                 for line in lines:
                     if line:
                         self._handle(line, outcome)
+        except BaseException:  # KeyboardInterrupt in the caller: never leave the child behind
+            self._kill()
+            self._reap()
+            self._close()
+            raise
         finally:
             selector.close()
         if ended_by is not None:
@@ -335,7 +361,10 @@ class ReplayRunner:
 
     def _apply_result(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
         outcome.status = message.get("status", FAILED)
-        for name in ("consumed", "total", "first_seq", "unused", "verification", "out", "experiment", "elapsed_s", "events_per_s"):
+        for name in (
+            "consumed", "total", "first_seq", "from_seq", "resumed_from_snapshot", "state_checks", "observations_served",
+            "unused", "verification", "out", "experiment", "elapsed_s", "events_per_s",
+        ):
             if name in message:
                 setattr(outcome, name, message[name])
         outcome.live_calls = list(message.get("live_calls") or [])
