@@ -15,6 +15,7 @@ import orjson
 from ..journal import Event
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
+from .patch import diff
 
 Reducer = Callable[[Any, Event], Any]
 
@@ -65,7 +66,7 @@ class StateTracker:
         if after_hash == self.hash:
             self.state = after
             return None
-        patch = jsonpatch.make_patch(before, after).patch
+        patch = diff(before, after)
         transition = Transition(self.hash, after_hash, patch)
         self.state, self.hash = after, after_hash
         return transition

@@ -1,0 +1,120 @@
+"""The seam the replay engine plugs into: sinks and observation sources.
+
+These drive the harness with sources built from the committed fixture journals,
+so they also prove the fixtures still replay against the current agent code.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from replay_tui.harness import JsonlSink, ObservationMissing, PluginSet, load_config, run_agent
+from replay_tui.harness.replay_support import RecordedObservations, harness_for_recording, sources_for
+from replay_tui.journal.model import CLOCK_READ, MODEL_RESPONSE, OBSERVATION_KINDS, RANDOM_DRAW, TOOL_RESULT
+from fixtures.agents import crm_backend, inventory_backend
+
+from .helpers import CONFIGS, ROOT, events_of, logical
+
+JOURNALS = ROOT / "fixtures" / "journals"
+
+
+def _inputs(events):
+    return [event.payload for event in events if event.kind == "input.received"]
+
+
+def _replay(tmp_path, recorded, *, kinds, entry_point=None, **live):
+    source = RecordedObservations(recorded)
+    out = tmp_path / "replay.jsonl"
+    harness = harness_for_recording(
+        recorded[0], sink=JsonlSink(out, run_id=recorded[0].run_id), observation_sources=sources_for(source, kinds), **live
+    )
+    outcome = run_agent(entry_point or recorded[0].payload["agent"], harness, _inputs(recorded))
+    return outcome, events_of(out), source
+
+
+@pytest.mark.parametrize("name", ["crm-incident", "crm", "inventory"])
+def test_strict_replay_reproduces_every_event_without_calling_out(tmp_path, name):
+    recorded = events_of(JOURNALS / f"{name}.jsonl")
+    # no model and no tools are given: any live call would fail the run
+    outcome, replayed, source = _replay(tmp_path, recorded, kinds=OBSERVATION_KINDS)
+    assert [logical(event) for event in replayed] == [logical(event) for event in recorded]
+    assert outcome.output == recorded[-1].payload["output"]
+    assert source.remaining() == 0
+
+
+def test_recorded_errors_and_timeouts_are_raised_again_in_replay(tmp_path):
+    recorded = events_of(JOURNALS / "inventory.jsonl")
+    errors = [e.payload["error"] for e in recorded if e.kind == TOOL_RESULT and e.payload.get("error")]
+    assert {(error["type"], error["timeout"]) for error in errors} == {("KeyError", False), ("TimeoutError", True)}
+    _, replayed, _ = _replay(tmp_path, recorded, kinds=OBSERVATION_KINDS)
+    # the agent saw the same exceptions: its failure summary in state and its answer are unchanged
+    first_answer = next(e for e in replayed if e.kind == MODEL_RESPONSE and "Could not check" in (e.payload["response"]["content"] or ""))
+    assert "Q-404" in first_answer.payload["response"]["content"] and "C-102" in first_answer.payload["response"]["content"]
+
+
+def test_fixed_code_against_the_incident_stops_at_step_23(tmp_path):
+    recorded = events_of(JOURNALS / "crm-incident.jsonl")
+    with pytest.raises(ObservationMissing) as stopped:
+        _replay(tmp_path, recorded, kinds=OBSERVATION_KINDS, entry_point="fixtures.agents.crm:agent")
+    assert stopped.value.kind == TOOL_RESULT
+    replayed = events_of(tmp_path / "replay.jsonl")
+    last = replayed[-1]
+    assert (last.kind, last.step_id) == ("tool.call", "step-23")
+    assert "include_inactive" not in last.payload["arguments"]
+    assert [logical(e) for e in replayed[1:-1]] == [logical(e) for e in recorded[1 : len(replayed) - 1]]
+    assert all(e.kind != "run.ended" for e in replayed)
+
+
+def test_model_live_serves_tools_clock_random_and_asks_the_new_model(tmp_path):
+    recorded = events_of(JOURNALS / "crm.jsonl")
+    plugins = PluginSet(load_config(CONFIGS / "crm-new-model.toml")).build().start()
+    try:
+        model = plugins.plugins["model"]
+        outcome, replayed, _ = _replay(tmp_path, recorded, kinds={TOOL_RESULT, CLOCK_READ, RANDOM_DRAW}, model=model)
+    finally:
+        plugins.stop()
+    calls = lambda events: [e.payload["call_key"] for e in events if e.kind == "tool.call"]  # noqa: E731
+    assert calls(replayed) == calls(recorded)  # same decisions about tools...
+    assert outcome.output == "East region, October 2026: 388 active customers (deduplicated by customer id)."
+    streamed = [e for e in replayed if e.kind == MODEL_RESPONSE]
+    assert all(e.payload["stream"]["chunks"] >= 1 for e in streamed)  # the new model streams
+
+
+def test_tools_live_serves_model_answers_and_calls_the_tools(tmp_path):
+    recorded = events_of(JOURNALS / "crm.jsonl")
+    tools = {spec.name: spec for spec in crm_backend.tools({})}
+    _, replayed, source = _replay(tmp_path, recorded, kinds={MODEL_RESPONSE, CLOCK_READ, RANDOM_DRAW}, tools=tools)
+    assert [logical(e) for e in replayed] == [logical(e) for e in recorded]
+    assert source.remaining() == sum(1 for e in recorded if e.kind == TOOL_RESULT)  # tool results were not used
+
+
+def test_step_agent_resumes_from_a_snapshot(tmp_path):
+    recorded = events_of(JOURNALS / "crm-incident.jsonl")
+    snapshot = [e for e in recorded if e.kind == "state.snapshot"][1]
+    after = recorded[snapshot.seq :]
+    out = tmp_path / "resumed.jsonl"
+    harness = harness_for_recording(
+        recorded[0],
+        sink=JsonlSink(out, run_id=snapshot.run_id, start_after=(snapshot.seq, snapshot.event_hash)),
+        observation_sources=sources_for(RecordedObservations(after), OBSERVATION_KINDS),
+    )
+    outcome = run_agent(recorded[0].payload["agent"], harness, [], resume_from=snapshot)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["seq"] == snapshot.seq + 1 and lines[0]["prev_event_hash"] == snapshot.event_hash
+    resumed = [(e["seq"], e["kind"], e["step_id"], e["payload"]) for e in lines]
+    expected = [(e.seq, e.kind, e.step_id, e.raw["payload"]) for e in after]
+    strip = lambda rows: [(s, k, st, {a: b for a, b in p.items() if a != "duration_ms"}) for s, k, st, p in rows]  # noqa: E731
+    assert strip(resumed) == strip(expected)
+    assert outcome.output == recorded[-1].payload["output"]
+
+
+def test_inventory_tools_finish_out_of_order_but_results_are_in_call_order():
+    recorded = events_of(JOURNALS / "inventory.jsonl")
+    calls = [e for e in recorded if e.kind == "tool.call" and e.payload["tool"] == "inventory.lookup"]
+    results = [e for e in recorded if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"]
+    assert [e.payload["call_id"] for e in results] == [e.payload["call_id"] for e in calls]
+    # and the calls were written before any of their results (call time, not completion time)
+    assert max(e.seq for e in calls[:4]) < min(e.seq for e in results[:4])
+    assert inventory_backend.TIMEOUT_S == 0.2
