@@ -228,6 +228,29 @@ def scan_event(event: Event) -> list[Finding]:
     return findings
 
 
+def mask_secrets(value: Any, key: str | None = None) -> tuple[Any, int]:
+    """A copy of a JSON value with every string a detector flags replaced by its masked form,
+    and how many were masked: for showing payloads in exported reports and on screen."""
+    kind = type(value)
+    if kind is str:
+        hit = scan_string(value, key)
+        return (f"[masked {hit[0]}: {hit[1]}]", 1) if hit is not None else (value, 0)
+    if kind is dict:
+        masked_dict, total = {}, 0
+        for child_key, child in value.items():
+            masked_dict[child_key], count = mask_secrets(child, child_key)
+            total += count
+        return masked_dict, total
+    if kind is list:
+        masked_list, total = [], 0
+        for child in value:
+            masked, count = mask_secrets(child, key)
+            masked_list.append(masked)
+            total += count
+        return masked_list, total
+    return value, 0
+
+
 @dataclass
 class ScanReport:
     path: str

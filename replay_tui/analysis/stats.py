@@ -242,6 +242,8 @@ class RunStats:
     steps_approximate: bool = False
     timeline: dict[str, list[int]] = field(default_factory=dict)
     timeline_bucket_width: int = 1
+    first_error_seq: int | None = None  # first failed tool call, failed model call, or run.ended with status error
+    first_error: str | None = None  # one line: what failed there
     complete: bool = True  # False when the pass was cancelled; the numbers cover what was read
 
     @property
@@ -293,6 +295,7 @@ class RunStats:
                 "longest_by_events": [s.to_json() for s in self.longest_steps_by_events],
             },
             "timeline": {"bucket_width_seqs": self.timeline_bucket_width, **self.timeline},
+            "first_error": {"seq": self.first_error_seq, "what": self.first_error} if self.first_error_seq else None,
         }
 
 
@@ -368,6 +371,18 @@ class StatsCollector:
 
     def _run_ended(self, event: Event) -> None:
         self.stats.status = event.payload.get("status")
+        if self.stats.status == "error":
+            self._note_error(event, "run ended with status error", event.payload.get("error"))
+
+    def _note_error(self, event: Event, what: str, error: Any) -> None:
+        if self.stats.first_error_seq is not None:
+            return
+        self.stats.first_error_seq = event.seq
+        if isinstance(error, dict):
+            detail = ": ".join(str(error[name]) for name in ("type", "message") if error.get(name))
+        else:
+            detail = str(error) if error else ""
+        self.stats.first_error = f"{what}: {detail}" if detail else what
 
     def _input(self, event: Event) -> None:
         self.stats.inputs += 1
@@ -402,6 +417,7 @@ class StatsCollector:
         if payload.get("error"):
             model.errors += 1
             self._timeline.add(event.seq, "errors")
+            self._note_error(event, f"model {name} failed", payload.get("error"))
         if isinstance(response.get("finish_reason"), str):
             self.stats.finish_reasons[response["finish_reason"]] += 1
         tokens = _usage_tokens(response.get("usage"))
@@ -436,6 +452,7 @@ class StatsCollector:
             if is_timeout(error):
                 tool.timeouts += 1
             self._timeline.add(event.seq, "errors")
+            self._note_error(event, f"tool {tool.name} {'timed out' if is_timeout(error) else 'failed'}", error)
         else:
             tool.result_bytes.add(float(_size_of(payload.get("result"))))
 

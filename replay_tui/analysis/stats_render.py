@@ -43,7 +43,9 @@ def format_ms(value: float | None) -> str:
         return f"{value / 60_000:.1f} min"
     if value >= 1000:
         return f"{value / 1000:.2f} s"
-    return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+    if value >= 10:
+        return f"{value:.0f} ms"
+    return f"{value:.1f} ms" if value >= 1 or value == 0 else f"{value:.2f} ms"
 
 
 def format_bytes(value: float | None) -> str:
@@ -107,7 +109,7 @@ def timeline_block(stats: RunStats) -> RenderableType:
 def models_table(stats: RunStats) -> Table:
     totals = stats.model_totals
     table = Table(
-        title=f"Model calls: {totals.calls:,} requests, {totals.responses:,} responses, {totals.errors:,} errors; "
+        title=f"Model calls: {totals.calls:,} requests, {totals.responses:,} responses, {totals.errors:,} error(s); "
         f"latency p50 {format_ms(stats.model_latency_ms.quantile(0.5))} p95 {format_ms(stats.model_latency_ms.quantile(0.95))}",
         title_justify="left",
         box=None,
@@ -134,7 +136,7 @@ def models_table(stats: RunStats) -> Table:
 def tools_table(stats: RunStats) -> Table:
     calls, errors, timeouts = stats.tool_totals
     table = Table(
-        title=f"Tool calls: {calls:,} calls, {errors:,} errors, {timeouts:,} timeouts",
+        title=f"Tool calls: {calls:,} calls, {errors:,} error(s), {timeouts:,} timeout(s)",
         title_justify="left",
         box=None,
         pad_edge=False,

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("replay_tui.cli.verify", "check the schema and the hash chain of a journal"),
     "stats": ("replay_tui.cli.stats", "events, model usage, tool latency, errors and longest steps of a journal"),
     "scan": ("replay_tui.cli.scan", "find secrets that redaction missed (values masked); exit 1 when any is found"),
+    "export": ("replay_tui.cli.export", "write a self-contained incident report (html or md)"),
     "replay": ("replay_tui.cli.replay", "re-run the agent against a journal in a network-isolated child; stop at the first divergence"),
     "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
 }

@@ -127,21 +127,23 @@ def write_incident_journal(path: Path, *, run_id: str = "run-crm-incident", fill
         response = rec.model(
             "step-02",
             "Issue the refund",
+            parent=result.event_id,
             tool_calls=[{"id": "call_b2", "name": "payments_refund", "arguments": {"order_id": "A-1009", "amount": 129.0}}],
             usage={"prompt_tokens": 990, "completion_tokens": 37, "total_tokens": 1027},
             latency_ms=900,
         )
         refund_args = {"order_id": "A-1009", "amount": 129.0, "headers": {"x-api-key": PLANTED_SECRET}}
-        rec.tool("step-02", response.event_id, "call_b2", "payments_refund", refund_args, duration_ms=30000, error={"type": "TimeoutError", "message": "payments API did not answer in 30 s", "code": "ETIMEDOUT", "timeout": True})
+        timeout = rec.tool("step-02", response.event_id, "call_b2", "payments_refund", refund_args, duration_ms=30000, error={"type": "TimeoutError", "message": "payments API did not answer in 30 s", "code": "ETIMEDOUT", "timeout": True})
         response = rec.model(
             "step-03",
             "Retry the refund",
+            parent=timeout.event_id,
             tool_calls=[{"id": "call_c3", "name": "payments_refund", "arguments": {"order_id": "A-1009", "amount": 1290.0}}],
             usage={"prompt_tokens": 1104, "completion_tokens": 39, "total_tokens": 1143},
             latency_ms=950,
         )
         result = rec.tool("step-03", response.event_id, "call_c3", "payments_refund", {"order_id": "A-1009", "amount": 1290.0}, duration_ms=240, error={"type": "PaymentRejected", "message": "refund exceeds captured amount", "code": "amount_too_large"})
         rec.transition("step-03", result.seq, [{"op": "add", "path": "/refunds/-", "value": {"order_id": "A-1009", "amount": 1290.0, "status": "rejected"}}])
-        rec.model("step-04", "Explain", tool_calls=[], usage={"prompt_tokens": 1201, "completion_tokens": 25, "total_tokens": 1226}, latency_ms=700)
+        rec.model("step-04", "Explain", tool_calls=[], usage={"prompt_tokens": 1201, "completion_tokens": 25, "total_tokens": 1226}, latency_ms=700, parent=result.event_id)
         rec.emit("run.ended", {"status": "error", "output": None, "error": {"type": "PaymentRejected", "message": "refund exceeds captured amount"}}, step=None)
     return path

@@ -1,0 +1,50 @@
+"""`replay-tui export JOURNAL --format html|md -o FILE [--replay-result FILE.json]`: an incident report.
+
+The report is one self-contained file (HTML loads nothing from the network).
+Exit 0 written, 2 unreadable journal or replay result, or an output that cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..analysis.export import ExportError, build_report, render, write_report
+from ..journal import open_journal
+from .common import EXIT_OK, EXIT_USAGE
+
+_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
+    parser.add_argument("--format", choices=("html", "md"), help="report format (default: from the -o suffix)")
+    parser.add_argument("-o", "--output", required=True, help="file to write, or - for standard output")
+    parser.add_argument("--replay-result", metavar="FILE.json", help="output of 'replay-tui replay JOURNAL --json', for the divergence report")
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = args.format
+    if fmt is None:
+        suffix = "." + args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
+        fmt = _SUFFIXES.get(suffix)
+        if fmt is None:
+            print(f"replay-tui export: cannot tell the format from {args.output!r}; pass --format html or --format md", file=sys.stderr)
+            return EXIT_USAGE
+    journal = open_journal(args.path)
+    try:
+        report = build_report(journal, replay_result=args.replay_result)
+        if args.output == "-":
+            sys.stdout.write(render(report, fmt))
+            return EXIT_OK
+        size = write_report(report, args.output, fmt)
+    except ExportError as error:
+        print(f"replay-tui export: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        journal.close()
+    failure = report.failure
+    where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
+    masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
+    print(f"wrote {args.output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}")
+    return EXIT_OK

@@ -1,0 +1,299 @@
+"""Incident report export: content, self-containment, secret masking, replay results, Chromium render."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from replay_tui.analysis.annotations import AnnotationStore
+from replay_tui.analysis.export import ExportError, build_report, load_replay_result, render, write_report
+from replay_tui.journal import open_journal
+
+sys.path.insert(0, str(Path(__file__).parent))
+from incident_sample import PLANTED_SECRET, write_incident_journal  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "fixtures" / "journals" / "crm-incident.jsonl"
+NOTE = "The payments API timed out after 30 s; the retry asked for ten times the amount."
+
+
+@pytest.fixture
+def incident(tmp_path: Path) -> Path:
+    path = write_incident_journal(tmp_path / "crm-incident.jsonl")
+    journal = open_journal(path)
+    store = AnnotationStore.open(path)
+    store.set_bookmark(journal.event(10))  # seq 11, the timeout
+    store.set_note(journal.event(10), NOTE)
+    store.set_bookmark(journal.event(15))  # seq 16, the rejected refund lands in state
+    journal.close()
+    return path
+
+
+def _cli(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from replay_tui.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def test_report_model_has_chain_state_and_annotations(incident: Path) -> None:
+    journal = open_journal(incident)
+    stages: list[str] = []
+    report = build_report(journal, progress=lambda stage, fraction: stages.append(stage))
+    journal.close()
+
+    assert report.failure is not None
+    assert (report.failure.seq, report.failure.reason) == (11, "first error")
+    assert "timed out" in report.failure.description
+    # input -> request -> response -> call -> result -> next request ... -> the timeout
+    assert [link.event.seq for link in report.chain] == [2, 3, 4, 5, 6, 8, 9, 10, 11]
+    assert report.chain[0].role == "root" and report.chain[-1].role == "failing"
+    assert report.chain[-1].event.is_error
+    # the state change of the failing step's causes, and the overall before/after
+    assert [link.event.seq for link in report.step_transitions] == [7]  # caused by seq 6, on the chain
+    assert [(c.pointer, c.change) for c in report.step_transitions[0].state_changes] == [("/order", "changed")]
+    assert report.overall_state_range == (2, 11)
+    assert [(c.pointer, c.change) for c in report.overall_state] == [("/order", "changed")]
+    assert report.overall_state[0].before == "null" and '"A-1009"' in report.overall_state[0].after
+    assert [a.annotation.seq for a in report.annotations] == [11, 16]
+    assert report.annotations[0].annotation.note == NOTE and report.annotations[0].event is not None
+    assert report.verification.ok and report.run["status"] == "error"
+    assert report.environment["code_revision"] == "4f2c9e1"
+    assert report.masked_values == 1  # the planted key in the seq 10 tool.call
+    assert stages[0] == "verifying the hash chain" and stages[-1] == "done"
+
+
+def test_html_is_self_contained_and_loads_nothing(incident: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = _cli("export", str(incident), "--format", "html", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "failing step seq 11 (first error)" in result.stdout
+    html = out.read_text()
+    assert_no_network_references(html)
+    for expected in ("Incident report: run-crm-incident", "seq 11", "failing step", "root cause", NOTE,
+                     "hash chain verified", "Environment fingerprint", "cpython-3.11.9", "/order", "payments_refund", "<svg"):
+        assert expected in html, expected
+    assert PLANTED_SECRET not in html and PLANTED_SECRET[:16] not in html
+    assert "masked format:openai-key" in html
+
+
+def test_markdown_has_the_same_sections(incident: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.md"
+    result = _cli("export", str(incident), "-o", str(out))  # format from the suffix
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    for heading in ("# Incident report: run-crm-incident", "## Causal chain to the failing step", "## Bookmarks and notes",
+                    "## Verification", "## Run", "### Environment fingerprint", "## Run overview"):
+        assert heading in text, heading
+    assert "**failing step**" in text and "**root cause**" in text
+    assert "> The payments API timed out after 30 s; the retry asked for ten times the amount." in text
+    assert "| `/order` | changed | `null` |" in text
+    assert PLANTED_SECRET not in text
+
+
+def test_journal_and_sidecar_are_never_written(incident: Path, tmp_path: Path) -> None:
+    sidecar = incident.with_name(incident.name + ".replay-tui.json")
+    before = (incident.read_bytes(), sidecar.read_bytes())
+    for target in (incident, sidecar):
+        result = _cli("export", str(incident), "--format", "html", "-o", str(target))
+        assert result.returncode == 2 and "refusing to write the report over the journal" in result.stderr
+    assert _cli("export", str(incident), "--format", "md", "-o", str(tmp_path / "r.md")).returncode == 0
+    assert (incident.read_bytes(), sidecar.read_bytes()) == before
+
+
+def test_bad_input_is_one_clear_line(incident: Path, tmp_path: Path) -> None:
+    missing = _cli("export", str(tmp_path / "nope.jsonl"), "--format", "html", "-o", str(tmp_path / "r.html"))
+    assert missing.returncode == 2 and "nope.jsonl" in missing.stderr and "Traceback" not in missing.stderr
+    no_format = _cli("export", str(incident), "-o", str(tmp_path / "report"))
+    assert no_format.returncode == 2 and "--format" in no_format.stderr
+    bad_result = tmp_path / "result.json"
+    bad_result.write_text("{not json")
+    broken = _cli("export", str(incident), "-o", str(tmp_path / "r.html"), "--replay-result", str(bad_result))
+    assert broken.returncode == 2 and "result.json: is not valid JSON" in broken.stderr
+    gone = _cli("export", str(incident), "-o", str(tmp_path / "r.html"), "--replay-result", str(tmp_path / "absent.json"))
+    assert gone.returncode == 2 and "absent.json: no such file" in gone.stderr
+    unwritable = _cli("export", str(incident), "-o", str(tmp_path / "no-such-dir" / "r.html"))
+    assert unwritable.returncode == 2 and "cannot be written" in unwritable.stderr
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_corrupt_sidecar_still_exports_and_says_so(incident: Path, tmp_path: Path) -> None:
+    incident.with_name(incident.name + ".replay-tui.json").write_text("{broken")
+    journal = open_journal(incident)
+    report = build_report(journal)
+    journal.close()
+    assert report.annotations == [] and "is not valid JSON" in (report.annotations_error or "")
+    assert "could not be read" in render(report, "html") and "could not be read" in render(report, "md")
+
+
+def test_without_errors_the_chain_leads_to_the_last_event(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "tests" / "journal"))
+    from sample import write_sample_journal
+
+    journal = open_journal(write_sample_journal(tmp_path / "ok.jsonl", steps=2))
+    report = build_report(journal)
+    journal.close()
+    assert report.failure is not None and report.failure.reason == "last event" and report.failure.seq == 10
+    assert report.annotations == [] and report.replay is None
+
+
+def test_cancel_raises(incident: Path) -> None:
+    from replay_tui.analysis.export import ExportCancelled
+
+    journal = open_journal(incident)
+    with pytest.raises(ExportCancelled):
+        build_report(journal, cancelled=lambda: True)
+    journal.close()
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="fixtures/journals/crm-incident.jsonl not recorded yet")
+def test_divergence_from_a_real_replay_of_an_edited_fixture(tmp_path: Path) -> None:
+    """Edit one argument in a copy of the recorded CRM incident, replay it for real, export the result."""
+    edited = tmp_path / "crm-edited.jsonl"
+    lines = FIXTURE.read_text().splitlines(keepends=True)
+    target = next(i for i, line in enumerate(lines) if '"kind":"tool.call"' in line and '"page":10' in line)
+    seq = json.loads(lines[target])["seq"]
+    lines[target] = lines[target].replace('"page":10', '"page":11', 1)
+    edited.write_text("".join(lines))
+
+    replay_run = subprocess.run(
+        [sys.executable, "-c",
+         "import argparse, sys; from replay_tui.cli import replay as r; p = argparse.ArgumentParser(); r.configure(p); sys.exit(r.run(p.parse_args(sys.argv[1:])))",
+         str(edited), "--json", "--timeout", "120"],
+        capture_output=True, text=True, check=False, cwd=REPO,
+    )
+    if replay_run.returncode not in (0, 1) or not replay_run.stdout.strip().startswith("{"):
+        pytest.skip(f"replay is not available here: {replay_run.stderr.strip()[-200:]}")
+    result_path = tmp_path / "result.json"
+    result_path.write_text(replay_run.stdout)
+    assert json.loads(replay_run.stdout)["divergence"]["seq"] == seq
+
+    out = tmp_path / "report.html"
+    exported = _cli("export", str(edited), "-o", str(out), "--replay-result", str(result_path))
+    assert exported.returncode == 0, exported.stderr
+    assert f"failing step seq {seq} (first divergence)" in exported.stdout
+    html = out.read_text()
+    assert_no_network_references(html)
+    assert f"Replay diverged at seq={seq}" in html and "FAILED: modified event" in html
+    assert "Value of root[&#x27;arguments&#x27;][&#x27;page&#x27;] changed from 11 to 10." in html
+    md = render_markdown_for(edited, result_path)
+    assert f"seq {seq}" in md and "## Replay divergence" in md
+
+
+def render_markdown_for(journal_path: Path, result_path: Path) -> str:
+    journal = open_journal(journal_path)
+    try:
+        return render(build_report(journal, replay_result=result_path), "md")
+    finally:
+        journal.close()
+
+
+def test_replay_result_shapes(tmp_path: Path, incident: Path) -> None:
+    match = tmp_path / "match.json"
+    match.write_text(json.dumps({"status": "match", "ok": True, "journal": str(incident), "consumed": 19, "total": 19, "divergence": None}))
+    section = load_replay_result(match, incident)
+    assert section.status == "match" and section.headline.startswith("Replay matched (19 of 19") and section.journal_note is None
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"status": "diverged", "journal": "/x/another.jsonl", "divergence": {"seq": 999, "reason": "extra event"}}))
+    section = load_replay_result(other, incident)
+    assert section.journal_note == "this result was recorded for /x/another.jsonl, not crm-incident.jsonl"
+    journal = open_journal(incident)
+    report = build_report(journal, replay_result=other)  # seq 999 is past the end: the chain ends at the last event
+    journal.close()
+    assert report.failure is not None and report.failure.seq == 999 and "past the journal's end" in report.failure.description
+    assert report.chain[-1].event.seq == 19
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps([1, 2]))
+    with pytest.raises(ExportError, match="expected a JSON object"):
+        load_replay_result(wrong, incident)
+
+
+def assert_no_network_references(html: str) -> None:
+    """Nothing in the page may make the browser fetch: no URLs in src/href/url()/@import, no scripts."""
+    assert not re.search(r"https?://", html, re.I), re.search(r".{40}https?://.{40}", html, re.I)
+    assert not re.search(r"""(?:src|href|srcset|action|poster|data)\s*=\s*["']?\s*(?!#|data:)[^"'\s>]+""", html, re.I)
+    assert not re.search(r"url\(\s*['\"]?(?!data:)", html, re.I)
+    assert "@import" not in html and "<script" not in html.lower() and "<link" not in html.lower()
+    assert "//" not in re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S).replace("<!DOCTYPE html>", "")
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _png_stats(png: bytes) -> tuple[int, int, int]:
+    """(width, height, distinct colours in a sample of rows) of an 8-bit RGB(A) PNG, without Pillow."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, chunks, header = 8, [], b""
+    while offset < len(png):
+        length, kind = struct.unpack(">I4s", png[offset : offset + 8])
+        data = png[offset + 8 : offset + 8 + length]
+        if kind == b"IHDR":
+            header = data
+        elif kind == b"IDAT":
+            chunks.append(data)
+        offset += 12 + length
+    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and colour_type in (2, 6)
+    channels = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * channels + 1
+    colours: set[bytes] = set()
+    previous = bytearray(stride - 1)
+    for row in range(height):
+        line = raw[row * stride : (row + 1) * stride]
+        filtered, current = line[0], bytearray(line[1:])
+        for i in range(len(current)):  # undo the PNG row filter
+            left = current[i - channels] if i >= channels else 0
+            up = previous[i]
+            if filtered == 1:
+                current[i] = (current[i] + left) & 0xFF
+            elif filtered == 2:
+                current[i] = (current[i] + up) & 0xFF
+            elif filtered == 3:
+                current[i] = (current[i] + (left + up) // 2) & 0xFF
+            elif filtered == 4:
+                upper_left = previous[i - channels] if i >= channels else 0
+                estimate = left + up - upper_left
+                pa, pb, pc = abs(estimate - left), abs(estimate - up), abs(estimate - upper_left)
+                current[i] = (current[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else upper_left)) & 0xFF
+        if row % 40 == 0:
+            colours.update(bytes(current[i : i + 3]) for i in range(0, len(current), channels * 4))
+        previous = current
+    return width, height, len(colours)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_headless_chromium_renders_the_report(incident: Path, tmp_path: Path) -> None:
+    journal = open_journal(incident)
+    report = build_report(journal)
+    journal.close()
+    page = tmp_path / "report.html"
+    write_report(report, page, "html")
+    screenshot = tmp_path / "report.png"
+    with tempfile.TemporaryDirectory() as profile:
+        completed = subprocess.run(
+            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--no-first-run", f"--user-data-dir={profile}", f"--screenshot={screenshot}",
+             "--window-size=1280,2000", page.as_uri()],
+            capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "HOME": profile},
+        )
+    assert screenshot.exists(), completed.stderr[-2000:]
+    png = screenshot.read_bytes()
+    assert len(png) > 50_000  # a blank or error page compresses to a few kB
+    width, height, colours = _png_stats(png)
+    assert (width, height) == (1280, 2000)
+    assert colours > 30  # text, the dark header, badges and cards, not a flat page
