@@ -26,10 +26,13 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 import orjson
 
 from ..journal import Event, Journal, JournalError
-from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
+from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_STARTED, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
 from .report import EventRef, key_of, structural_diff
 
 PairStatus = Literal["same", "changed", "only_a", "only_b"]
+#: run.started fields that describe how a run was set up, not what the agent did: they are
+#: listed as setup differences, never as the first difference of two trajectories.
+SETUP_FIELDS = frozenset({"agent", "environment", "harness"})
 #: The kinds where an agent decides something; experiments report the first of these that differs.
 DECISION_KINDS = frozenset({MODEL_REQUEST, MODEL_RESPONSE, TOOL_CALL})
 
@@ -90,6 +93,7 @@ class Alignment:
     b_events: int
     a_label: str = "A"
     b_label: str = "B"
+    setup: list[str] = field(default_factory=list)  # run.started setup fields that differ
     _differences: list[AlignedPair] | None = field(default=None, repr=False)
 
     @property
@@ -128,6 +132,7 @@ class Alignment:
             "only_b": statuses.get("only_b", 0),
             "by_kind": dict(kinds.most_common()),
             "steps": steps,
+            "setup_differences": self.setup,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +148,8 @@ class Alignment:
 
     def to_text(self, max_steps: int = 12) -> str:
         lines = [f"A: {self.a_label} ({self.a_events} events)", f"B: {self.b_label} ({self.b_events} events)"]
+        if self.setup:
+            lines.append("Run setup differs (not counted as a difference): " + ", ".join(self.setup))
         first = self.first_difference()
         if first is None:
             lines.append("No difference: every event aligns on kind, step, parent, key and logical payload.")
@@ -212,7 +219,7 @@ def align_events(a_events: Sequence[Event], b_events: Sequence[Event]) -> Alignm
             else:
                 rows.extend((event, None) for _, group in a_steps[i1:i2] for event in group)
                 rows.extend((None, event) for _, group in b_steps[j1:j2] for event in group)
-    return Alignment(_judge(rows), len(a_events), len(b_events))
+    return Alignment(_judge(rows), len(a_events), len(b_events), setup=setup_differences(a_events, b_events))
 
 
 def _group_by_step(events: Sequence[Event]) -> list[tuple[str, list[Event]]]:
@@ -279,6 +286,25 @@ def _judge(rows: list[tuple[Event | None, Event | None]]) -> list[AlignedPair]:
     return pairs
 
 
+def _without(payload: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    return {key: value for key, value in payload.items() if key not in names}
+
+
+def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> list[str]:
+    """Which run-setup fields of run.started differ (agent, environment.*, harness.*)."""
+    if not a_events or not b_events or a_events[0].kind != RUN_STARTED or b_events[0].kind != RUN_STARTED:
+        return []
+    a, b = a_events[0].payload, b_events[0].payload
+    found = []
+    for name in sorted(SETUP_FIELDS):
+        a_value, b_value = a.get(name), b.get(name)
+        if isinstance(a_value, dict) and isinstance(b_value, dict):
+            found.extend(f"{name}.{key}" for key in sorted(set(a_value) | set(b_value)) if a_value.get(key) != b_value.get(key))
+        elif a_value != b_value:
+            found.append(name)
+    return found
+
+
 def _strict_json(value: Any) -> bytes:
     """Byte form for equality that, unlike ``==``, tells ``true`` from ``1``."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
@@ -292,9 +318,11 @@ def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: di
         found.append("step_id")
     if (partner_id.get(a.parent_event_id) if a.parent_event_id else None) != b.parent_event_id:
         found.append("parent")
-    if key_of(a.kind, a.payload) != key_of(b.kind, b.payload):
+    if a.kind != RUN_STARTED and key_of(a.kind, a.payload) != key_of(b.kind, b.payload):
         found.append("key")
     a_payload, b_payload = strip_diagnostics(a.payload), strip_diagnostics(b.payload)
+    if a.kind == RUN_STARTED and b.kind == RUN_STARTED:
+        a_payload, b_payload = _without(a_payload, SETUP_FIELDS), _without(b_payload, SETUP_FIELDS)
     if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
         # cause_seq is a position: compare it through the alignment, like parents
         a_payload = dict(a_payload, cause_seq=partner_seq.get(a_payload.get("cause_seq")))  # type: ignore[arg-type]

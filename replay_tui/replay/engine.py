@@ -95,7 +95,8 @@ class ReplaySession:
     # -- strict --------------------------------------------------------------------------
 
     def run_strict(self, journal: Journal, first: Event, agent_name: str, entry: Any) -> dict[str, Any]:
-        from ..harness import JsonlSink, StepAgent, StopRun, build_harness, run_agent
+        from ..harness import HarnessError, JsonlSink, StepAgent, StopRun, run_agent
+        from ..harness.replay_support import harness_for_recording
 
         spec = self.spec
         resume: Event | None = None
@@ -124,25 +125,23 @@ class ReplaySession:
         sources = {kind: source for kind in OBSERVATION_KEY}
         inputs = [] if resume is not None else recorded_inputs(journal)
         divergence: Divergence | None = None
-        with build_harness(
-            recorded_config(first, spec.journal),
-            sink=sink,
-            run_id=first.run_id,
-            agent=agent_name,
-            observation_sources=sources,
-            extensions=(),  # strict: no plugin is started, so nothing live can be called
-            environment=first.payload.get("environment") or {},
-        ) as recording:
-            if resume is not None:
-                restore_causal_cursor(recording.harness, journal, start)
-            try:
-                run_agent(agent_name, recording.harness, inputs, resume_from=resume)
-            except Divergence as found:
-                divergence = found
-            except TapeUnreadable as unreadable:
-                raise unreadable.error from None
-            except StopRun:
-                pass  # ReplayStopped after a swallowed divergence: the tape knows the first one
+        # strict: no model and no tools are given to the harness, so nothing live can be called
+        try:
+            harness = harness_for_recording(first, sink=sink, observation_sources=sources)
+        except HarnessError as error:
+            raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
+        if resume is not None:
+            restore_causal_cursor(harness, journal, start)
+        try:
+            run_agent(agent_name, harness, inputs, resume_from=resume)
+        except Divergence as found:
+            divergence = found
+        except TapeUnreadable as unreadable:
+            raise unreadable.error from None
+        except StopRun:
+            pass  # ReplayStopped after a swallowed divergence: the tape knows the first one
+        finally:
+            sink.close()
         if divergence is None and isinstance(tape.stopped, Divergence):
             divergence = tape.stopped
         self.channel.progress("replay", tape.consumed, to_consume, tape.last_seq, force=True)

@@ -37,7 +37,8 @@ from ..journal.model import (
 )
 
 HASH_SHOWN = 16  # hex digits of a hash shown in the text form; --json has them whole
-CHAIN_LIMIT = 50
+CHAIN_LIMIT = 10_000  # causes followed back (the JSON form keeps them all)
+CHAIN_SHOWN = 12  # the text form shows the root and the last causes
 
 # kind -> (label in the report, payload field that is the event's key)
 _KEYS: dict[str, tuple[str, str]] = {
@@ -135,9 +136,14 @@ class DivergenceReport:
             lines.append("payload diff (expected -> actual, logical payloads):")
             lines.extend(f"  {line}" for line in self.diff_lines)
         if self.causal_chain:
-            lines.append("causal chain (root first):")
-            for ref in self.causal_chain:
-                lines.append(f"  seq={ref.seq:<6} {ref.kind:<16} {ref.step_id or '(run)':<10} {ref.key_name}={short(ref.key)}")
+            chain = self.causal_chain
+            lines.append(f"causal chain (root first, {len(chain)} events):")
+            shown = chain if len(chain) <= CHAIN_SHOWN else [chain[0], None, *chain[-(CHAIN_SHOWN - 1):]]
+            for ref in shown:
+                if ref is None:
+                    lines.append(f"  … {len(chain) - CHAIN_SHOWN} earlier causes (see --json) …")
+                else:
+                    lines.append(f"  seq={ref.seq:<6} {ref.kind:<16} {ref.step_id or '(run)':<10} {ref.key_name}={short(ref.key)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

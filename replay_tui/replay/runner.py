@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable
 
+import orjson
+
 from .isolation import IsolationInfo, Refusal
 from .protocol import (
     DIVERGENCE,
@@ -47,6 +49,7 @@ UNUSED_EVENTS = "unused_events"
 TIMEOUT = "timeout"
 CANCELLED = "cancelled"
 CRASHED = "crashed"
+UNRECORDED_CALL = "unrecorded_call"  # an experiment asked for an observation the journal never saw
 FAILED = "error"  # the child reported an error (agent import, journal, usage, internal)
 
 #: Progress phases that count journal events (the "load" phase counts bytes indexed).
@@ -123,6 +126,8 @@ class ReplayOutcome:
         return data
 
     def headline(self) -> str:
+        if self.experiment is not None:
+            return self._experiment_headline()
         where = f"{self.consumed} of {self.total} events consumed"
         at = f"at seq={self.last_seq}" if self.last_seq is not None else "before the first event"
         if self.status == MATCH:
@@ -146,6 +151,20 @@ class ReplayOutcome:
             return f"Replay failed ({self.error.get('kind')}): {self.error.get('message')}"
         return f"Replay ended: {self.status}"
 
+    def _experiment_headline(self) -> str:
+        experiment = self.experiment or {}
+        mode = experiment.get("mode", self.mode)
+        stopped = experiment.get("stopped")
+        if stopped and stopped.get("kind"):
+            request = stopped.get("request") or {}
+            call = ""
+            if request.get("tool"):
+                call = f" (the call: {request['tool']} {json_text(request.get('arguments'))})"
+            return f"Experiment {mode} stopped: the journal has no {stopped['kind']} for {stopped['key']}{call}."
+        if experiment.get("identical"):
+            return f"Experiment {mode}: the new trajectory matches the recording ({self.consumed} events written)."
+        return f"Experiment {mode}: the new trajectory differs from the recording ({self.consumed} events written, {self.total} recorded)."
+
     def to_text(self) -> str:
         lines = [self.headline()]
         if self.divergence:
@@ -166,7 +185,7 @@ class ReplayOutcome:
         if self.verification and self.verification.get("ok"):
             chain = self.verification.get("chain")
             lines.append(f"hash chain: {chain} ({self.verification.get('events')} events)")
-        if self.status == MATCH:
+        if self.status == MATCH and self.experiment is None:
             lines.append(f"checked: {self.state_checks} state hashes, {self.observations_served} observations served from the journal")
         if self.unused and self.unused.get("count") and self.status == DIVERGED and not self.experiment:
             lines.append(f"not replayed after the divergence: {self.unused['count']} events from seq={self.unused.get('first_seq')}")
@@ -174,6 +193,13 @@ class ReplayOutcome:
             lines.append(f"unused recorded events: {self.unused['count']}, the first at seq={self.unused.get('first_seq')}")
         if self.experiment:
             lines.append(f"experiment: {self.experiment.get('summary')}")
+            alignment = self.experiment.get("alignment") or {}
+            if alignment.get("differences"):
+                lines.append(
+                    f"  {alignment['differences']} differing events: {alignment.get('changed', 0)} changed, "
+                    f"{alignment.get('only_a', 0)} only recorded, {alignment.get('only_b', 0)} only new"
+                )
+            lines.append(f"  live calls: {len(self.live_calls)}")
         if self.out:
             lines.append(f"experiment journal: {self.out}")
         if self.isolation:
@@ -192,6 +218,11 @@ class ReplayOutcome:
             lines.append("child stderr (last lines):")
             lines.extend(f"  {line}" for line in self.stderr_tail[-15:])
         return "\n".join(lines)
+
+
+def json_text(value: Any, limit: int = 200) -> str:
+    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def describe_exit(code: int | None) -> str:

@@ -4,7 +4,7 @@
 produces is compared with the recorded event of the same seq on kind, step_id,
 parent and key, and the recorded event is handed back (so ids, seqs and hashes stay
 the recorded ones). ``StrictSource`` serves observations from the same tape: the
-next recorded event, whose kind and key must be the ones asked for. The first
+recorded observation with the kind and key asked for, normally the next event. The first
 mismatch raises ``Divergence``, a ``StopRun`` (a BaseException) so agent code that catches
 ``Exception`` cannot swallow it; after it, the sink refuses everything.
 
@@ -33,7 +33,8 @@ from ..journal.model import (
     TOOL_CALL,
     TOOL_RESULT,
 )
-from ..harness.seam import StopRun
+from ..harness.replay_support import observation_key
+from ..harness.seam import ObservationMissing, StopRun
 
 #: The payload fields that are an event's key, compared in strict matching.
 KEY_FIELDS: dict[str, tuple[str, ...]] = {
@@ -108,13 +109,11 @@ class Divergence(StopRun):
         self.parent_matches = parent_matches
 
 
-class UnrecordedCall(StopRun):
-    """An experiment asked for an observation the journal never recorded (the call is shown)."""
+class UnrecordedCall(ObservationMissing):
+    """An experiment asked for an observation the journal never recorded; ``request`` is the call."""
 
     def __init__(self, kind: str, key: str, request: dict[str, Any]) -> None:
-        super().__init__(f"the journal has no {kind} for {key}")
-        self.kind = kind
-        self.key = key
+        super().__init__(kind, key, "the journal never recorded it")
         self.request = request
 
 
@@ -140,6 +139,7 @@ class Tape:
         self.total = len(journal)
         self.last_seq: int | None = None
         self.stopped: BaseException | None = None
+        self.reserved: set[int] = set()  # positions of observations served but not yet written
 
     @property
     def consumed(self) -> int:
@@ -154,15 +154,18 @@ class Tape:
         return self.journal.event(self.start - 1).seq + 1
 
     def peek(self) -> Event | None:
-        """The next recorded event, or None at the end. A bad line raises JournalError."""
-        if self.position >= self.total:
-            return None
+        """The next recorded event, or None at the end."""
+        return self.event_at(self.position) if self.position < self.total else None
+
+    def event_at(self, position: int) -> Event:
+        """A recorded event; an unreadable line stops the replay (TapeUnreadable)."""
         try:
-            return self.journal.event(self.position)
+            return self.journal.event(position)
         except JournalError as error:
             raise self.stop(TapeUnreadable(error)) from None
 
     def advance(self, event: Event) -> None:
+        self.reserved.discard(self.position)
         self.position += 1
         self.last_seq = event.seq
 
@@ -258,7 +261,15 @@ class StrictSink:
 
 
 class StrictSource:
-    """ObservationSource of strict replay: the next recorded event, checked by kind and key."""
+    """ObservationSource of strict replay: the recorded observation with this kind and key.
+
+    It is normally the very next recorded event. Concurrent tool calls (``atool``)
+    ask for their results before the other calls are written, so the source looks
+    a little ahead for the first observation with that key not yet handed out; the
+    sink still checks each one at its own seq when the harness writes it.
+    """
+
+    LOOKAHEAD = 4096
 
     def __init__(self, tape: Tape) -> None:
         self.tape = tape
@@ -267,35 +278,37 @@ class StrictSource:
         tape = self.tape
         if tape.stopped is not None:
             raise ReplayStopped(f"{kind} requested after the replay stopped")
+        field = OBSERVATION_KEY[kind]
+        for position in range(tape.position, min(tape.total, tape.position + self.LOOKAHEAD)):
+            if position in tape.reserved:
+                continue
+            recorded = tape.event_at(position)
+            if recorded.kind == kind and recorded.payload.get(field) == key:
+                tape.reserved.add(position)
+                return recorded.payload
+            if recorded.kind == RUN_ENDED:
+                break
         seq = tape.next_seq
+        produced = produced_event(kind, {field: key}, None, None)
         recorded = tape.peek()
-        produced = produced_event(kind, {OBSERVATION_KEY[kind]: key}, None, None)
         if recorded is None:
             raise tape.stop(Divergence(seq, f"the agent asked for a {kind} but the journal has ended", produced, None))
-        if recorded.seq != seq:
-            raise tape.stop(
-                Divergence(
-                    seq,
-                    f"the journal has no event with seq {seq} (the next recorded event is seq {recorded.seq}): "
-                    "an event was deleted or the seqs were edited",
-                    produced,
-                    None,
-                )
-            )
+        produced["step_id"] = recorded.step_id
         recorded_key = recorded.payload.get(OBSERVATION_KEY.get(recorded.kind, ""))
-        if recorded.kind != kind or recorded_key != key:
-            produced["step_id"] = recorded.step_id
-            reason = (
-                f"the agent asked for {kind} {OBSERVATION_KEY[kind]}={key}, "
-                f"the journal has {recorded.kind} at this seq"
-                + (f" for {recorded_key}" if recorded_key is not None else "")
-            )
-            raise tape.stop(Divergence(seq, reason, produced, recorded))
-        return recorded.payload
+        reason = (
+            f"the agent asked for {kind} {field}={key}, which the journal does not record here; "
+            f"at seq {recorded.seq} it has {recorded.kind}" + (f" for {recorded_key}" if recorded_key is not None else "")
+        )
+        raise tape.stop(Divergence(seq, reason, produced, recorded))
 
 
 class KeyedSource:
-    """ObservationSource of experiments: recorded observations by (kind, key), each used once."""
+    """ObservationSource of experiments: recorded observations by (kind, key), each used once.
+
+    Like the harness's ``RecordedObservations``, but it keeps the events, not only
+    their payloads, so the report can say which recorded observations were never
+    asked for (with their seqs) and show the call the journal never saw.
+    """
 
     def __init__(self, events: Iterable[Event], kinds: Iterable[str]) -> None:
         self.kinds = frozenset(kinds)
@@ -304,7 +317,7 @@ class KeyedSource:
         self._all: list[Event] = []
         for event in events:
             if event.kind in self.kinds:
-                self._by_key.setdefault((event.kind, event.payload.get(OBSERVATION_KEY[event.kind])), deque()).append(event)
+                self._by_key.setdefault((event.kind, observation_key(event)), deque()).append(event)
                 self._all.append(event)
 
     def observe(self, kind: str, key: str, request: dict) -> dict:
