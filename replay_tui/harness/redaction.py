@@ -47,6 +47,24 @@ DEFAULT_KEY_NAMES = (
 )
 DEFAULT_KEY_ALLOW = ("tokenizer", "tokens", "max_tokens", "stop_tokens", "token_count", "token_usage")
 
+#: The payload fields that hold user data, per kind; the rest is the harness's own.
+REDACTED_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "run.started": ("initial_state",),
+    "input.received": ("content", "context"),
+    "model.request": ("request",),
+    "model.response": ("response", "error"),
+    "tool.call": ("arguments",),
+    "tool.result": ("result", "error"),
+    "run.ended": ("output", "error"),
+}
+
+#: A literal each default key-name rule needs (lowercase), for the fast path.
+DEFAULT_KEY_ANCHORS: Mapping[str, bytes] = {
+    r"pass(?:word|wd|phrase)": b"pass", r"secret": b"secret", r"token": b"token", rf"api{SEP}key": b"key",
+    rf"access{SEP}key": b"key", rf"private{SEP}key": b"key", r"credential": b"credential",
+    r"authorization": b"authorization", r"cookie": b"cookie", rf"session{SEP}id": b"session", r"bearer": b"bearer",
+}
+
 #: name -> pattern. Kept to well-known, low-false-positive formats.
 DEFAULT_DETECTORS: Mapping[str, str] = {
     "aws-access-key": r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
@@ -63,6 +81,26 @@ DEFAULT_DETECTORS: Mapping[str, str] = {
     "npm-token": r"\bnpm_[A-Za-z0-9]{36}\b",
     "twilio-key": r"\bSK[0-9a-f]{32}\b",
 }
+
+
+#: Literals each default detector's match contains (looked for in the lowercased
+#: payload for the detectors in LOWERCASE_ANCHORED).
+DETECTOR_ANCHORS: Mapping[str, tuple[bytes, ...]] = {
+    "aws-access-key": (b"AKIA", b"ASIA", b"ABIA", b"ACCA"),
+    "github-token": (b"gho_", b"ghp_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
+    "slack-token": (b"xox",),
+    "stripe-key": (b"k_live_", b"k_test_"),
+    "openai-anthropic-key": (b"sk-",),
+    "google-api-key": (b"AIza",),
+    "jwt": (b"eyJ",),
+    "private-key": (b"PRIVATE KEY-----",),
+    "bearer-token": (b"bearer",),
+    "url-credentials": (b"://",),
+    "sendgrid-key": (b"SG.",),
+    "npm-token": (b"npm_",),
+    "twilio-key": (b"SK",),
+}
+LOWERCASE_ANCHORED = frozenset({"bearer-token"})
 
 
 class RedactionConfigError(ValueError):
@@ -145,21 +183,30 @@ def _strings(table: Mapping[str, Any], key: str, source: str) -> list[str]:
 
 class Redactor:
     """Compiled rules. ``redact(kind, payload)`` returns the payload to record
-    (the input object itself when nothing applies; never mutated)."""
+    (the input object itself when nothing applies; never mutated).
+
+    Only the user-data fields of a payload are looked at (``REDACTED_FIELDS``);
+    the harness's own fields (hashes, ids, tool names) are left alone. The fast
+    path checks cheap literal anchors first and runs a regex only on a hit.
+    """
 
     def __init__(self, rules: RedactionRules | None = None) -> None:
         self.rules = rules = rules or RedactionRules()
         try:
             key_pattern = "|".join(f"(?:{name})" for name in rules.key_names) or r"(?!x)x"
             self._key = re.compile(key_pattern, re.IGNORECASE)
-            self._key_bytes = re.compile(
-                rb'"[^"\\]{0,200}?(?:' + key_pattern.encode() + rb')[^"\\]{0,200}":["\[{]', re.IGNORECASE
-            )
             self._detectors = [(name, re.compile(pattern)) for name, pattern in rules.detectors.items()]
-            combined = "|".join(f"(?:{pattern})" for pattern in rules.detectors.values()) or r"(?!x)x"
-            self._any_secret = re.compile(combined.encode())
+            # (anchor or None, search the lowercased payload?, detector regex); a
+            # detector without a known anchor (a custom pattern) always runs.
+            self._anchored: list[tuple[bytes | None, bool, re.Pattern[bytes]]] = []
+            for name, pattern in rules.detectors.items():
+                compiled = re.compile(pattern.encode())
+                anchors = DETECTOR_ANCHORS.get(name) if pattern == DEFAULT_DETECTORS.get(name) else None
+                for anchor in anchors or (None,):
+                    self._anchored.append((anchor, name in LOWERCASE_ANCHORED, compiled))
         except re.error as error:
             raise RedactionConfigError(f"invalid redaction pattern: {error}") from None
+        self._key_anchors = _key_anchors(rules.key_names)
         self._allow = frozenset(rules.key_allow)
         self._drop_headers = frozenset(rules.drop_headers)
         self._replacements: dict[str | None, list[Replacement]] = {}
@@ -168,42 +215,74 @@ class Redactor:
         self._cap = rules.max_body_bytes
 
     def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-        rules = self.rules
-        if not rules.enabled:
+        if not self.rules.enabled:
+            return payload
+        fields = REDACTED_FIELDS.get(kind)
+        if not fields:
+            return payload
+        scope = {name: payload[name] for name in fields if name in payload}
+        if not scope:
             return payload
         body_field = BODY_FIELD.get(kind)
-        capture = rules.capture.get(kind)
+        capture = self.rules.capture.get(kind)
+        body = scope.get(body_field) if body_field else None
+        trims = capture is not None and isinstance(body, dict) and not body.keys() <= set(capture)
         replacements = self._replacements.get(kind, []) + self._replacements.get(None, [])
-        data = orjson.dumps(payload)
-        structural = bool(replacements) or (capture is not None and body_field is not None
-                                             and isinstance(payload.get(body_field), dict)
-                                             and not set(payload[body_field]) <= set(capture))
-        needs_walk = (
-            (self._cap is not None and len(data) > self._cap)
-            or self._key_bytes.search(data) is not None
-            or self._any_secret.search(data) is not None
-            or (b'"headers":{' in data and bool(self._drop_headers))
-        )
-        if not structural and not needs_walk:
+        data = orjson.dumps(scope)
+        if not (trims or replacements or self._needs_walk(data)):
             return payload
         copy = orjson.loads(data)
-        if capture is not None and body_field is not None and isinstance(copy.get(body_field), dict):
-            body = copy[body_field]
-            copy[body_field] = {key: body[key] for key in body if key in capture}
+        if trims:
+            copy[body_field] = {key: value for key, value in copy[body_field].items() if key in capture}
         for replacement in replacements:
             replacement.path.replace(copy, replacement.value)
-        return self._walk(copy)
+        return {**payload, **self._walk(copy)}
+
+    def _needs_walk(self, data: bytes) -> bool:
+        if self._cap is not None and len(data) > self._cap:
+            return True
+        if self._drop_headers and b'"headers":{' in data:
+            return True
+        lowered = data.lower()
+        for anchor, lowercase, pattern in self._anchored:
+            if anchor is None or anchor in (lowered if lowercase else data):
+                if pattern.search(data):
+                    return True
+        if self._key_anchors is None:
+            return self._walk_needed_for_keys(orjson.loads(data))
+        for anchor in self._key_anchors:
+            position = lowered.find(anchor)
+            while position != -1:
+                close = lowered.find(b'"', position)
+                # a string followed by ':' is a key; only string or container values are redacted
+                if close != -1 and lowered[close + 1 : close + 2] == b":" and lowered[close + 2 : close + 3] in (b'"', b"[", b"{"):
+                    open_ = lowered.rfind(b'"', 0, position)
+                    key = data[open_ + 1 : close].decode("utf-8", "replace")
+                    if key.lower() not in self._allow and self._key.search(key):
+                        return True
+                position = lowered.find(anchor, position + 1)
+        return False
+
+    def _walk_needed_for_keys(self, value: Any) -> bool:
+        if isinstance(value, dict):
+            return any(
+                (isinstance(item, (str, dict, list)) and key.lower() not in self._allow and self._key.search(key))
+                or self._walk_needed_for_keys(item)
+                for key, item in value.items()
+            )
+        if isinstance(value, list):
+            return any(self._walk_needed_for_keys(item) for item in value)
+        return False
 
     def _walk(self, value: Any) -> Any:
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                lowered = key.lower()
                 if key == "headers" and isinstance(item, dict):
                     item = {name: v for name, v in item.items() if name.lower() not in self._drop_headers}
                 if (
                     isinstance(item, (str, dict, list))
-                    and lowered not in self._allow
+                    and key.lower() not in self._allow
                     and self._key.search(key)
                     and item != REDACTED
                 ):
@@ -227,6 +306,21 @@ class Redactor:
                 kept = raw[: self._cap].decode("utf-8", "ignore")
                 text = f"{kept}…[truncated {len(raw) - len(kept.encode())} bytes]"
         return text
+
+
+def _key_anchors(key_names: tuple[str, ...]) -> tuple[bytes, ...] | None:
+    """Literal substrings one of which every matching key contains (lowercased);
+    None when a configured name is a pattern with no such literal."""
+    anchors: list[bytes] = []
+    for name in key_names:
+        if name in DEFAULT_KEY_ANCHORS:
+            anchors.append(DEFAULT_KEY_ANCHORS[name])
+            continue
+        literal = re.sub(r"\\(.)", r"\1", name)
+        if re.escape(literal) != name:
+            return None
+        anchors.append(literal.lower().encode())
+    return tuple(dict.fromkeys(anchors))  # each anchor once, in order
 
 
 def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:
