@@ -30,20 +30,30 @@ OBSERVATION_KINDS = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_D
 #: Fields that describe the recording, not the run; excluded from logical comparison.
 DIAGNOSTIC_FIELDS = frozenset({"recorded_at", "duration_ms", "diagnostics"})
 
-Check = tuple[str, Callable[[Any], bool]]
+@dataclass(frozen=True)
+class Check:
+    """A field type: what a message says it expects, and a Python test of ``v``."""
 
-_STR: Check = ("a string", lambda v: type(v) is str)
-_INT: Check = ("an integer", lambda v: type(v) is int)
-_POS_INT: Check = ("a positive integer", lambda v: type(v) is int and v > 0)
-_NUMBER: Check = ("a number", lambda v: type(v) in (int, float))
-_OBJECT: Check = ("an object", lambda v: type(v) is dict)
-_ARRAY: Check = ("an array", lambda v: type(v) is list)
-_ANY: Check = ("any JSON value", lambda v: True)
-_STR_OR_NULL: Check = ("a string or null", lambda v: v is None or type(v) is str)
-_OBJECT_OR_NULL: Check = ("an object or null", lambda v: v is None or type(v) is dict)
-_HASH: Check = ('a hash "sha256:<64 hex>"', lambda v: type(v) is str and len(v) == 71 and v.startswith("sha256:"))
-_HASH_OR_NULL: Check = ("a hash or null", lambda v: v is None or _HASH[1](v))
-_STATUS: Check = ('one of "ok", "error", "cancelled"', lambda v: v in ("ok", "error", "cancelled"))
+    expected: str
+    test: str  # an expression over the value ``v``
+
+    def __call__(self, v: Any) -> bool:
+        return bool(eval(self.test, {}, {"v": v}))  # only on the slow, explaining path
+
+
+_STR = Check("a string", "type(v) is str")
+_INT = Check("an integer", "type(v) is int")
+_POS_INT = Check("a positive integer", "type(v) is int and v > 0")
+_NUMBER = Check("a number", "type(v) is int or type(v) is float")
+_OBJECT = Check("an object", "type(v) is dict")
+_ARRAY = Check("an array", "type(v) is list")
+_ANY = Check("any JSON value", "True")
+_STR_OR_NULL = Check("a string or null", "v is None or type(v) is str")
+_OBJECT_OR_NULL = Check("an object or null", "v is None or type(v) is dict")
+_HASH = Check('a hash "sha256:<64 hex>"', 'type(v) is str and len(v) == 71 and v.startswith("sha256:")')
+_HASH_OR_NULL = Check("a hash or null", f"v is None or ({_HASH.test})")
+_SCHEMA_VERSION = Check(f"the integer {SCHEMA_VERSION}", f"type(v) is int and v == {SCHEMA_VERSION}")
+_STATUS = Check('one of "ok", "error", "cancelled"', 'v == "ok" or v == "error" or v == "cancelled"')
 
 # (field, check, required)
 PayloadSpec = tuple[tuple[str, Check, bool], ...]
@@ -102,6 +112,37 @@ _ENVELOPE: tuple[tuple[str, Check], ...] = (
 )
 
 
+def _compile_event_test(spec: PayloadSpec) -> Callable[[dict[str, Any]], bool]:
+    """One straight-line function per kind for envelope and payload together.
+
+    Reading a million events calls it a million times, so it is generated from the
+    tables above instead of looping over them; when it says no, the slow
+    ``_explain_*`` functions walk the same tables to say which field is wrong.
+    """
+    lines = ["def test(o):", "    try:"]
+    for field, check in (*_ENVELOPE, ("schema_version", _SCHEMA_VERSION)):
+        lines.append(f"        v = o[{field!r}]")
+        lines.append(f"        if not ({check.test}): return False")
+    lines.append("        p = o['payload']")
+    for field, check, required in spec:
+        if check is _ANY and not required:
+            continue
+        if required:
+            lines.append(f"        v = p[{field!r}]")
+            lines.append(f"        if not ({check.test}): return False")
+        else:
+            lines.append(f"        v = p.get({field!r}, ABSENT)")
+            lines.append(f"        if v is not ABSENT and not ({check.test}): return False")
+    lines += ["    except KeyError:", "        return False", "    return True"]
+    namespace: dict[str, Any] = {"ABSENT": _ABSENT}
+    exec("\n".join(lines), namespace)  # noqa: S102 - source built above from constant tables
+    return namespace["test"]
+
+
+_ABSENT = object()
+_EVENT_TESTS = {kind: _compile_event_test(spec) for kind, spec in PAYLOAD_SPECS.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One journal event. ``raw`` is the object exactly as recorded (hashed form)."""
@@ -131,50 +172,64 @@ def strip_diagnostics(payload: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if key not in DIAGNOSTIC_FIELDS}
 
 
-def validate_event(obj: Any) -> Event:
-    """Check ``obj`` against schema v1 and wrap it; raises SchemaError naming the field."""
-    if type(obj) is not dict:
-        raise SchemaError("(line)", "a JSON object", obj)
-    seq = obj.get("seq")
-    for field, (expected, ok) in _ENVELOPE:
+def _explain_envelope(obj: dict[str, Any]) -> None:
+    """Raise the SchemaError that names the first bad envelope field."""
+    seq = obj.get("seq") if type(obj.get("seq")) is int else None
+    for field, check in _ENVELOPE:
         value = obj.get(field, _ABSENT)
         if value is _ABSENT:
-            raise SchemaError(field, expected, missing(), seq=seq if type(seq) is int else None)
-        if not ok(value):
-            raise SchemaError(field, expected, value, seq=seq if type(seq) is int else None)
-    if obj.get("schema_version") != SCHEMA_VERSION:
-        raise SchemaError("schema_version", str(SCHEMA_VERSION), obj.get("schema_version", missing()), seq=seq)
-    kind = obj["kind"]
-    spec = PAYLOAD_SPECS.get(kind)
-    if spec is None:
-        raise UnknownKindError("kind", "one of " + ", ".join(sorted(KINDS)), kind, seq=seq)
-    payload = obj["payload"]
-    for field, (expected, ok), required in spec:
+            raise SchemaError(field, check.expected, missing(), seq=seq)
+        if not check(value):
+            raise SchemaError(field, check.expected, value, seq=seq)
+    version = obj.get("schema_version", _ABSENT)
+    if not _SCHEMA_VERSION(version):
+        raise SchemaError("schema_version", _SCHEMA_VERSION.expected, missing() if version is _ABSENT else version, seq=seq)
+
+
+def check_event(obj: Any) -> None:
+    """Check ``obj`` against schema v1; raises SchemaError naming the field."""
+    if type(obj) is not dict:
+        raise SchemaError("(line)", "a JSON object", obj)
+    kind = obj.get("kind")
+    test = _EVENT_TESTS.get(kind) if type(kind) is str else None
+    if test is None or not test(obj):
+        _explain_envelope(obj)
+        if test is None:
+            raise UnknownKindError("kind", "one of " + ", ".join(sorted(KINDS)), obj["kind"], seq=obj["seq"])
+        _explain_payload(obj)
+    event_hash = obj.get("event_hash")
+    if event_hash is not None and not (type(event_hash) is str and len(event_hash) == 71 and event_hash.startswith("sha256:")):
+        raise SchemaError("event_hash", _HASH.expected, event_hash, seq=obj["seq"])
+
+
+def _explain_payload(obj: dict[str, Any]) -> None:
+    """Raise the SchemaError that names the first bad payload field."""
+    seq, kind, payload = obj["seq"], obj["kind"], obj["payload"]
+    for field, check, required in PAYLOAD_SPECS[kind]:
         value = payload.get(field, _ABSENT)
         if value is _ABSENT:
             if required:
-                raise SchemaError(f"payload.{field}", expected + f" (required for {kind})", missing(), seq=seq)
-        elif not ok(value):
-            raise SchemaError(f"payload.{field}", expected, value, seq=seq)
-    event_hash = obj.get("event_hash")
-    if event_hash is not None and not _HASH[1](event_hash):
-        raise SchemaError("event_hash", _HASH[0], event_hash, seq=seq)
+                raise SchemaError(f"payload.{field}", f"{check.expected} (required for {kind})", missing(), seq=seq)
+        elif not check(value):
+            raise SchemaError(f"payload.{field}", check.expected, value, seq=seq)
+
+
+def validate_event(obj: Any) -> Event:
+    """Check ``obj`` against schema v1 and wrap it as an Event."""
+    check_event(obj)
     return Event(
-        seq=seq,
-        kind=kind,
+        seq=obj["seq"],
+        kind=obj["kind"],
         run_id=obj["run_id"],
         event_id=obj["event_id"],
         step_id=obj["step_id"],
         parent_event_id=obj["parent_event_id"],
         recorded_at=obj["recorded_at"],
-        payload=payload,
+        payload=obj["payload"],
         prev_event_hash=obj["prev_event_hash"],
-        event_hash=event_hash,
+        event_hash=obj.get("event_hash"),
         raw=obj,
     )
-
-
-_ABSENT = object()
 
 
 def event_id_for(run_id: str, seq: int) -> str:

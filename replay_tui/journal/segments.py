@@ -161,24 +161,26 @@ class Segment:
             self._fd = -1
 
 
-def stream_lines(segment: Segment) -> Iterator[tuple[int, bytes, bool]]:
-    """(1-based line number, bytes without newline, complete) for a whole shard.
+def line_batches(segment: Segment, start: int = 0, end: int | None = None) -> Iterator[tuple[int, list[bytes], bytes]]:
+    """(first line number, complete lines, incomplete tail) for a shard or a byte range of it.
 
     A sequential pass that builds no index: what ``verify`` and benchmarks use.
-    A line longer than ``CHUNK_BYTES`` is still yielded whole.
+    Lines come a chunk at a time so the caller's per-line loop stays a plain
+    ``for`` over a list. The tail is non-empty only in the last batch, when the
+    data ends without a newline. A line longer than a chunk is still whole.
     """
     if segment.compressed:
-        opener = gzip.open(segment.path, "rb")
-        read = opener.read
+        stream = gzip.open(segment.path, "rb")
     else:
-        opener = open(segment.path, "rb", buffering=0)
-        read = opener.read
-    line_no = 0
+        stream = open(segment.path, "rb", buffering=0)
+        stream.seek(start)
+    remaining = None if end is None else end - start
+    line_no = 1
     carry = b""
-    with opener:
-        while True:
+    with stream:
+        while remaining is None or remaining > 0:
             try:
-                chunk = read(CHUNK_BYTES)
+                chunk = stream.read(CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining))
             except EOFError:
                 raise JournalOpenError(
                     "gzip stream ends early: the shard was cut off while being written", path=str(segment.path)
@@ -187,12 +189,22 @@ def stream_lines(segment: Segment) -> Iterator[tuple[int, bytes, bool]]:
                 raise JournalOpenError(f"is not a valid gzip file ({error})", path=str(segment.path)) from None
             if not chunk:
                 break
-            parts = chunk.split(b"\n")
+            if remaining is not None:
+                remaining -= len(chunk)
+            lines = chunk.split(b"\n")
             if carry:
-                parts[0] = carry + parts[0]
-            carry = parts.pop()
-            for part in parts:
-                line_no += 1
-                yield line_no, part, True
-    if carry:
-        yield line_no + 1, carry, False
+                lines[0] = carry + lines[0]
+            carry = lines.pop()
+            if lines:
+                yield line_no, lines, b""
+                line_no += len(lines)
+    yield line_no, [], carry
+
+
+def stream_lines(segment: Segment) -> Iterator[tuple[int, bytes, bool]]:
+    """(1-based line number, bytes without newline, complete) for a whole shard."""
+    for first, lines, tail in line_batches(segment):
+        for offset, line in enumerate(lines):
+            yield first + offset, line, True
+        if tail:
+            yield first, tail, False

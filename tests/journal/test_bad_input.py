@@ -85,3 +85,13 @@ def test_the_installed_command_prints_no_traceback(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "replay_tui", "verify", *args], capture_output=True, text=True)
         assert done.returncode == code, done.stderr
         assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_an_integer_beyond_json_precision_is_a_clear_fault(tmp_path: Path) -> None:
+    lines = _good_lines(tmp_path)
+    lines[2] = lines[2].replace(b'"seq":3', b'"seq":3,"big":1152921504606846976')
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"".join(lines))
+    report = verify_journal(path)
+    assert report.fault and report.fault.kind == "malformed_line" and report.fault.line == 3
+    assert "no canonical JSON form" in report.fault.message and "1152921504606846976" in report.fault.message

@@ -30,7 +30,12 @@ def test_jcs_vector(name: str) -> None:
     assert canonical_json_of_parsed(value) == expected
 
 
-SPECIAL_FLOATS = [-0.0, 0.0, 1e21, 1e20, 9.999999999999999e20, 5e-324, 1e-7, 1e-6, 1.5, 100.0, -1e300, 2.0**53, 0.1 + 0.2]
+# Every region where orjson's and JCS's spellings differ, and their edges.
+SPECIAL_FLOATS = [
+    -0.0, 0.0, 1.0, -3.0, 100.0, 1.5, 0.1 + 0.2, 2.0**53, -1e300, 5e-324,
+    1e15, 1e16, 1.5e16, 9.999999999999999e20, 1e20, 1e21, 1.5e22,
+    1e-5, 9.99e-6, 1.2345e-6, 1e-6, 9.9e-7, 1e-7, 1.5e-7, 1e-60,
+]
 # Characters across the BMP (including U+E000..U+FFFF, which sort differently in
 # UTF-16 and UTF-8), the astral planes and the C0 controls; no lone surrogates.
 characters = st.characters(blacklist_categories=("Cs",))
