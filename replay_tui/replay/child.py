@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Any
 
+from .hosts import HostsConfigError, hosts_in_config
 from .isolation import GUARD_ONLY, NETNS_AUTO, Refusal, SocketGuard, isolate
 from .protocol import (
     AGENT_IMPORT,
@@ -90,12 +91,23 @@ def main(argv: list[str]) -> int:
     live = spec.mode in (MODEL_LIVE, TOOLS_LIVE)
     level = GUARD_ONLY if live or spec.isolation == GUARD_ONLY else NETNS_AUTO
     reason = None
+    allow = list(spec.allow_hosts)
+    config_error = None
     if live:
         reason = f"{spec.mode} experiment: the live plugin's hosts must be reachable"
+        config = spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config
+        if config:
+            try:
+                allow += [host for host in hosts_in_config(config) if host not in allow]
+            except HostsConfigError as error:
+                config_error = str(error)
     elif spec.isolation == GUARD_ONLY:
         reason = "guard-only isolation was requested"
-    info, guard = isolate(level, spec.allow_hosts, report_refusal, reason)
+    info, guard = isolate(level, allow, report_refusal, reason)
     channel.send(HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=platform.python_version())
+    if config_error is not None:
+        channel.error(USAGE_ERROR, config_error)
+        return 2
     sys.path[:0] = spec.sys_path
     return run_session(spec, channel, guard)
 

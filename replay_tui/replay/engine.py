@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..journal import Event, Journal, open_journal, verify_journal
 from ..journal.model import (
@@ -177,35 +177,38 @@ class ReplaySession:
     # -- experiments -----------------------------------------------------------------------
 
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
-        from ..harness import JsonlSink, StopRun, build_harness, load_config, run_agent
+        from ..harness import ConfigError, JsonlSink, StopRun, build_harness, load_config, run_agent
         from .compare import read_events
 
         spec = self.spec
         served, live = EXPERIMENTS[spec.mode]
-        live_config = load_config(spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config)  # type: ignore[arg-type]
-        config = recorded_config(first, spec.journal, plugins_from=live_config)
+        try:
+            live_config = load_config(spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config)  # type: ignore[arg-type]
+            config = recorded_config(first, spec.journal, plugins_from=live_config)
+        except ConfigError as error:
+            raise UsageError(str(error)) from None
         recorded = read_events(journal)
         source = KeyedSource(recorded, served)
-        counter = {"events": 0}
-
-        class CountingSink(JsonlSink):
-            def emit(inner, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
-                event = super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
-                counter["events"] += 1
-                self.channel.progress("replay", counter["events"], len(recorded), event.seq)
-                return event
-
-        sink = CountingSink(spec.out, run_id=f"{first.run_id}-{spec.mode}")  # type: ignore[arg-type]
+        sink = CountingSink(
+            JsonlSink(spec.out, run_id=f"{first.run_id}-{spec.mode}"),  # type: ignore[arg-type]
+            lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
+        )
         stopped: dict[str, Any] | None = None
-        with build_harness(
-            config,
-            sink=sink,
-            run_id=f"{first.run_id}-{spec.mode}",
-            agent=agent_name,
-            observation_sources={kind: source for kind in served},
-            extensions=live,
-            environment=first.payload.get("environment") or {},
-        ) as recording:
+        try:
+            recording = build_harness(
+                config,
+                sink=sink,
+                run_id=f"{first.run_id}-{spec.mode}",
+                agent=agent_name,
+                observation_sources={kind: source for kind in served},
+                extensions=live,
+                environment=first.payload.get("environment") or {},
+            )
+        except ConfigError as error:
+            sink.close()
+            Path(spec.out).unlink()  # type: ignore[arg-type]  # nothing was written: leave no empty journal
+            raise UsageError(str(error)) from None
+        with recording:
             try:
                 run_agent(agent_name, recording.harness, recorded_inputs(journal))
             except UnrecordedCall as missing:
@@ -226,7 +229,7 @@ class ReplaySession:
         ]
         return self.result(
             status,
-            counter["events"],
+            sink.count,
             len(recorded),
             unused=source.unused(),
             experiment=experiment,
@@ -275,6 +278,24 @@ class ReplaySession:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+class CountingSink:
+    """An EventSink that passes events on to ``sink`` and reports each one (progress)."""
+
+    def __init__(self, sink: Any, on_event: Callable[[int, Event], None]) -> None:
+        self.sink = sink
+        self.on_event = on_event
+        self.count = 0
+
+    def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
+        event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+        self.count += 1
+        self.on_event(self.count, event)
+        return event
+
+    def close(self) -> None:
+        self.sink.close()
 
 
 def _is_step_agent(entry: Any, step_agent: type) -> bool:

@@ -189,6 +189,13 @@ class Tape:
         return {"count": left, "first_seq": first_seq, "kinds": kinds}
 
 
+def deleted_reason(seq: int, found: int) -> str:
+    return (
+        f"the journal has no event with seq {seq} (the next recorded event is seq {found}): "
+        "an event was deleted or the seqs were edited"
+    )
+
+
 def produced_event(kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> dict[str, Any]:
     return {"kind": kind, "step_id": step_id, "parent_event_id": parent_event_id, "payload": payload}
 
@@ -237,15 +244,7 @@ class StrictSink:
         if recorded is None:
             raise tape.stop(Divergence(seq, "the journal ends before this event", produced, None))
         if recorded.seq != seq:
-            raise tape.stop(
-                Divergence(
-                    seq,
-                    f"the journal has no event with seq {seq} (the next recorded event is seq {recorded.seq}): "
-                    "an event was deleted or the seqs were edited",
-                    produced,
-                    None,
-                )
-            )
+            raise tape.stop(Divergence(seq, deleted_reason(seq, recorded.seq), produced, None))
         found = mismatch(recorded, kind, payload, step_id, parent_event_id)
         if found is not None:
             reason, parent_matches = found
@@ -294,6 +293,8 @@ class StrictSource:
         if recorded is None:
             raise tape.stop(Divergence(seq, f"the agent asked for a {kind} but the journal has ended", produced, None))
         produced["step_id"] = recorded.step_id
+        if recorded.seq != seq:
+            raise tape.stop(Divergence(seq, deleted_reason(seq, recorded.seq), produced, None))
         recorded_key = recorded.payload.get(OBSERVATION_KEY.get(recorded.kind, ""))
         reason = (
             f"the agent asked for {kind} {field}={key}, which the journal does not record here; "

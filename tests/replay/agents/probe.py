@@ -128,3 +128,52 @@ class StepProbe(StepAgent):
             except KeyError:
                 pass
         return None
+
+
+def new_policy(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The "new model": after the first lookup it asks for item 99, which the recording never looked up."""
+    _log("new model")
+    results = [m for m in request["messages"] if m.get("role") == "tool"]
+    if not results:
+        return {"content": None, "tool_calls": [{"id": "call-1", "name": "lookup", "arguments": {"item": 1}}]}
+    if len(results) == 1:
+        return {"content": None, "tool_calls": [{"id": "call-2", "name": "lookup", "arguments": {"item": 99}}]}
+    return {"content": "done", "tool_calls": []}
+
+
+def restocked_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
+    """The live tools of a tools-live experiment: item 3 now has different stock."""
+
+    def restocked(item: int) -> dict[str, Any]:
+        _log(f"tool restocked {item}")
+        if item == 2:
+            raise KeyError(f"item {item} is not in the catalogue")
+        return {"item": item, "stock": item * 10 + (5 if item == 3 else 0)}
+
+    return [ToolSpec("lookup", restocked, {"item": "integer"})]
+
+
+def networked_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
+    """Tools that talk to a service: ``base_url`` (allowed in experiments) and ``other_port`` (not named as a host)."""
+    from urllib.parse import urlsplit
+
+    service = urlsplit(str(options["base_url"]))
+    other_port = int(options["other_port"])
+
+    def reach(host: str, port: int) -> bool:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+    def lookup_remote(item: int) -> dict[str, Any]:
+        _log(f"tool remote {item}")
+        return {
+            "item": item,
+            "stock": item * 10,
+            "service": reach(service.hostname or "", service.port or 80),
+            "mirror": reach("127.0.0.1", other_port),
+        }
+
+    return [ToolSpec("lookup", lookup_remote, {"item": "integer"})]

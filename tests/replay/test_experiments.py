@@ -1,0 +1,121 @@
+"""Experiments: one dependency group live, the rest from the journal; each writes its own journal."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay_tui.journal import verify_journal
+from replay_tui.replay.hosts import hosts_in_config
+from replay_tui.replay.runner import DIVERGED, MATCH, UNRECORDED_CALL
+
+from .conftest import REPO, LoopbackListener
+from .helpers import AGENTS, lines_of, record_probe, replay
+
+CRM = REPO / "fixtures" / "journals" / "crm.jsonl"
+CRM_NEW_MODEL = REPO / "fixtures" / "configs" / "crm-new-model.toml"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    return record_probe(tmp_path_factory.mktemp("probe") / "probe.jsonl")
+
+
+def test_model_live_with_the_new_crm_model_reports_the_first_differing_decision(tmp_path):
+    out = tmp_path / "crm-model-live.jsonl"
+    outcome = replay(CRM, mode="model-live", model_config=str(CRM_NEW_MODEL), out=str(out))
+    assert outcome.status == DIVERGED and outcome.exit_code == 1
+    experiment = outcome.experiment
+    decision = experiment["first_decision"]
+    assert decision["kind"] == "model.response" and decision["step_id"] == "step-01"
+    assert outcome.isolation.network_namespace is False and "model-live" in outcome.isolation.reason
+    assert outcome.live_calls and all(call["kind"] == "model.response" for call in outcome.live_calls)
+    assert outcome.unused is None  # the new model made every recorded tool call, each used once
+    assert verify_journal(out).ok and lines_of(out)[0]["run_id"].endswith("-model-live")
+    assert outcome.divergence.seq == decision["a"]["seq"]
+    assert "first differing decision" in outcome.to_text()
+
+
+def test_model_live_stops_at_a_call_the_journal_never_saw_and_shows_it(recorded, tmp_path):
+    log = tmp_path / "calls.log"
+    out = tmp_path / "new-model.jsonl"
+    outcome = replay(
+        recorded, mode="model-live", model_config=str(AGENTS / "probe-new-model.toml"), out=str(out), env={"PROBE_LOG": str(log)}
+    )
+    assert outcome.status == UNRECORDED_CALL and outcome.exit_code == 1
+    stopped = outcome.experiment["stopped"]
+    assert stopped["kind"] == "tool.result" and stopped["request"]["arguments"] == {"item": 99}
+    assert "lookup" in outcome.headline() and '"item":99' in outcome.headline()
+    assert log.read_text().splitlines() == ["new model", "new model"]  # the live model ran; the tool never did
+    assert outcome.unused["first_seq"] == next(
+        e["seq"] for e in lines_of(recorded) if e["kind"] == "tool.result" and e["payload"]["call_id"] == "call-2"
+    )
+    written = lines_of(out)
+    assert written[-1]["kind"] == "tool.call" and written[-1]["payload"]["arguments"] == {"item": 99}
+
+
+def test_tools_live_stops_at_an_unseen_request_and_shows_which_observation_changed(recorded, tmp_path):
+    out = tmp_path / "restocked.jsonl"
+    outcome = replay(recorded, mode="tools-live", tools_config=str(AGENTS / "probe-restocked.toml"), out=str(out))
+    assert outcome.status == UNRECORDED_CALL
+    assert outcome.experiment["stopped"]["kind"] == "model.response"
+    changed = outcome.experiment["first_live_observation"]
+    assert changed["kind"] == "tool.result" and changed["step_id"] == "step-03"
+    assert any("stock" in line for line in changed["diff_lines"])
+    assert outcome.divergence.expected.kind == "tool.result" and outcome.divergence.step == "step-03"
+    assert "first changed live observation" in outcome.to_text()
+
+
+def test_tools_live_with_unchanged_tools_matches(recorded, tmp_path):
+    outcome = replay(recorded, mode="tools-live", tools_config=str(AGENTS / "probe.toml"), out=str(tmp_path / "same.jsonl"))
+    assert outcome.status == MATCH and outcome.experiment["identical"]
+    assert {call["kind"] for call in outcome.live_calls} == {"tool.result"}
+
+
+def test_experiments_reach_only_the_hosts_named_in_the_live_config(tmp_path):
+    service, mirror = LoopbackListener(), LoopbackListener()
+    try:
+        config = tmp_path / "networked.toml"
+        config.write_text(
+            "[[plugins]]\nid = \"tools\"\ntype = \"python-tools\"\n"
+            f"options = {{ provider = \"tests.replay.agents.probe:networked_tools\", "
+            f"base_url = \"http://127.0.0.1:{service.port}/v1\", other_port = {mirror.port} }}\n"
+        )
+        assert hosts_in_config(config) == [f"127.0.0.1:{service.port}"]
+        journal = record_probe(tmp_path / "networked.jsonl", config=_with_model(config, tmp_path))
+        recorded_service, recorded_mirror = service.accepted, mirror.accepted
+        assert recorded_service > 0 and recorded_mirror > 0
+        outcome = replay(journal, mode="tools-live", tools_config=str(config), out=str(tmp_path / "live.jsonl"))
+        assert outcome.isolation.allowed_hosts == [f"127.0.0.1:{service.port}"]
+        assert service.accepted > recorded_service  # the named host is reachable
+        assert mirror.accepted == recorded_mirror  # anything else is refused ...
+        assert {r.target for r in outcome.refusals} == {f"127.0.0.1:{mirror.port}"}  # ... and reported
+        assert outcome.experiment["first_live_observation"]["kind"] == "tool.result"
+    finally:
+        service.close()
+        mirror.close()
+
+
+def _with_model(tools_config, tmp_path):
+    """The recording config: the probe's model plus the networked tools."""
+    config = tmp_path / "record.toml"
+    model = (AGENTS / "probe.toml").read_text().split("[[plugins]]")[:2]
+    config.write_text("[[plugins]]".join(model) + tools_config.read_text())
+    return config
+
+
+def test_experiment_without_out_or_config_is_a_usage_error(recorded, tmp_path):
+    outcome = replay(recorded, mode="model-live", model_config=str(AGENTS / "probe-new-model.toml"))
+    assert outcome.exit_code == 2 and "--out" in outcome.error["message"]
+    outcome = replay(recorded, mode="tools-live", out=str(tmp_path / "x.jsonl"))
+    assert outcome.exit_code == 2 and "--tools-config" in outcome.error["message"]
+    existing = tmp_path / "exists.jsonl"
+    existing.write_text("keep me\n")
+    outcome = replay(recorded, mode="model-live", model_config=str(AGENTS / "probe-new-model.toml"), out=str(existing))
+    assert outcome.exit_code == 2 and existing.read_text() == "keep me\n"
+
+
+def test_new_code_mode_is_strict_and_writes_its_own_journal(recorded, tmp_path):
+    out = tmp_path / "new-code.jsonl"
+    outcome = replay(recorded, mode="new-code", out=str(out))
+    assert outcome.status == MATCH
+    assert len(lines_of(out)) == len(lines_of(recorded)) and verify_journal(out).ok
