@@ -77,6 +77,7 @@ DEFAULT_DETECTORS: Mapping[str, str] = {
     "private-key": r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----(?:[^-]|-(?!----END))*(?:-----END (?:[A-Z]+ )*PRIVATE KEY-----)?",
     "bearer-token": r"(?i:\bbearer)\s+[A-Za-z0-9._~+/-]{16,}=*",
     "url-credentials": r"(?<=://)[^/\s:@\"]{1,100}:[^/\s@\"]{1,200}(?=@)",
+    "url-query-secret": r"(?i:(?<=[?&])(?:api[_-]?key|key|access_token|token|secret|password|sig|signature)=)[^&#\s\"]{8,}",
     "sendgrid-key": r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
     "npm-token": r"\bnpm_[A-Za-z0-9]{36}\b",
     "twilio-key": r"\bSK[0-9a-f]{32}\b",
@@ -96,11 +97,12 @@ DETECTOR_ANCHORS: Mapping[str, tuple[bytes, ...]] = {
     "private-key": (b"PRIVATE KEY-----",),
     "bearer-token": (b"bearer",),
     "url-credentials": (b"://",),
+    "url-query-secret": (b"key=", b"token=", b"secret=", b"password=", b"sig=", b"signature="),
     "sendgrid-key": (b"SG.",),
     "npm-token": (b"npm_",),
     "twilio-key": (b"SK",),
 }
-LOWERCASE_ANCHORED = frozenset({"bearer-token"})
+LOWERCASE_ANCHORED = frozenset({"bearer-token", "url-query-secret"})
 
 
 class RedactionConfigError(ValueError):
