@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("replay_tui.cli.export", "write a self-contained incident report (html or md)"),
     "replay": ("replay_tui.cli.replay", "re-run the agent against a journal in a network-isolated child; stop at the first divergence"),
     "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
+    "redact-check": ("replay_tui.cli.redact_check", "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor"),
 }
 
 
