@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     journal = open_journal(args.path)
     try:
-        report = build_report(journal, replay_result=args.replay_result)
+        report = build_report(journal, replay_result=args.replay_result, progress=_stage_line if sys.stderr.isatty() else None)
         if args.output == "-":
             sys.stdout.write(render(report, fmt))
             return EXIT_OK
@@ -42,9 +42,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"replay-tui export: {error}", file=sys.stderr)
         return EXIT_USAGE
     finally:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")
         journal.close()
     failure = report.failure
     where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
     masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
     print(f"wrote {args.output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}")
     return EXIT_OK
+
+
+def _stage_line(stage: str, fraction: float) -> None:
+    sys.stderr.write(f"\r\x1b[Kexport: {stage} ({fraction:.0%})")
+    sys.stderr.flush()

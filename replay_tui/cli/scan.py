@@ -13,6 +13,7 @@ import time
 from ..analysis.secrets import scan_journal
 from ..journal import open_journal
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
+from .stats import stderr_progress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,9 +24,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     journal = open_journal(args.path)
+    progress, finish = stderr_progress("scanning")
     try:
-        report = scan_journal(journal)
+        report = scan_journal(journal, progress=progress)
     finally:
+        finish()
         journal.close()
     if args.json:
         data = report.to_json()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from typing import Callable
 
 from rich.console import Console
 
@@ -18,11 +20,37 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables and charts")
 
 
+def stderr_progress(label: str) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
+    """(progress callback, finish) drawing one updating line on stderr when it is a terminal;
+    shared by stats, scan and export so a long pass over a big journal is not silent."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    started = time.monotonic()
+    shown = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - shown[0] >= 0.2:
+            shown[0] = now
+            rate = done / max(now - started, 1e-6)
+            sys.stderr.write(f"\r{label}: {done:,} of {total:,} events ({done / max(total, 1):.0%}, {rate:,.0f}/s)   ")
+            sys.stderr.flush()
+
+    def finish() -> None:
+        if shown[0]:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+    return progress, finish
+
+
 def run(args: argparse.Namespace) -> int:
     journal = open_journal(args.path)
+    progress, finish = stderr_progress("stats")
     try:
-        stats = compute_stats(journal)
+        stats = compute_stats(journal, progress=progress)
     finally:
+        finish()
         journal.close()
     if args.json:
         print_json(stats.to_json())

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import zlib
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -221,13 +222,80 @@ def test_replay_result_shapes(tmp_path: Path, incident: Path) -> None:
         load_replay_result(wrong, incident)
 
 
-def assert_no_network_references(html: str) -> None:
-    """Nothing in the page may make the browser fetch: no URLs in src/href/url()/@import, no scripts."""
-    assert not re.search(r"https?://", html, re.I), re.search(r".{40}https?://.{40}", html, re.I)
-    assert not re.search(r"""(?:src|href|srcset|action|poster|data)\s*=\s*["']?\s*(?!#|data:)[^"'\s>]+""", html, re.I)
-    assert not re.search(r"url\(\s*['\"]?(?!data:)", html, re.I)
-    assert "@import" not in html and "<script" not in html.lower() and "<link" not in html.lower()
-    assert "//" not in re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S).replace("<!DOCTYPE html>", "")
+_FETCHING_TAGS = {"script", "link", "iframe", "frame", "object", "embed", "img", "audio", "video", "source", "track", "image", "use", "base", "form", "input", "picture"}
+_URL_ATTRIBUTES = {"src", "href", "srcset", "action", "formaction", "poster", "data", "background", "xlink:href", "manifest", "ping", "cite", "longdesc"}
+
+
+class _ResourceFinder(HTMLParser):
+    """Everything in a page that could make a browser fetch, found by parsing (escaped text is text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _FETCHING_TAGS:
+            self.found.append(f"<{tag}>")
+        for name, value in attrs:
+            value = (value or "").strip()
+            if name in _URL_ATTRIBUTES and value and not value.startswith(("#", "data:")):
+                self.found.append(f"{tag}[{name}={value}]")
+            if name == "style":
+                self._check_css(value)
+            if tag == "meta" and name == "http-equiv" and value.lower() == "refresh":
+                self.found.append("meta refresh")
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self._check_css(data)
+
+    def _check_css(self, css: str) -> None:
+        for match in re.finditer(r"url\(\s*['\"]?([^'\")]*)|@import[^;]*", css, re.I):
+            if not match.group(0).startswith("@") and match.group(1).startswith("data:"):
+                continue
+            self.found.append(match.group(0))
+
+
+def assert_no_network_references(html: str, *, journal_has_urls: bool = False) -> None:
+    """Nothing in the page may make the browser fetch: no fetching tags, no URL attributes, no CSS url()/@import."""
+    finder = _ResourceFinder()
+    finder.feed(html)
+    assert finder.found == []
+    if not journal_has_urls:  # then no http(s):// may appear anywhere, not even as text
+        assert not re.search(r"https?://", html, re.I), re.search(r".{40}https?://.{40}", html, re.I)
+    assert "default-src 'none'" in html  # and the page's CSP forbids fetching anyway
+
+
+def test_hostile_journal_content_is_escaped_not_executed(tmp_path: Path) -> None:
+    from replay_tui.journal import JournalWriter, call_key_of, hash_value
+
+    path = tmp_path / "hostile.jsonl"
+    payload = "<script src='https://evil.example/x.js'></script><img src=http://evil.example/p.png> ![x](https://evil.example/i.png) `tick` | pipe"
+    with JournalWriter(path, run_id="hostile</title><script>") as writer:
+        writer.append("run.started", {"agent": "a:<b>", "environment": {"runtime": payload}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {"html": payload}})
+        user = writer.append("input.received", {"role": "user", "content": payload})
+        arguments = {"url": "https://api.example.com/v1/orders", "note": payload}
+        writer.append("tool.call", {"call_id": "c", "call_key": call_key_of("fetch", arguments), "tool": "fetch", "arguments": arguments}, parent_event_id=user.event_id)
+        writer.append("tool.result", {"call_id": "c", "call_key": call_key_of("fetch", arguments), "tool": "fetch", "error": {"type": "HTTPError", "message": payload}, "duration_ms": 5}, parent_event_id="hostile</title><script>:3")
+        writer.append("run.ended", {"status": "error", "error": payload})
+    journal = open_journal(path)
+    AnnotationStore.open(path).set_note(journal.event(1), payload)
+    report = build_report(journal)
+    journal.close()
+    html = render(report, "html")
+    assert_no_network_references(html, journal_has_urls=True)
+    assert "&lt;script src=" in html and "<script" not in html
+    markdown = render(report, "md")
+    # outside fenced blocks and code spans, nothing may be Markdown or HTML that a renderer acts on
+    prose = re.sub(r"^( *)(`{3,})[^\n]*\n.*?^\1\2$", "", markdown, flags=re.S | re.M)
+    prose = re.sub(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", prose)
+    assert not re.search(r"(?<!\\)<(script|img)|!(?<!\\)\[x(?<!\\)\]\(", prose), re.search(r".{30}(?<!\\)<(script|img).{30}", prose)
+    assert "\\<script" in prose  # the note, escaped
 
 
 def _chromium() -> str | None:

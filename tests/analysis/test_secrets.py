@@ -200,3 +200,33 @@ def test_cli_exit_codes_and_masking(tmp_path: Path) -> None:
     damaged.write_bytes(clean_bytes.replace(b'"seq":3,', b'"seq":"three",', 1))
     unreadable = _cli("scan", str(damaged))
     assert unreadable.returncode == 2 and "line 3" in unreadable.stdout and "incomplete" in unreadable.stderr
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "journals"
+
+
+@pytest.mark.skipif(not list(FIXTURES.glob("*.jsonl")), reason="harness fixtures not recorded yet")
+def test_harness_recorded_fixtures_have_no_false_positives() -> None:
+    """Real journals: ids, hashes, timestamps, tool results and redacted values must all pass."""
+    scanned = 0
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        journal = open_journal(path)
+        report = scan_journal(journal)
+        journal.close()
+        assert report.clean, (path.name, [f.to_text() for f in report.findings[:5]])
+        scanned += report.events
+    assert scanned > 1000
+
+
+def test_type_data_dialect_is_scanned_too(tmp_path: Path) -> None:
+    path = tmp_path / "other-harness.jsonl"
+    lines = [
+        {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": "2026-01-01T00:00:00Z", "data": {"agent": "bot"}},
+        {"type": "tool_invocation", "event_id": "e2", "session_id": "s", "seq": 2, "ts": "2026-01-01T00:00:01Z",
+         "data": {"tool": "reset", "input": {"user": "u1", "api_key": "live-key-123456789"}, "output": {"ok": True}}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    journal = open_journal(path)
+    report = scan_journal(journal)
+    journal.close()
+    assert [(f.seq, f.kind, f.path, f.detector) for f in report.findings] == [(2, "tool.call", "payload.arguments.api_key", "key-name")]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import json
+
 import pytest
 
 from replay_tui.analysis.stats import Distribution, StatsCollector, Timeline, compute_stats
@@ -179,3 +181,40 @@ def _run_cli(argv: list[str]) -> str:
     )
     assert completed.returncode == 0, completed.stderr
     return completed.stdout
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "journals"
+
+
+@pytest.mark.skipif(not (FIXTURES / "crm-incident.jsonl").exists(), reason="harness fixtures not recorded yet")
+def test_recorded_crm_incident_fixture() -> None:
+    journal = open_journal(FIXTURES / "crm-incident.jsonl")
+    stats = compute_stats(journal)
+    journal.close()
+    assert stats.events == len(open_journal(FIXTURES / "crm-incident.jsonl")) and stats.unreadable == 0
+    assert stats.by_kind["tool.call"] == sum(t.calls for t in stats.tools.values())
+    assert stats.by_kind["model.request"] == stats.model_totals.calls
+    # the recorded incident: one rate-limited customer query
+    failing = {name: t for name, t in stats.tools.items() if t.errors}
+    assert list(failing) == ["customer_query"]
+    assert any("RateLimited" in kind for kind in failing["customer_query"].error_types)
+    assert stats.first_error_seq is not None and "customer_query failed" in (stats.first_error or "")
+    assert stats.model_totals.total_tokens > 0
+
+
+def test_gzip_and_shard_directory_give_the_same_numbers(tmp_path: Path) -> None:
+    plain = write_incident_journal(tmp_path / "plain.jsonl", filler_steps=40)
+    shards = tmp_path / "shards"
+    with JournalWriter(shards, run_id="run-crm-incident", rotate_bytes=20_000) as writer:
+        for line in plain.read_bytes().splitlines():
+            obj = json.loads(line)
+            writer.append(obj["kind"], obj["payload"], step_id=obj["step_id"], parent_event_id=obj["parent_event_id"], recorded_at=obj["recorded_at"])
+    assert len(list(shards.glob("*.jsonl.gz"))) > 1
+    results = []
+    for path in (plain, shards):
+        journal = open_journal(path)
+        data = compute_stats(journal).to_json()
+        journal.close()
+        data.pop("path")
+        results.append(data)
+    assert results[0] == results[1]
