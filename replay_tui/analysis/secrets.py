@@ -24,7 +24,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from ..journal import Event, Journal, JournalError
 
@@ -51,7 +51,10 @@ KNOWN_FORMATS: tuple[tuple[str, str], ...] = (
 )
 _FORMATS = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{pattern})" for name, pattern in KNOWN_FORMATS))
 # Cheap gate: a string that cannot hold any format skips the big alternation.
-_FORMAT_HINT = re.compile(r"PRIVATE KEY|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_|sk-|xox|hooks\.slack|_live_|_test_|AIza|eyJ|[Bb]earer|://")
+# Grouped by first letter, which the regex engine searches noticeably faster than a flat alternation.
+_FORMAT_HINT = re.compile(
+    r"PRIVATE KEY|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)|g(?:h[pousr]_|ithub_pat_)|sk-|xox|hooks\.slack|_(?:live|test)_|eyJ|[Bb]earer|://"
+)
 
 # -- sensitive key names -------------------------------------------------------
 # Keys are compared lower-cased with everything but letters and digits removed,
@@ -182,24 +185,6 @@ def _is_id_key(key: str) -> bool:
     return bool(_ID_KEY.search(key) or _ID_KEY_CAMEL.search(key))
 
 
-def _strings_of(event: Event) -> Iterator[tuple[tuple[str | int, ...], str | None, str]]:
-    """(path parts, the key the string sits under, the string) for every string in the event."""
-    stack: list[tuple[Any, tuple[str | int, ...], str | None]] = [(event.payload, ("payload",), None)]
-    stack.extend(
-        (value, (name,), name) for name, value in reversed(event.raw.items()) if name not in SKIPPED_ENVELOPE_FIELDS and name != "payload"
-    )
-    while stack:
-        value, parts, key = stack.pop()
-        kind = type(value)
-        if kind is str:
-            if len(value) >= MIN_KEYED_VALUE_CHARS:
-                yield parts, key, value
-        elif kind is dict:
-            stack.extend((child, parts + (child_key,), child_key) for child_key, child in reversed(value.items()))
-        elif kind is list:
-            stack.extend((child, parts + (index,), key) for index, child in reversed(list(enumerate(value))))
-
-
 def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
     """(detector, masked value, detail) for the first secret in ``text`` under ``key``, else None."""
     if len(text) < MIN_KEYED_VALUE_CHARS:
@@ -220,12 +205,39 @@ def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
 
 def scan_event(event: Event) -> list[Finding]:
     """Findings in one event, in document order (the app calls this for events that arrive in follow mode)."""
-    findings = []
-    for parts, key, text in _strings_of(event):
-        hit = scan_string(text, key)
-        if hit is not None:
-            findings.append(Finding(event.seq, _path_text(parts), hit[0], hit[1], event.kind, hit[2]))
+    findings: list[Finding] = []
+    for name, value in event.raw.items():
+        if name not in SKIPPED_ENVELOPE_FIELDS and name != "payload":
+            _scan_value(value, name, [name], findings, event)
+    _scan_value(event.payload, None, ["payload"], findings, event)
     return findings
+
+
+def _scan_value(value: Any, key: str | None, path: list[str | int], findings: list[Finding], event: Event) -> None:
+    """Depth-first over a JSON value; ``path`` is pushed and popped, and only turned into text on a hit."""
+    kind = type(value)
+    if kind is str:
+        if len(value) >= MIN_KEYED_VALUE_CHARS:
+            hit = scan_string(value, key)
+            if hit is not None:
+                findings.append(Finding(event.seq, _path_text(tuple(path)), hit[0], hit[1], event.kind, hit[2]))
+    elif kind is dict:
+        for child_key, child in value.items():
+            if type(child) in _SCALARS:
+                continue
+            path.append(child_key)
+            _scan_value(child, child_key, path, findings, event)
+            path.pop()
+    elif kind is list:
+        for index, child in enumerate(value):
+            if type(child) in _SCALARS:
+                continue
+            path.append(index)
+            _scan_value(child, key, path, findings, event)
+            path.pop()
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def mask_secrets(value: Any, key: str | None = None) -> tuple[Any, int]:
