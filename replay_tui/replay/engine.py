@@ -66,6 +66,7 @@ class ReplaySession:
         self.guard = guard
         self.started = time.perf_counter()
         self.verification: dict[str, Any] | None = None
+        self.loop: tuple[float, float] | None = None  # (wall, cpu) seconds of the replay loop
 
     # -- entry ---------------------------------------------------------------------------
 
@@ -132,6 +133,7 @@ class ReplaySession:
             raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
         if resume is not None:
             restore_causal_cursor(harness, journal, start)
+        loop_started, loop_cpu = time.perf_counter(), time.process_time()
         try:
             run_agent(agent_name, harness, inputs, resume_from=resume)
         except Divergence as found:
@@ -142,6 +144,7 @@ class ReplaySession:
             pass  # ReplayStopped after a swallowed divergence: the tape knows the first one
         finally:
             sink.close()
+            self.loop = (time.perf_counter() - loop_started, time.process_time() - loop_cpu)
         if divergence is None and isinstance(tape.stopped, Divergence):
             divergence = tape.stopped
         self.channel.progress("replay", tape.consumed, to_consume, tape.last_seq, force=True)
@@ -259,6 +262,7 @@ class ReplaySession:
 
     def result(self, status: str, consumed: int, total: int, **fields: Any) -> dict[str, Any]:
         elapsed = time.perf_counter() - self.started
+        loop_s, loop_cpu_s = self.loop or (elapsed, None)
         fields.setdefault("unused", None)
         fields.setdefault("verification", self.verification)
         fields.setdefault("out", self.spec.out)
@@ -272,7 +276,10 @@ class ReplaySession:
             "total": total,
             "refusals": [refusal.to_json() for refusal in self.guard.refusals],
             "elapsed_s": round(elapsed, 4),
-            "events_per_s": round(consumed / elapsed, 1) if elapsed > 0 else None,
+            # the rate of the replay loop itself (journal indexing and agent import excluded)
+            "replay_s": round(loop_s, 4),
+            "replay_cpu_s": round(loop_cpu_s, 4) if loop_cpu_s is not None else None,
+            "events_per_s": round(consumed / loop_s, 1) if loop_s > 0 else None,
             **fields,
         }
 

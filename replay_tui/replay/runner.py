@@ -100,8 +100,10 @@ class ReplayOutcome:
     stderr_tail: list[str] = field(default_factory=list)
     stdout_tail: list[str] = field(default_factory=list)
     child_startup_s: float | None = None
-    elapsed_s: float | None = None
-    events_per_s: float | None = None
+    elapsed_s: float | None = None  # whole child run, from start-up to result
+    replay_s: float | None = None  # the replay loop alone
+    replay_cpu_s: float | None = None  # CPU seconds of the replay loop (stable under machine load)
+    events_per_s: float | None = None  # consumed / replay_s
     timeout_s: float | None = None
 
     @property
@@ -394,7 +396,7 @@ class ReplayRunner:
         outcome.status = message.get("status", FAILED)
         for name in (
             "consumed", "total", "first_seq", "from_seq", "resumed_from_snapshot", "state_checks", "observations_served",
-            "unused", "verification", "out", "experiment", "elapsed_s", "events_per_s",
+            "unused", "verification", "out", "experiment", "elapsed_s", "replay_s", "replay_cpu_s", "events_per_s",
         ):
             if name in message:
                 setattr(outcome, name, message[name])

@@ -202,6 +202,8 @@ def produced_event(kind: str, payload: dict[str, Any], step_id: str | None, pare
 
 def mismatch(recorded: Event, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None) -> tuple[str, bool] | None:
     """Why ``recorded`` and the produced event differ, or None. Returns (reason, parent_matches)."""
+    if recorded.payload == payload and recorded.kind == kind and recorded.step_id == step_id and recorded.parent_event_id == parent:
+        return None  # the common case, decided by one C-level comparison
     if recorded.kind != kind:
         return f"kind differs: the journal has {recorded.kind}, the agent produced {kind}", True
     for name in KEY_FIELDS.get(kind, ()):
@@ -240,14 +242,14 @@ class StrictSink:
             self.tee.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
         seq = tape.next_seq
         recorded = tape.peek()
-        produced = produced_event(kind, payload, step_id, parent_event_id)
-        if recorded is None:
-            raise tape.stop(Divergence(seq, "the journal ends before this event", produced, None))
-        if recorded.seq != seq:
-            raise tape.stop(Divergence(seq, deleted_reason(seq, recorded.seq), produced, None))
+        if recorded is None or recorded.seq != seq:
+            produced = produced_event(kind, payload, step_id, parent_event_id)
+            reason = "the journal ends before this event" if recorded is None else deleted_reason(seq, recorded.seq)
+            raise tape.stop(Divergence(seq, reason, produced, None))
         found = mismatch(recorded, kind, payload, step_id, parent_event_id)
         if found is not None:
             reason, parent_matches = found
+            produced = produced_event(kind, payload, step_id, parent_event_id)
             raise tape.stop(Divergence(seq, reason, produced, recorded, parent_matches=parent_matches))
         tape.advance(recorded)
         if self.on_match is not None:
