@@ -262,6 +262,8 @@ class Harness:
         return self._model_outcome(event, on_chunk)
 
     def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
+        if self.model_client is None and MODEL_RESPONSE not in self.sources:
+            raise HarnessError("no model plugin is configured, and no source serves model.response")
         normalized = normalize_request(request)
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
         payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))

@@ -1,0 +1,241 @@
+"""Record mode: what the harness writes for each boundary, and how it behaves."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+
+from replay_tui.harness import (
+    Harness, HarnessError, JsonlSink, RecordedToolError, RecordedToolTimeout, ToolSpec, error_from_payload,
+    error_to_payload,
+)
+from replay_tui.harness.replay_support import RecordedObservations, sources_for
+from replay_tui.journal import call_key_of, hash_value, verify_journal
+from replay_tui.journal.model import OBSERVATION_KINDS
+
+from .helpers import events_of
+
+
+class Scripted:
+    extension, version = "model", "1"
+
+    def __init__(self, output):
+        self.output = output
+        self.calls = 0
+
+    def complete(self, request):
+        self.calls += 1
+        return self.output() if callable(self.output) else self.output
+
+
+def _harness(tmp_path, name="run", **kwargs):
+    journal = tmp_path / f"{name}.jsonl"
+    harness = Harness(sink=JsonlSink(journal, run_id=name), run_id=name, **kwargs)
+    harness.start_run(agent="tests:agent")
+    return harness, journal
+
+
+def _kinds(journal):
+    return [event.kind for event in events_of(journal)]
+
+
+def test_arguments_are_copied_at_call_time(tmp_path):
+    def mutating(rows, region):
+        rows.append("added by the tool")
+        return len(rows)
+
+    harness, journal = _harness(tmp_path, tools={"count": ToolSpec("count", mutating)})
+    arguments = {"rows": ["a"], "region": "east"}
+    assert harness.tool("count", arguments) == 2
+    arguments["region"] = "changed by the agent afterwards"
+    harness.end_run("ok")
+    call = next(e for e in events_of(journal) if e.kind == "tool.call")
+    assert call.payload["arguments"] == {"rows": ["a"], "region": "east"}
+    assert call.payload["call_key"] == call_key_of("count", {"rows": ["a"], "region": "east"})
+    result = next(e for e in events_of(journal) if e.kind == "tool.result")
+    assert (result.payload["call_key"], result.parent_event_id) == (call.payload["call_key"], call.event_id)
+
+
+def test_model_request_is_normalized_and_hashed(tmp_path):
+    model = Scripted({"content": "hi", "tool_calls": [], "finish_reason": "stop", "usage": {"prompt_tokens": 3}, "extra": 1})
+    harness, journal = _harness(tmp_path, model=model)
+    response = harness.model({"model": "m", "messages": ({"role": "user", "content": "q"},), "temperature": None})
+    harness.end_run("ok")
+    request, answer = [e for e in events_of(journal) if e.kind.startswith("model.")]
+    assert request.payload["request"] == {"model": "m", "messages": [{"role": "user", "content": "q"}]}
+    assert request.payload["request_hash"] == hash_value(request.payload["request"]) == answer.payload["request_hash"]
+    assert answer.payload["response"] == {"content": "hi", "tool_calls": [], "finish_reason": "stop", "usage": {"prompt_tokens": 3}}
+    assert response == answer.payload["response"] and answer.parent_event_id == request.event_id
+
+
+def test_streamed_output_is_assembled_and_the_boundaries_kept(tmp_path):
+    chunks = [
+        {"content": "Hel"}, {"content": "lo, "}, {"content": "world"},
+        {"tool_calls": [{"index": 0, "id": "t1", "name": "lookup", "arguments": '{"sk'}]},
+        {"tool_calls": [{"index": 0, "arguments": 'u": "A-1"}'}]},
+        {"finish_reason": "tool_calls", "usage": {"completion_tokens": 4}},
+    ]
+    harness, journal = _harness(tmp_path, model=Scripted(lambda: iter(chunks)))
+    deltas: list[str] = []
+    response = harness.model({"model": "m", "messages": []}, on_chunk=deltas.append)
+    harness.end_run("ok")
+    assert response["content"] == "Hello, world" and deltas[:3] == ["Hel", "lo, ", "world"]
+    assert response["tool_calls"] == [{"id": "t1", "name": "lookup", "arguments": {"sku": "A-1"}}]
+    event = next(e for e in events_of(journal) if e.kind == "model.response")
+    assert event.payload["stream"] == {"chunks": 6, "boundaries": [3, 7, 12, 12, 12, 12]}
+
+    # served from the journal, the same deltas come back from the boundaries
+    replay_deltas: list[str] = []
+    source = RecordedObservations(events_of(journal))
+    again, _ = _harness(tmp_path, name="again", observation_sources=sources_for(source, OBSERVATION_KINDS))
+    again.model({"model": "m", "messages": []}, on_chunk=replay_deltas.append)
+    assert replay_deltas == deltas
+
+
+def test_clock_random_and_uuid_are_recorded_observations(tmp_path):
+    harness, journal = _harness(tmp_path, wall_clock=lambda: 1700000000.5, random_seed=3)
+    values = [harness.clock.now(), harness.clock.monotonic(), harness.random.random(), harness.random.randint(1, 6),
+              harness.random.choice(["x", "y", "z"]), harness.ids.uuid4(), harness.clock.utcnow().year]
+    harness.end_run("ok")
+    observed = [(e.kind, e.payload["source"], e.payload["value"]) for e in events_of(journal) if e.is_observation]
+    assert [source for _, source, _ in observed] == [
+        "clock.wall", "clock.monotonic", "random.random", "random.randint", "random.choice", "uuid4", "clock.wall"]
+    assert observed[0][2] == values[0] == 1700000000.5 and values[-1] == 2023
+    assert observed[5][2] == values[5] and len(values[5]) == 36 and values[5][14] == "4"
+    assert ["x", "y", "z"][observed[4][2]] == values[4]
+
+
+class QuotaExceeded(Exception):
+    code = "QUOTA"
+
+
+def test_tool_errors_and_timeouts_are_recorded_and_raised(tmp_path):
+    def broken(kind):
+        if kind == "builtin":
+            raise ValueError("bad region")
+        raise QuotaExceeded("quota exceeded for today")
+
+    def slow():
+        time.sleep(0.5)
+        return "late"
+
+    harness, journal = _harness(tmp_path, tools={"broken": ToolSpec("broken", broken), "slow": ToolSpec("slow", slow, timeout_s=0.05)})
+    with pytest.raises(ValueError, match="bad region"):
+        harness.tool("broken", {"kind": "builtin"})
+    with pytest.raises(RecordedToolError) as custom:
+        harness.tool("broken", {"kind": "custom"})
+    assert custom.value.type_name.endswith("QuotaExceeded") and custom.value.code == "QUOTA"
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError, match="timed out after 0.05s"):
+        harness.tool("slow", {})
+    assert time.perf_counter() - started < 0.4
+    harness.end_run("ok")
+    errors = [e.payload["error"] for e in events_of(journal) if e.kind == "tool.result"]
+    assert [(error["type"], error["timeout"]) for error in errors] == [
+        ("ValueError", False), ("tests.harness.test_harness_record.QuotaExceeded", False), ("TimeoutError", True)]
+    assert verify_journal(journal).ok
+
+
+def test_error_from_payload_rebuilds_builtins_and_stands_in_for_the_rest():
+    assert isinstance(error_from_payload(error_to_payload(KeyError("Q-404"))), KeyError)
+    assert error_from_payload(error_to_payload(KeyError("Q-404"))).args == ("Q-404",)
+    timeout = error_from_payload({"error": {"type": "TimeoutError", "message": "slow", "timeout": True}})
+    assert type(timeout) is TimeoutError and str(timeout) == "slow"
+    custom = error_from_payload({"type": "crm.RateLimited", "message": "429", "code": 429, "timeout": False})
+    assert type(custom) is RecordedToolError and custom.code == 429 and "crm.RateLimited" in str(custom)
+    custom_timeout = error_from_payload({"type": "httpx.ReadTimeout", "message": "read", "timeout": True})
+    assert isinstance(custom_timeout, RecordedToolTimeout) and isinstance(custom_timeout, TimeoutError)
+    not_an_exception = error_from_payload({"type": "SystemExit", "message": "x", "timeout": False})
+    assert type(not_an_exception) is RecordedToolError
+
+
+def test_model_errors_are_recorded_and_raised(tmp_path):
+    def fail():
+        raise ConnectionError("model endpoint unreachable")
+
+    harness, journal = _harness(tmp_path, model=Scripted(fail))
+    with pytest.raises(ConnectionError, match="unreachable"):
+        harness.model({"model": "m", "messages": []})
+    harness.end_run("error", error=ConnectionError("model endpoint unreachable"))
+    response = next(e for e in events_of(journal) if e.kind == "model.response")
+    assert response.payload["response"] is None and response.payload["error"]["type"] == "ConnectionError"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_concurrent_tool_calls_give_a_deterministic_gap_free_order(tmp_path, seed):
+    rng = random.Random(seed)
+    delays = {f"t{index}": rng.uniform(0, 0.03) for index in range(8)}
+
+    async def work(name):
+        await asyncio.sleep(delays[name])  # finish in a random order
+        return name
+
+    def sync_work(name):
+        time.sleep(delays[name])
+        return name
+
+    tools = {"work": ToolSpec("work", work), "sync_work": ToolSpec("sync_work", sync_work)}
+    harness, journal = _harness(tmp_path, tools=tools)
+
+    async def agent():
+        calls = [("work" if index % 2 else "sync_work", {"name": f"t{index}"}) for index in range(8)]
+        return await harness.tools_parallel(calls)
+
+    assert asyncio.run(agent()) == [f"t{index}" for index in range(8)]
+    harness.end_run("ok")
+    events = events_of(journal)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    shape = [(e.kind, e.payload.get("arguments", {}).get("name") or e.payload.get("result")) for e in events[1:-1]]
+    assert shape == [("tool.call", f"t{i}") for i in range(8)] + [("tool.result", f"t{i}") for i in range(8)]
+
+
+def test_a_cancelled_call_still_fills_its_slot(tmp_path):
+    async def forever():
+        await asyncio.sleep(10)
+
+    async def quick():
+        return "ok"
+
+    harness, journal = _harness(tmp_path, tools={"forever": ToolSpec("forever", forever), "quick": ToolSpec("quick", quick)})
+
+    async def agent():
+        stuck = asyncio.ensure_future(harness.atool("forever", {}))
+        fast = asyncio.ensure_future(harness.atool("quick", {}))
+        await asyncio.sleep(0.01)
+        stuck.cancel()
+        return await fast
+
+    assert asyncio.run(agent()) == "ok"
+    harness.end_run("ok")
+    results = [e.payload for e in events_of(journal) if e.kind == "tool.result"]
+    assert results[0]["error"]["message"] == "tool call cancelled" and results[1]["result"] == "ok"
+
+
+def test_misuse_is_refused_before_anything_is_written(tmp_path):
+    harness, journal = _harness(tmp_path, tools={"t": ToolSpec("t", lambda **kw: 1)})
+    with pytest.raises(HarnessError, match="unknown tool 'nope'"):
+        harness.tool("nope", {})
+    with pytest.raises(HarnessError, match="not JSON"):
+        harness.tool("t", {"when": object()})
+    with pytest.raises(HarnessError, match="no model plugin"):
+        harness.model({"messages": []})
+    harness.end_run("ok")
+    assert _kinds(journal) == ["run.started", "run.ended"]
+
+
+def test_only_the_bus_assigns_seq(tmp_path):
+    class SkippingSink(JsonlSink):
+        def emit(self, kind, payload, *, step_id, parent_event_id):
+            event = super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+            if event.seq == 2:
+                super().emit("input.received", {"role": "x", "content": "sneaked in"}, step_id=None, parent_event_id=None)
+            return event
+
+    harness = Harness(sink=SkippingSink(tmp_path / "s.jsonl", run_id="s"), run_id="s")
+    harness.start_run()
+    harness.receive_input("hello")
+    with pytest.raises(HarnessError, match="the sink gave seq 4 .* expected 3"):
+        harness.receive_input("again")
