@@ -7,7 +7,9 @@ says so when the journal at that path is no longer the one it was made on.
 Journals without a hash chain (the type/data dialect) key by ``run:<run_id>:seq:<n>``.
 
 Every change is saved atomically: a temporary file in the same directory,
-fsync, ``os.replace``, fsync of the directory. A sidecar that cannot be read is
+fsync, ``os.replace``, fsync of the directory. Two stores on one journal (two
+app windows) merge: a save first re-reads a sidecar another process replaced and
+keeps that process's changes to annotations this store did not touch. A sidecar that cannot be read is
 an ``AnnotationError``; ``AnnotationStore.open_lenient`` turns it into an empty
 store plus the error, so the journal still opens, and the unreadable file is
 kept aside (``.corrupt-<time>``) before anything overwrites it.
@@ -122,6 +124,8 @@ class AnnotationStore:
         self.journal_path = Path(journal_path)
         self.path = sidecar_path(journal_path)
         self._by_key = {a.key: a for a in annotations}
+        self._changed: set[str] = set()  # keys this store changed since the file was last read or written
+        self._seen: tuple[int, int, int] | None = _identity(self.path)
         self.corrupt = corrupt  # the load error, when this store replaced an unreadable sidecar
         self.preserved_as: Path | None = None  # where that unreadable sidecar was moved on first save
 
@@ -192,18 +196,25 @@ class AnnotationStore:
         return missing
 
     # -- changing --------------------------------------------------------------
+    def refresh(self) -> None:
+        """Take in what another process saved since (changes made here and not yet saved win)."""
+        self._merge_concurrent_changes()
+
     def toggle_bookmark(self, event: Event) -> bool:
         """Bookmark or un-bookmark ``event``; returns whether it is now bookmarked."""
+        self.refresh()
         current = self.get(event)
         bookmarked = not (current is not None and current.bookmarked)
         self._put(event, current, bookmarked=bookmarked)
         return bookmarked
 
     def set_bookmark(self, event: Event, bookmarked: bool = True) -> None:
+        self.refresh()
         self._put(event, self.get(event), bookmarked=bookmarked)
 
     def set_note(self, event: Event, text: str) -> None:
         """Attach ``text`` to ``event``; blank text removes the note."""
+        self.refresh()
         self._put(event, self.get(event), note=text.strip())
 
     def _put(self, event: Event, current: Annotation | None, **changes: Any) -> None:
@@ -215,7 +226,25 @@ class AnnotationStore:
             self._by_key.pop(updated.key, None)
         else:
             self._by_key[updated.key] = updated
+        self._changed.add(updated.key)
         self.save()
+
+    def _merge_concurrent_changes(self) -> None:
+        """Another process (a second app, a presenter) saved since we read: keep its changes to
+        annotations we did not touch, ours win on the ones we did."""
+        if self.corrupt is not None or _identity(self.path) == self._seen:
+            return
+        try:
+            theirs = {a.key: a for a in _parse(self.path.read_bytes(), self.path)}
+        except (OSError, AnnotationError):
+            return  # unreadable now: our copy is what gets written
+        for key in set(theirs) | set(self._by_key):
+            if key not in self._changed:
+                if key in theirs:
+                    self._by_key[key] = theirs[key]
+                else:
+                    self._by_key.pop(key, None)
+        self._seen = _identity(self.path)
 
     # -- saving ----------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -231,6 +260,7 @@ class AnnotationStore:
     def save(self) -> None:
         """Write the sidecar atomically; AnnotationError (naming the file) when it cannot be written."""
         directory = self.path.parent
+        self._merge_concurrent_changes()
         data = orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
         try:
             if self.corrupt is not None and self.preserved_as is None and self.path.exists():
@@ -248,8 +278,19 @@ class AnnotationStore:
                 Path(temporary).unlink(missing_ok=True)
                 raise
             _fsync_directory(directory)
+            self._seen = _identity(self.path)
+            self._changed.clear()
         except OSError as error:
             raise AnnotationError(f"cannot be written ({error.strerror or error})", path=self.path) from None
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of the sidecar: changes whenever any process replaces it."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -153,3 +153,21 @@ def test_an_unwritable_location_is_a_clear_error(journal_path: Path, tmp_path: P
     with pytest.raises(AnnotationError, match=r"removed-directory/crm-incident.jsonl.replay-tui.json: cannot be written"):
         AnnotationStore(gone).set_bookmark(journal.event(0))
     journal.close()
+
+
+def test_two_stores_on_one_journal_do_not_lose_each_others_changes(journal_path: Path) -> None:
+    journal = open_journal(journal_path)
+    presenter = AnnotationStore.open(journal_path)
+    editor = AnnotationStore.open(journal_path)
+    presenter.set_bookmark(journal.event(2))
+    editor.set_note(journal.event(5), "written in the second window")  # editor never saw the bookmark
+    presenter.set_note(journal.event(2), "bookmark with a note")
+    editor.set_bookmark(journal.event(5))
+    final = AnnotationStore.open(journal_path)
+    assert [(a.seq, a.bookmarked, a.note) for a in final.all()] == [
+        (3, True, "bookmark with a note"),
+        (6, True, "written in the second window"),
+    ]
+    presenter.toggle_bookmark(journal.event(5))  # un-bookmark what the editor bookmarked
+    assert [(a.seq, a.bookmarked) for a in AnnotationStore.open(journal_path).all()] == [(3, True), (6, False)]
+    journal.close()
