@@ -27,7 +27,7 @@ import orjson
 
 from ..journal import Event, Journal, JournalError
 from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_STARTED, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
-from .report import EventRef, key_of, structural_diff
+from .report import EventRef, key_of, structural_diff, without_derived_keys
 
 PairStatus = Literal["same", "changed", "only_a", "only_b"]
 #: run.started fields that describe how a run was set up, not what the agent did: they are
@@ -160,7 +160,7 @@ class Alignment:
         lines.append(f"  B: {EventRef.of(first.b).label(width) if first.b else 'nothing'}")
         if first.differs_in:
             lines.append(f"  differs in: {', '.join(first.differs_in)}")
-        _, diff_lines = first.payload_diff()
+        diff_lines = without_derived_keys(first.payload_diff()[1])
         if diff_lines:
             lines.append("  payload diff (A -> B, logical payloads):")
             lines.extend(f"    {line}" for line in diff_lines[:40])

@@ -38,7 +38,10 @@ from ..journal.model import (
 
 HASH_SHOWN = 16  # hex digits of a hash shown in the text form; --json has them whole
 CHAIN_LIMIT = 10_000  # causes followed back (the JSON form keeps them all)
-CHAIN_SHOWN = 12  # the text form shows the root and the last causes
+CHAIN_SHOWN = 12
+#: Keys computed from the rest of the payload: in the text diff they are left out when the
+#: fields they were computed from are shown (the JSON diff keeps everything).
+DERIVED_KEYS = ("call_key", "request_hash")  # the text form shows the root and the last causes
 
 # kind -> (label in the report, payload field that is the event's key)
 _KEYS: dict[str, tuple[str, str]] = {
@@ -172,6 +175,14 @@ def structural_diff(expected: Any, actual: Any) -> tuple[dict[str, Any], list[st
     return orjson.loads(diff.to_json()), diff.pretty().splitlines()
 
 
+def without_derived_keys(lines: list[str]) -> list[str]:
+    """Drop call_key/request_hash lines when the fields they hash are in the diff too."""
+    derived = [line for line in lines if any(f"root['{name}']" in line for name in DERIVED_KEYS)]
+    if len(derived) == len(lines):
+        return lines
+    return [line for line in lines if line not in derived]
+
+
 def mismatched_fields(expected: Event | None, produced: dict[str, Any] | None, parent_matches: bool) -> list[str]:
     """Which of the compared envelope fields differ (kind, step_id, parent, key)."""
     if expected is None or produced is None:
@@ -249,6 +260,7 @@ def build_report(
     expected_payload = strip_diagnostics(expected.payload) if expected else None
     actual_payload = strip_diagnostics(produced.get("payload") or {}) if produced else None
     diff_tree, diff_lines = structural_diff(expected_payload, actual_payload)
+    diff_lines = without_derived_keys(diff_lines)
     before_position = position if position is not None else len(journal)
     recorded_state = state_before(journal, before_position)
     step = (expected.step_id if expected else None) or (produced.get("step_id") if produced else None)
