@@ -24,6 +24,7 @@ from .. import __version__
 from ..journal import Event, call_key_of
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
+from ..journal.model import event_id_for
 from ..journal.model import (
     CLOCK_READ, INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, RANDOM_DRAW, RUN_ENDED, RUN_STARTED,
     STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL, TOOL_RESULT,
@@ -99,8 +100,10 @@ class Harness:
         self.steps_done = 0
         self.snapshot_at_step_boundaries = False
         self._since_snapshot = 0
+        # The causal cursor: what the next events hang from (see causal_cursor()).
         self._last_observation_id: str | None = None
-        self._last_response: Event | None = None
+        self._last_response_id: str | None = None
+        self._last_response_call_ids: frozenset[str] = frozenset()
         self._turn = 0
         self._next_ticket = 0
         self._turn_changed: asyncio.Condition | None = None
@@ -139,8 +142,48 @@ class Harness:
         if self.tracker.hash != snapshot.payload["state_hash"]:
             raise HarnessError(f"snapshot at seq {snapshot.seq}: state does not match its state_hash")
         self.last_seq, self.last_hash = snapshot.seq, snapshot.event_hash
-        self.steps_done = int(snapshot.payload.get("resume", {}).get("steps_done", 0))
+        resume = snapshot.payload.get("resume") or {}
+        self.steps_done = int(resume.get("steps_done", 0))
+        if "cursor" in resume:
+            self.restore_causal_cursor(resume["cursor"])
         self._since_snapshot = 0
+
+    def causal_cursor(self) -> dict[str, Any]:
+        """What the next events hang from: the last observation the agent received
+        (parent of the next model.request) and the last model response with the ids
+        of the tool calls it asked for (parent of those tool.call events). Snapshots
+        record it so a resumed run links its first events exactly as the original."""
+        return {
+            "observation_seq": _seq_of(self._last_observation_id),
+            "response_seq": _seq_of(self._last_response_id),
+            "response_call_ids": sorted(self._last_response_call_ids),
+        }
+
+    def restore_causal_cursor(self, cursor: Mapping[str, Any]) -> None:
+        """Inverse of ``causal_cursor`` (seqs, so it holds across run ids)."""
+        observation, response = cursor.get("observation_seq"), cursor.get("response_seq")
+        self._last_observation_id = event_id_for(self.run_id, observation) if observation else None
+        self._last_response_id = event_id_for(self.run_id, response) if response else None
+        self._last_response_call_ids = frozenset(cursor.get("response_call_ids") or ())
+
+    def _note_response(self, event: Event) -> None:
+        response = event.payload.get("response") or {}
+        self._last_response_id = event.event_id
+        self._last_response_call_ids = frozenset(
+            call["id"] for call in response.get("tool_calls") or () if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+        )
+
+    @property
+    def _last_response(self) -> None:
+        """Compatibility: older callers assigned the last model.response Event here."""
+        return None
+
+    @_last_response.setter
+    def _last_response(self, event: Event | None) -> None:
+        if event is None:
+            self._last_response_id, self._last_response_call_ids = None, frozenset()
+        else:
+            self._note_response(event)
 
     def receive_input(self, content: Any, *, role: str = "user", context: Any = None) -> Event:
         payload: dict[str, Any] = {"role": role, "content": content}
@@ -217,7 +260,8 @@ class Harness:
         if self._since_snapshot < self.snapshot_every or self.ended:
             return
         self._since_snapshot = 0
-        payload = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": {"steps_done": self.steps_done}}
+        resume = {"steps_done": self.steps_done, "cursor": self.causal_cursor()}
+        payload = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": resume}
         self._emit(STATE_SNAPSHOT, payload, step_id=self.step_id, parent=None, reduce=False, redact=False)
         self._since_snapshot = 0
 
@@ -294,7 +338,7 @@ class Harness:
         return {"request_hash": request_hash, "response": response, "stream": stream}
 
     def _model_outcome(self, event: Event, on_chunk: Callable[[str], None] | None) -> dict[str, Any]:
-        self._last_response = event
+        self._note_response(event)
         payload = event.payload
         if payload.get("error"):
             raise error_from_payload(payload)
@@ -377,9 +421,8 @@ class Harness:
             "arguments": recorded,
         }
         parent = self._last_observation_id
-        response = self._last_response.payload.get("response") if self._last_response is not None else None
-        if response and payload["call_id"] in {call.get("id") for call in response.get("tool_calls") or ()}:
-            parent = self._last_response.event_id  # the model response that asked for this call
+        if payload["call_id"] in self._last_response_call_ids:
+            parent = self._last_response_id  # the model response that asked for this call
         event = self._emit(TOOL_CALL, payload, step_id=self.step_id, parent=parent, redact=False)
         return event, orjson.loads(frozen)  # the tool gets its own copy: it cannot change the record
 
@@ -456,6 +499,10 @@ class Harness:
         event = self._observe(kind, source_name, {"source": source_name},
                               lambda: {"source": source_name, "value": live()}, parent=None)
         return event.payload["value"]
+
+
+def _seq_of(event_id: str | None) -> int | None:
+    return int(event_id.rsplit(":", 1)[1]) if event_id else None
 
 
 def _raise_or_return(payload: Mapping[str, Any]) -> Any:

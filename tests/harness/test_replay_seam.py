@@ -93,6 +93,7 @@ def test_tools_live_serves_model_answers_and_calls_the_tools(tmp_path):
 def test_step_agent_resumes_from_a_snapshot(tmp_path):
     recorded = events_of(JOURNALS / "crm-incident.jsonl")
     snapshot = [e for e in recorded if e.kind == "state.snapshot"][1]
+    assert snapshot.payload["resume"]["cursor"]["observation_seq"] is not None
     after = recorded[snapshot.seq :]
     out = tmp_path / "resumed.jsonl"
     harness = harness_for_recording(
@@ -103,9 +104,9 @@ def test_step_agent_resumes_from_a_snapshot(tmp_path):
     outcome = run_agent(recorded[0].payload["agent"], harness, [], resume_from=snapshot)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["seq"] == snapshot.seq + 1 and lines[0]["prev_event_hash"] == snapshot.event_hash
-    resumed = [(e["seq"], e["kind"], e["step_id"], e["payload"]) for e in lines]
-    expected = [(e.seq, e.kind, e.step_id, e.raw["payload"]) for e in after]
-    strip = lambda rows: [(s, k, st, {a: b for a, b in p.items() if a != "duration_ms"}) for s, k, st, p in rows]  # noqa: E731
+    resumed = [(e["seq"], e["kind"], e["step_id"], e["parent_event_id"], e["payload"]) for e in lines]
+    expected = [(e.seq, e.kind, e.step_id, e.parent_event_id, e.raw["payload"]) for e in after]
+    strip = lambda rows: [(*row[:4], {a: b for a, b in row[4].items() if a != "duration_ms"}) for row in rows]  # noqa: E731
     assert strip(resumed) == strip(expected)
     assert outcome.output == recorded[-1].payload["output"]
 
