@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -368,10 +368,11 @@ def _failure_point(journal: Journal, stats: RunStats, replay: ReplaySection | No
         position = journal.position_of_seq(stats.first_error_seq)
         if position is not None:
             return FailurePoint(stats.first_error_seq, "first error", stats.first_error or "error"), position
-    position = len(journal) - 1
-    last = journal.try_event(position)
-    seq = last.seq if isinstance(last, Event) else position + 1
-    return FailurePoint(seq, "last event", "no error was recorded; the chain leads to the last event"), position
+    for position in range(len(journal) - 1, -1, -1):  # the last event that can be read
+        last = journal.try_event(position)
+        if isinstance(last, Event):
+            return FailurePoint(last.seq, "last event", "no error was recorded; the chain leads to the last event"), position
+    return None, None
 
 
 def _transitions_near_chain(
@@ -411,15 +412,8 @@ def _annotations(journal: Journal, mask: Callable[[Any], Any]) -> tuple[list[Ann
             position = journal.position_of_seq(annotation.seq)
             found = journal.try_event(position) if position is not None else None
             event = view_of(found, mask) if isinstance(found, Event) else None
-        masked_note = mask({"note": annotation.note})["note"] if annotation.note else ""
-        views.append(AnnotationView(annotation if masked_note == annotation.note else _with_note(annotation, masked_note), event))
+        views.append(AnnotationView(replace(annotation, note=mask(annotation.note)), event))
     return views, None
-
-
-def _with_note(annotation: Annotation, note: str) -> Annotation:
-    from dataclasses import replace
-
-    return replace(annotation, note=note)
 
 
 def build_report(
@@ -455,43 +449,7 @@ def build_report(
     first = journal.try_event(0) if len(journal) else None
     started = first.payload if isinstance(first, Event) and first.kind == RUN_STARTED else {}
     failure, failing_position = _failure_point(journal, stats, replay)
-    notes: list[str] = []
-    chain: list[ChainLink] = []
-    transitions: list[ChainLink] = []
-    overall: tuple[StateChange, ...] = ()
-    overall_range = None
-    chain_cut = False
-    if failing_position is not None:
-        history = StateHistory(journal)
-        positions = CausalIndex(journal).chain_to_root(failing_position)
-        if len(positions) > CHAIN_LIMIT:
-            positions, chain_cut = positions[-CHAIN_LIMIT:], True
-        readable = [(p, e) for p, e in ((p, journal.try_event(p)) for p in positions) if isinstance(e, Event)]
-        if not readable or readable[-1][0] != failing_position:
-            notes.append("the failing event cannot be read, so the chain is shown up to the last readable event")
-        if not readable:
-            readable = [(failing_position, journal.event(failing_position))]  # raises a JournalError naming the line
-        positions = [p for p, _ in readable]
-        chain_events = [e for _, e in readable]
-        for index, (position, event) in enumerate(readable):
-            role = "failing" if position == failing_position else "root" if index == 0 and not chain_cut else "cause"
-            chain.append(_link(history, position, event, role, mask, cancelled))
-        tail_start = max(0, len(positions) - CHAIN_TAIL)
-        found, searched_partly = _transitions_near_chain(journal, chain_events[tail_start:], positions[tail_start], failing_position, cancelled)
-        if searched_partly:
-            notes.append(f"state transitions were searched in the {TRANSITION_SEARCH_LIMIT:,} events before the failing one only")
-        for position in found:
-            event = journal.try_event(position)
-            if isinstance(event, Event):
-                role = "effect" if position > failing_position else "cause"
-                transitions.append(_link(history, position, event, role, mask, cancelled))
-        last_position = max([failing_position, *found])
-        first_state = history.at(positions[tail_start], cancelled)
-        last_state = history.at(last_position, cancelled)
-        if first_state is None or last_state is None:
-            raise ExportCancelled("export cancelled")
-        overall = state_changes(first_state.before, last_state.after, mask)
-        overall_range = (first_state.seq, last_state.seq)
+    found = _collect_chain(journal, failing_position, mask, cancelled) if failing_position is not None else _ChainFindings()
     stage("reading bookmarks and notes", 0.9)
     annotations, annotations_error = _annotations(journal, mask)
 
@@ -522,19 +480,67 @@ def build_report(
         verification=verification,
         stats=stats,
         failure=failure,
-        chain=chain,
-        chain_cut=chain_cut,
-        step_transitions=transitions,
-        overall_state=overall,
-        overall_state_range=overall_range,
+        chain=found.chain,
+        chain_cut=found.chain_cut,
+        step_transitions=found.transitions,
+        overall_state=found.overall,
+        overall_state_range=found.overall_range,
         replay=replay,
         annotations=annotations,
         annotations_error=annotations_error,
-        notes=notes,
+        notes=found.notes,
     )
     report.masked_values = mask.count
     stage("done", 1.0)
     return report
+
+
+@dataclass
+class _ChainFindings:
+    chain: list[ChainLink] = field(default_factory=list)
+    chain_cut: bool = False
+    transitions: list[ChainLink] = field(default_factory=list)
+    overall: tuple[StateChange, ...] = ()
+    overall_range: tuple[int, int] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _collect_chain(journal: Journal, failing_position: int, mask: Callable[[Any], Any], cancelled: CancelCheck | None) -> _ChainFindings:
+    """The causal chain to ``failing_position`` with state diffs, the state changes near its tail,
+    and the state before the tail against the state after the failing step."""
+    found = _ChainFindings()
+    history = StateHistory(journal)
+    positions = CausalIndex(journal).chain_to_root(failing_position)
+    if len(positions) > CHAIN_LIMIT:
+        positions, found.chain_cut = positions[-CHAIN_LIMIT:], True
+    readable = [(p, e) for p, e in ((p, journal.try_event(p)) for p in positions) if isinstance(e, Event)]
+    if not readable:
+        found.notes.append(f"the failing event (line {failing_position + 1}) cannot be read, so there is no chain to show")
+        return found
+    positions = [p for p, _ in readable]
+    chain_events = [e for _, e in readable]
+    orphan = chain_events[0].parent_event_id is not None and not found.chain_cut
+    if orphan:
+        found.notes.append(f"the chain stops at seq {chain_events[0].seq}: its cause {chain_events[0].parent_event_id} cannot be found or read")
+    for index, (position, event) in enumerate(readable):
+        role = "failing" if position == failing_position else "root" if index == 0 and not (found.chain_cut or orphan) else "cause"
+        found.chain.append(_link(history, position, event, role, mask, cancelled))
+    tail_start = max(0, len(positions) - CHAIN_TAIL)
+    nearby, searched_partly = _transitions_near_chain(journal, chain_events[tail_start:], positions[tail_start], failing_position, cancelled)
+    if searched_partly:
+        found.notes.append(f"state transitions were searched in the {TRANSITION_SEARCH_LIMIT:,} events before the failing one only")
+    for position in nearby:
+        event = journal.try_event(position)
+        if isinstance(event, Event):
+            role = "effect" if position > failing_position else "cause"
+            found.transitions.append(_link(history, position, event, role, mask, cancelled))
+    first_state = history.at(positions[tail_start], cancelled)
+    last_state = history.at(max([failing_position, *nearby]), cancelled)
+    if first_state is None or last_state is None:
+        raise ExportCancelled("export cancelled")
+    found.overall = state_changes(first_state.before, last_state.after, mask)
+    found.overall_range = (first_state.seq, last_state.seq)
+    return found
 
 
 def _link(history: StateHistory, position: int, event: Event, role: str, mask: Callable[[Any], Any], cancelled: CancelCheck | None) -> ChainLink:

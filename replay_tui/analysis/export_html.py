@@ -155,7 +155,13 @@ def _summary(report: IncidentReport) -> str:
         f'<div class="card"><div class="label">activity</div><div class="value">{tokens.calls:,} model calls · {calls:,} tool calls</div>'
         f"<div>{tokens.total_tokens:,} tokens · {_count(errors, 'tool error')} ({_count(timeouts, 'timeout')})</div></div>"
     )
-    return f'<section><div class="summary">{"".join(cards)}</div></section>'
+    unreadable = ""
+    if report.stats.unreadable:
+        unreadable = (
+            f'<p class="verify bad">{_count(report.stats.unreadable, "unreadable line")} skipped; the first: '
+            f"{_e(report.stats.unreadable_examples[0])}</p>"
+        )
+    return f'<section><div class="summary">{"".join(cards)}</div>{unreadable}</section>'
 
 
 def _run_section(report: IncidentReport) -> str:

@@ -100,6 +100,8 @@ def render_markdown(report: IncidentReport) -> str:
     out.append(f"- **replay:** {_text(report.replay.headline) if report.replay else 'not included (pass --replay-result)'}")
     calls, errors, timeouts = report.stats.tool_totals
     tokens = report.stats.model_totals
+    if report.stats.unreadable:
+        out.append(f"- **unreadable lines:** {report.stats.unreadable} skipped; the first: {_text(report.stats.unreadable_examples[0])}")
     out.append(f"- **activity:** {tokens.calls:,} model calls, {tokens.total_tokens:,} tokens, {calls:,} tool calls, {errors:,} tool errors ({timeouts:,} timeouts)")
     out.append("")
 

@@ -365,3 +365,21 @@ def test_headless_chromium_renders_the_report(incident: Path, tmp_path: Path) ->
     width, height, colours = _png_stats(png)
     assert (width, height) == (1280, 2000)
     assert colours > 30  # text, the dark header, badges and cards, not a flat page
+
+
+def test_a_damaged_journal_still_exports_and_says_what_is_missing(incident: Path, tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.jsonl"
+    lines = incident.read_bytes().splitlines(keepends=True)
+    lines[5] = b'{"broken json\n'  # seq 6, the order_lookup result that step-02's request follows from
+    lines[-1] = b'{"not": "an event"}\n'
+    damaged.write_bytes(b"".join(lines))
+    journal = open_journal(damaged)
+    report = build_report(journal)
+    journal.close()
+    assert not report.verification.ok and report.verification.fault is not None and report.verification.fault.line == 6
+    assert report.stats.unreadable == 2
+    assert [link.event.seq for link in report.chain] == [8, 9, 10, 11] and report.chain[0].role == "cause"
+    assert any("chain stops at seq 8" in note for note in report.notes)
+    markdown, html = render(report, "md"), render(report, "html")
+    assert "unreadable lines:** 2 skipped" in markdown and "2 unreadable lines skipped" in html
+    assert "FAILED (malformed line)" in markdown
