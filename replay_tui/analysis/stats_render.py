@@ -6,7 +6,7 @@ Static widget (rich, not Textual, so the analysis layer stays Textual-free).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -133,7 +133,8 @@ def models_table(stats: RunStats) -> Table:
     return table
 
 
-def tools_table(stats: RunStats) -> Table:
+def tools_table(stats: RunStats, *, width: int = 120) -> Table:
+    """Latency and sizes per tool; under 100 columns the latency histogram column is left out."""
     calls, errors, timeouts = stats.tool_totals
     table = Table(
         title=f"Tool calls: {calls:,} calls, {errors:,} error(s), {timeouts:,} timeout(s)",
@@ -141,34 +142,33 @@ def tools_table(stats: RunStats) -> Table:
         box=None,
         pad_edge=False,
     )
-    for name, justify in (
-        ("tool", "left"),
-        ("calls", "right"),
-        ("p50", "right"),
-        ("p95", "right"),
-        ("max", "right"),
-        ("latency spread", "left"),
-        ("result p50", "right"),
-        ("result max", "right"),
-        ("errors", "right"),
-        ("timeouts", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    wide = width >= 100
+    table.add_column("tool", overflow="fold")
+    for name in ("calls", "p50", "p95", "max"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if wide:
+        table.add_column("latency spread", no_wrap=True)
+    for name in ("result p50", "result max", "errors", "timeouts") if wide else ("res p50", "res max", "err", "t/o"):
+        table.add_column(name, justify="right", no_wrap=True)
     for name, tool in sorted(stats.tools.items(), key=lambda item: -item[1].calls):
         latency, size = tool.latency_ms, tool.result_bytes
         mark = _estimate(latency)
-        table.add_row(
+        cells: list[Any] = [
             name,
             f"{tool.calls:,}",
             mark + format_ms(latency.quantile(0.5)),
             mark + format_ms(latency.quantile(0.95)),
             format_ms(latency.max),
-            Text(sparkline(latency.histogram(12)), style="cyan"),
+        ]
+        if wide:
+            cells.append(Text(sparkline(latency.histogram(12)), style="cyan"))
+        cells += [
             _estimate(size) + format_bytes(size.quantile(0.5)),
             format_bytes(size.max),
             Text(f"{tool.errors:,}", style="red") if tool.errors else "",
             Text(f"{tool.timeouts:,}", style="red") if tool.timeouts else "",
-        )
+        ]
+        table.add_row(*cells)
     return table
 
 
@@ -220,13 +220,13 @@ def steps_table(stats: RunStats) -> Table:
     return table
 
 
-def render_stats(stats: RunStats) -> Group:
-    """The whole report, top to bottom, as one rich renderable."""
+def render_stats(stats: RunStats, *, width: int = 120) -> Group:
+    """The whole report, top to bottom, as one rich renderable laid out for ``width`` columns."""
     parts: list[RenderableType] = [_header(stats), Text(""), kinds_table(stats), Text(""), timeline_block(stats)]
     if stats.models:
         parts += [Text(""), models_table(stats)]
     if stats.tools:
-        parts += [Text(""), tools_table(stats)]
+        parts += [Text(""), tools_table(stats, width=width)]
         errors = errors_table(stats)
         if errors is not None:
             parts += [Text(""), errors]

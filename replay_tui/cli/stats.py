@@ -55,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(stats.to_json())
     else:
-        width = None if sys.stdout.isatty() else 120
-        Console(width=width, highlight=False, soft_wrap=False).print(render_stats(stats))
+        console = Console(width=None if sys.stdout.isatty() else 120, highlight=False, soft_wrap=False)
+        console.print(render_stats(stats, width=console.width))
     return EXIT_OK
