@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 import orjson
 
 from ..journal import Event, Journal, JournalError
-from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_STARTED, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
+from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
 from .report import EventRef, key_of, structural_diff, without_derived_keys
 
 PairStatus = Literal["same", "changed", "only_a", "only_b"]
@@ -286,6 +286,10 @@ def _judge(rows: list[tuple[Event | None, Event | None]]) -> list[AlignedPair]:
     return pairs
 
 
+_PATCH_FIELDS = frozenset({"patch", "reducer_version"})
+_RESUME = frozenset({"resume"})
+
+
 def _without(payload: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if key not in names}
 
@@ -326,6 +330,12 @@ def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: di
     if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
         # cause_seq is a position: compare it through the alignment, like parents
         a_payload = dict(a_payload, cause_seq=partner_seq.get(a_payload.get("cause_seq")))  # type: ignore[arg-type]
+        if a_payload.get("before_hash") == b_payload.get("before_hash") and a_payload.get("after_hash") == b_payload.get("after_hash"):
+            # same states: how the patch was written (op order) and the reducer's label do not matter
+            a_payload, b_payload = _without(a_payload, _PATCH_FIELDS), _without(b_payload, _PATCH_FIELDS)
+    if a.kind == STATE_SNAPSHOT and b.kind == STATE_SNAPSHOT:
+        # "resume" is bookkeeping for a restart (step count, causal cursor as seqs)
+        a_payload, b_payload = _without(a_payload, _RESUME), _without(b_payload, _RESUME)
     if a_payload != b_payload or _strict_json(a_payload) != _strict_json(b_payload):
         found.append("payload")
     return tuple(found)

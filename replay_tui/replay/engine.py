@@ -132,7 +132,7 @@ class ReplaySession:
         except HarnessError as error:
             raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
         if resume is not None:
-            restore_causal_cursor(harness, journal, start)
+            restore_causal_cursor(harness, journal, resume)
         loop_started, loop_cpu = time.perf_counter(), time.process_time()
         try:
             run_agent(agent_name, harness, inputs, resume_from=resume)
@@ -338,17 +338,18 @@ def recorded_inputs(journal: Journal) -> list[dict[str, Any]]:
     return inputs
 
 
-def restore_causal_cursor(harness: Any, journal: Journal, before: int) -> None:
+def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> None:
     """Give a resumed harness the causes the recording had at the snapshot.
 
-    ``Harness.resume`` restores state, seq and chain but not which observation and
-    which model response the next events hang from (their ``parent_event_id``);
-    without them the first event after the snapshot would diverge on its parent.
-    They are read back from the journal: the last tool.result / input.received,
-    and the last model.response, before the snapshot.
+    Snapshots written by this harness carry the causal cursor and ``resume`` restores
+    it. For older snapshots it is read back from the journal: the last tool.result or
+    input.received before the snapshot (parent of the next model.request) and the last
+    model.response with the ids of the calls it asked for (parent of those tool.calls).
     """
+    if "cursor" in (snapshot.payload.get("resume") or {}):
+        return
     observation = response = None
-    for position in range(before - 1, -1, -1):
+    for position in range(journal.position_of_seq(snapshot.seq) or 0, -1, -1):
         event = journal.event(position)
         if observation is None and event.kind in (TOOL_RESULT, INPUT_RECEIVED):
             observation = event
@@ -356,8 +357,14 @@ def restore_causal_cursor(harness: Any, journal: Journal, before: int) -> None:
             response = event
         if observation is not None and response is not None:
             break
-    harness._last_observation_id = observation.event_id if observation is not None else None
-    harness._last_response = response
+    calls = ((response.payload.get("response") or {}).get("tool_calls") or []) if response is not None else []
+    harness.restore_causal_cursor(
+        {
+            "observation_seq": observation.seq if observation is not None else None,
+            "response_seq": response.seq if response is not None else None,
+            "response_call_ids": sorted(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str)),
+        }
+    )
 
 
 def nearest_snapshot(journal: Journal, seq: int) -> Event | None:

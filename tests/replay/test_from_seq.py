@@ -87,3 +87,20 @@ def test_long_fixture_resumes_near_the_end(tmp_path):
     outcome = replay(LONG, from_seq=last - 100)
     assert outcome.status == MATCH
     assert outcome.resumed_from_snapshot is not None and outcome.consumed < 400
+
+
+def test_snapshots_without_a_causal_cursor_resume_too(step_run, tmp_path):
+    """Journals written before snapshots carried the cursor: it is read back from the journal."""
+
+    def old_snapshots(events):
+        for event in events:
+            if event["kind"] == "state.snapshot":
+                event["payload"]["resume"].pop("cursor", None)
+            yield event
+
+    old = rechained_copy(step_run, tmp_path / "old.jsonl", old_snapshots)
+    snapshots = [e for e in lines_of(old) if e["kind"] == "state.snapshot"]
+    assert snapshots and all("cursor" not in e["payload"]["resume"] for e in snapshots)
+    outcome = replay(old, from_seq=snapshots[-1]["seq"] + 1)
+    assert outcome.status == MATCH, outcome.to_text()
+    assert outcome.resumed_from_snapshot == snapshots[-1]["seq"]
