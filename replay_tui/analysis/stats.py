@@ -18,7 +18,7 @@ import random
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 import orjson
@@ -48,9 +48,11 @@ class Distribution:
         self.min: float | None = None
         self.max: float | None = None
         self._samples = array("d")
+        self._sorted: list[float] | None = None  # cache for quantile(); dropped by add()
         self._random = random.Random(0x5EED)  # fixed seed: the same journal gives the same report
 
     def add(self, value: float) -> None:
+        self._sorted = None
         self.count += 1
         self.total += value
         if self.min is None or value < self.min:
@@ -72,7 +74,9 @@ class Distribution:
         """Nearest-rank percentile (q in 0..1); None when empty."""
         if not self._samples:
             return None
-        ordered = sorted(self._samples)
+        if self._sorted is None:
+            self._sorted = sorted(self._samples)
+        ordered = self._sorted
         rank = max(1, -(-int(q * 1000) * len(ordered) // 1000))  # ceil(q * n), integer maths
         return ordered[min(rank, len(ordered)) - 1]
 
@@ -201,9 +205,18 @@ class StepSpan:
 
 
 def parse_timestamp(text: str) -> datetime | None:
+    """RFC 3339 (what the harness writes), or epoch seconds/milliseconds (what other harnesses' ``ts`` often is)."""
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except (ValueError, AttributeError):
+        pass
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        return None
+    try:
+        return datetime.fromtimestamp(number / 1000 if number > 1e11 else number, timezone.utc)
+    except (OverflowError, OSError, ValueError):
         return None
 
 

@@ -218,3 +218,24 @@ def test_gzip_and_shard_directory_give_the_same_numbers(tmp_path: Path) -> None:
         data.pop("path")
         results.append(data)
     assert results[0] == results[1]
+
+
+def test_type_data_dialect_with_epoch_timestamps(tmp_path: Path) -> None:
+    path = tmp_path / "other-harness.jsonl"
+    lines = [
+        {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": 1700000000.0, "data": {"agent": "bot"}},
+        {"type": "model_response", "event_id": "e2", "session_id": "s", "seq": 2, "ts": 1700000001.0,
+         "data": {"step_id": "s1", "content": "hi", "usage": {"input_tokens": 50, "output_tokens": 7}}},
+        {"type": "tool_invocation", "event_id": "e3", "session_id": "s", "seq": 3, "ts": 1700000004.5,
+         "data": {"step_id": "s1", "tool": "reset", "input": {}, "error": "gateway timeout", "duration_ms": 3000}},
+        {"type": "session_ended", "event_id": "e4", "session_id": "s", "seq": 4, "ts": 1700000005.0, "data": {"status": "error"}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    journal = open_journal(path)
+    stats = compute_stats(journal)
+    journal.close()
+    assert stats.events == 5 and stats.model_totals.total_tokens == 57
+    assert stats.tools["reset"].errors == 1 and stats.tools["reset"].latency_ms.max == 3000
+    assert stats.longest_steps_by_span[0].step_id == "s1" and stats.longest_steps_by_span[0].span_ms == 3500
+    assert stats.duration_ms == 5000
+    assert stats.first_error_seq == 4 and "reset failed" in (stats.first_error or "")
