@@ -22,9 +22,11 @@ def redactor() -> Redactor:
     return Redactor()
 
 
+@pytest.mark.parametrize("filler", [0, 2000])
 @pytest.mark.parametrize("key", ["raw_token", "x_api_key", "clientSecret", "password", "API-KEY", "sessionId", "Authorization"])
-def test_key_name_rules(redactor, key):
-    out = redactor.redact("tool.call", {"tool": "t", "arguments": {"nested": {key: "s3cr3t-value"}, "keep": "me"}})
+def test_key_name_rules(redactor, key, filler):
+    arguments = {"nested": {key: "s3cr3t-value"}, "keep": "me", "filler": "x" * filler}
+    out = redactor.redact("tool.call", {"tool": "t", "arguments": arguments})
     assert out["arguments"]["nested"][key] == REDACTED
     assert out["arguments"]["keep"] == "me"
 
@@ -35,9 +37,10 @@ def test_key_names_leave_counts_and_allowed_keys_alone(redactor):
     assert out["response"] == response
 
 
-def test_every_detector_catches_its_format(redactor):
+@pytest.mark.parametrize("filler", [0, 2000])  # small payloads take the one-regex path, big ones the loop
+def test_every_detector_catches_its_format(redactor, filler):
     for canary in detector_canaries():
-        text = f"before {canary.text} after"
+        text = f"before {canary.text} after" + " lorem ipsum" * (filler // 12)
         out = redactor.redact("input.received", {"role": "user", "content": text})
         assert canary.secret not in out["content"], canary.name
         assert f"[REDACTED:{canary.name}]" in out["content"], canary.name
