@@ -26,7 +26,7 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from .entry_point import load_entry_point
-from .protocol import DIVERGENCE, MODEL_LIVE, MODES, NEW_CODE, STRICT, TOOLS_LIVE, ReplaySpec
+from .protocol import DIVERGENCE, MODEL_LIVE, MODES, TOOLS_LIVE, ReplaySpec
 from .tape import OBSERVATION_KEY, Divergence, KeyedSource, StrictSink, StrictSource, Tape, TapeUnreadable, UnrecordedCall
 
 if TYPE_CHECKING:

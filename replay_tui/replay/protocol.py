@@ -24,12 +24,16 @@ type             fields
                  (file:line of the agent code that asked)
 ``divergence``   ``report``: the divergence report object (see ``report.py``)
 ``result``       ``status``: "match" | "diverged" | "verification_failed" |
-                 "unused_events"; ``consumed``, ``total``, ``first_seq``
-                 (where reporting began), ``unused`` {count, first_seq, kinds},
-                 ``refusals`` [...], ``verification`` (verify report or null),
-                 ``elapsed_s``, ``events_per_s``, ``out`` (experiment journal or
-                 null), ``experiment`` (first differing decision or null),
-                 ``live_calls`` (calls made to live plugins, experiments only)
+                 "unused_events" | "unrecorded_call" (experiments); ``consumed``,
+                 ``total`` (events to consume), ``last_seq``, ``first_seq`` (first
+                 seq re-run), ``from_seq``, ``resumed_from_snapshot`` (seq or
+                 null), ``state_checks``, ``observations_served``, ``unused``
+                 {count, first_seq, kinds} or null, ``refusals`` [...],
+                 ``verification`` (verify report or null), ``elapsed_s``,
+                 ``replay_s``, ``replay_cpu_s``, ``events_per_s``, ``out``
+                 (journal written, or null), ``experiment`` {mode, identical,
+                 summary, stopped, first_difference, first_decision,
+                 first_live_observation, alignment} or null, ``live_calls``
 ``error``        ``kind``: "agent_import" | "agent_crash" | "journal" | "usage" |
                  "internal"; ``message``; ``traceback`` (last lines, may be empty)
 ===============  ==============================================================

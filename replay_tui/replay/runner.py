@@ -265,8 +265,8 @@ class ReplayRunner:
         self.env = env
         self._process: subprocess.Popen[bytes] | None = None
         self._cancelled = threading.Event()
-        self._wake_r, wake_w = os.pipe()
-        self._wake_w: int | None = wake_w
+        self._wake_r: int | None = None  # a self-pipe: cancel() wakes wait() at once
+        self._wake_w: int | None = None
         self._wake_lock = threading.Lock()
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._stdout: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
@@ -288,6 +288,11 @@ class ReplayRunner:
         return self.wait()
 
     def start(self) -> None:
+        """Spawn the child. Returns at once; follow it with ``wait``."""
+        if self._process is not None:
+            raise RuntimeError("a ReplayRunner runs one child; make a new runner for another replay")
+        with self._wake_lock:
+            self._wake_r, self._wake_w = os.pipe()
         read_fd, write_fd = os.pipe()
         self.spec.protocol_fd = write_fd
         self._started = time.perf_counter()
@@ -331,6 +336,8 @@ class ReplayRunner:
                     break
                 ready = selector.select(wait_s)
                 if not any(key.fileobj is self._pipe for key, _ in ready):
+                    if self._process.poll() is not None and not selector.select(0):
+                        break  # exited, but a process it forked still holds the pipe open
                     continue
                 chunk = self._pipe.read(65536)
                 if not chunk:
@@ -348,8 +355,11 @@ class ReplayRunner:
         finally:
             selector.close()
         if ended_by is not None:
-            self._kill()
             outcome.status = ended_by
+        # The pipe closes only when the child exits, so its exit status is already set;
+        # killing the group (before reaping, while the group id cannot be reused) takes
+        # whatever the agent started and left behind.
+        self._kill()
         exit_code = self._reap()
         outcome.child_exit = exit_code
         if ended_by is None and outcome.status == CRASHED and outcome.error is None and exit_code == 0:
@@ -368,7 +378,7 @@ class ReplayRunner:
         try:
             message = decode(line)
         except ProtocolError as error:
-            outcome.stderr_tail.append(f"(bad protocol line: {error})")
+            self._stderr.append(f"(replay-tui: bad protocol line: {error})")
             return
         kind = message["type"]
         if kind == HELLO:
@@ -421,10 +431,10 @@ class ReplayRunner:
 
     def _close(self) -> None:
         with self._wake_lock:
-            if self._wake_w is not None:
+            if self._wake_w is not None and self._wake_r is not None:
                 os.close(self._wake_w)
                 os.close(self._wake_r)
-                self._wake_w = None
+                self._wake_w = self._wake_r = None
         self._pipe.close()
 
 
