@@ -272,7 +272,7 @@ def assert_no_network_references(html: str, *, journal_has_urls: bool = False) -
 
 
 def test_hostile_journal_content_is_escaped_not_executed(tmp_path: Path) -> None:
-    from replay_tui.journal import JournalWriter, call_key_of, hash_value
+    from replay_tui.journal import JournalWriter, call_key_of
 
     path = tmp_path / "hostile.jsonl"
     payload = "<script src='https://evil.example/x.js'></script><img src=http://evil.example/p.png> ![x](https://evil.example/i.png) `tick` | pipe"

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import json
-
 import pytest
 
 from replay_tui.analysis.stats import Distribution, StatsCollector, Timeline, compute_stats

@@ -91,6 +91,7 @@ def main() -> None:
 
     started, cpu = time.perf_counter(), time.process_time()
     stats = compute_stats(journal)
+    assert stats.events == events  # the pass saw every event
     stats_s, stats_cpu_s = time.perf_counter() - started, time.process_time() - cpu
     journal.close()
 
