@@ -24,8 +24,8 @@ from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,
     MODEL_RESPONSE,
-    RANDOM_DRAW,
     DIAGNOSTIC_FIELDS,
+    RANDOM_DRAW,
     RUN_ENDED,
     RUN_STARTED,
     STATE_SNAPSHOT,
@@ -70,9 +70,9 @@ _WHAT_CHANGED = {
 #: Observations are served from the tape, so they equal the recording by construction;
 #: run.started describes the replaying harness, not the agent's behaviour.
 _PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW, RUN_STARTED})
-#: A transition is judged by its hashes: several patches (jsonpatch's op order is not
-#: stable across processes) produce the same after_hash, and a new reducer version
-#: that computes the same states is not a divergence.
+#: A transition is judged by its hashes: several patches produce the same after_hash
+#: (journals recorded before the harness made patches deterministic wrote their ops in
+#: hash-seed order), and a new reducer version that computes the same states is no divergence.
 _IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch")}
 
 

@@ -162,3 +162,22 @@ def test_enter_namespace_refuses_a_threaded_process():
         stop.set()
         worker.join()
     assert method is None and "threads" in reason
+
+
+def test_hosts_in_a_live_config(tmp_path):
+    from replay_tui.replay.hosts import HostsConfigError, hosts_in_config
+
+    config = tmp_path / "live.toml"
+    config.write_text(
+        '[[plugins]]\nid = "model"\ntype = "x:y"\n'
+        'options = { base_url = "https://api.example.com/v1", fallback = { host = "10.0.0.5", port = 8443 } }\n'
+        '[[plugins]]\nid = "tools"\ntype = "x:z"\noptions = { hosts = ["crm.internal:443"], url = "http://[::1]:9000/q" }\n'
+        '[[plugins]]\nid = "off"\ntype = "x:w"\nenabled = false\noptions = { url = "https://disabled.example.com" }\n'
+    )
+    assert hosts_in_config(config) == ["api.example.com:443", "10.0.0.5:8443", "crm.internal:443", "[::1]:9000"]
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[plugins]\n")
+    with pytest.raises(HostsConfigError, match="broken.toml"):
+        hosts_in_config(broken)
+    with pytest.raises(HostsConfigError, match="cannot read"):
+        hosts_in_config(tmp_path / "missing.toml")
