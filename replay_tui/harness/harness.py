@@ -24,20 +24,18 @@ from .. import __version__
 from ..journal import Event, call_key_of
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
-from ..journal.model import event_id_for
 from ..journal.model import (
-    CLOCK_READ, INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, RANDOM_DRAW, RUN_ENDED, RUN_STARTED,
-    STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL, TOOL_RESULT,
+    INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL,
+    TOOL_RESULT, event_id_for,
 )
 from .adapters import Clock, Ids, RandomSource
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
 from .seam import EventSink, ObservationSource, error_from_payload, error_to_payload
-from .state import Reducer, StateTracker, identity_reducer
+from .state import Reducer, StateTracker, Transition, identity_reducer
 from .streaming import assemble_stream, split_stream
 
 DEFAULT_SNAPSHOT_EVERY = 100
-_REDACTED_KINDS = frozenset({INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, TOOL_CALL, TOOL_RESULT, RUN_ENDED, RUN_STARTED})
 _TOOL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-tui-tool")
 
 
@@ -229,7 +227,7 @@ class Harness:
               reduce: bool = True, redact: bool = True) -> Event:
         if self.ended:
             raise HarnessError(f"{kind} after run.ended")
-        if redact and kind in _REDACTED_KINDS:
+        if redact:
             payload = self.redactor.redact(kind, payload)
         event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
         if event.seq != self.last_seq + 1:
@@ -240,13 +238,13 @@ class Harness:
         if reduce:
             transition = self.tracker.apply(event)
             if transition is not None:
-                self.sink_transition(event, transition)
+                self._emit_transition(event, transition)
         self._since_snapshot += 1
         if not self.snapshot_at_step_boundaries and kind not in (STATE_SNAPSHOT, RUN_ENDED):
             self._maybe_snapshot()
         return event
 
-    def sink_transition(self, cause: Event, transition: Any) -> None:
+    def _emit_transition(self, cause: Event, transition: Transition) -> None:
         payload = {
             "cause_seq": cause.seq,
             "before_hash": transition.before_hash,

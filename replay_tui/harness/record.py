@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .agents import RunOutcome, run_agent
+from .agents import RunOutcome, load_agent, run_agent
 from .builder import build_harness
 from .config import HarnessConfig
 
@@ -18,7 +18,10 @@ def record_run(
     journal: str | Path,
     run_id: str | None = None,
 ) -> RunOutcome:
-    """Start the config's plugins, run ``entry_point`` on ``inputs``, write ``journal``."""
+    """Start the config's plugins, run ``entry_point`` on ``inputs``, write ``journal``.
+
+    The entry point is resolved first, so a typo leaves no empty journal behind."""
+    load_agent(entry_point)
     with build_harness(config, journal=journal, run_id=run_id, agent=entry_point) as recording:
         recording.started(entry_point)
         return run_agent(entry_point, recording.harness, inputs)

@@ -110,3 +110,12 @@ def test_hooks_see_events_and_plugins_stop_after_the_run(tmp_path):
     assert [line for line in LOG if line.startswith("event")] == ["event watch 1", "event watch 2"]
     assert LOG[-1] == "stop watch"
     assert not hasattr(recording.plugins.plugins["watch"].context, "sink")  # no path to the journal
+
+
+def test_a_bad_entry_point_leaves_no_journal(tmp_path):
+    from replay_tui.harness import record_run
+
+    config = _config(_entry("watch"))
+    with pytest.raises(ValueError, match="has no attribute 'nope'"):
+        record_run(config, "tests.harness.plugins_for_tests:nope", ["x"], journal=tmp_path / "j.jsonl")
+    assert not (tmp_path / "j.jsonl").exists()
