@@ -272,6 +272,7 @@ class ScanReport:
     by_detector: Counter[str] = field(default_factory=Counter)
     unreadable: int = 0
     unreadable_examples: list[str] = field(default_factory=list)
+    ignored: int = 0  # findings left out by --ignore patterns
     complete: bool = True
     _flagged: array = field(default_factory=lambda: array("Q"))
 
@@ -306,6 +307,7 @@ class ScanReport:
             "by_detector": dict(self.by_detector.most_common()),
             "findings": [f.to_json() for f in self.findings],
             "findings_listed": len(self.findings),
+            "ignored": self.ignored,
             "unreadable": {"count": self.unreadable, "examples": self.unreadable_examples},
         }
 
@@ -321,6 +323,8 @@ class ScanReport:
                 f"{self.path}: {self.total_findings:,} possible secret(s) in {len(self._flagged):,} event(s) "
                 f"of {self.events:,} ({detectors}). Values are masked."
             )
+        if self.ignored:
+            summary += f" {self.ignored:,} finding(s) matched --ignore patterns and are not counted."
         if self.unreadable:
             summary += f" {self.unreadable} unreadable line(s) were skipped; first: {self.unreadable_examples[0]}"
         if not self.complete:
@@ -328,16 +332,36 @@ class ScanReport:
         return "\n".join(lines + [summary])
 
 
+class PathFilter:
+    """Findings to leave out, by JSON path pattern: ``*`` is one path segment or index,
+    ``**`` any run of them, the rest literal (``payload.result.rows[*].blob``, ``**.signature``)."""
+
+    def __init__(self, patterns: Iterable[str] = ()) -> None:
+        self.patterns = tuple(patterns)
+        self._regex = re.compile("|".join(f"(?:{self._translate(p)})" for p in self.patterns)) if self.patterns else None
+
+    @staticmethod
+    def _translate(pattern: str) -> str:
+        parts = re.split(r"(\*\*|\*)", pattern)
+        return "".join(".*" if part == "**" else r"[^.\[\]]*" if part == "*" else re.escape(part) for part in parts) + r"\Z"
+
+    def ignores(self, finding: Finding) -> bool:
+        return self._regex is not None and self._regex.match(finding.path) is not None
+
+
 def scan_events(
     events: Iterable[Event | JournalError],
     *,
     path: str = "",
     total: int = 0,
+    ignore: Iterable[str] = (),
     progress: ProgressCallback | None = None,
     cancelled: CancelCheck | None = None,
 ) -> ScanReport:
-    """Scan an event stream; stops early (``complete=False``) when ``cancelled()``."""
+    """Scan an event stream, leaving out findings whose path matches an ``ignore`` pattern
+    (see PathFilter); stops early (``complete=False``) when ``cancelled()``."""
     report = ScanReport(path=path)
+    path_filter = PathFilter(ignore)
     for done, item in enumerate(events, 1):
         if isinstance(item, JournalError):
             report.unreadable += 1
@@ -345,7 +369,12 @@ def scan_events(
                 report.unreadable_examples.append(str(item))
         else:
             report.events += 1
-            report.add(scan_event(item))
+            findings = scan_event(item)
+            if findings and path_filter.patterns:
+                kept = [finding for finding in findings if not path_filter.ignores(finding)]
+                report.ignored += len(findings) - len(kept)
+                findings = kept
+            report.add(findings)
         if done % PROGRESS_EVERY == 0:
             if progress is not None:
                 progress(done, max(total, done))
@@ -358,11 +387,12 @@ def scan_events(
 def scan_journal(
     journal: Journal,
     *,
+    ignore: Iterable[str] = (),
     progress: ProgressCallback | None = None,
     cancelled: CancelCheck | None = None,
 ) -> ScanReport:
     """Scan the events indexed in ``journal`` (call ``journal.index()`` first)."""
-    return scan_events(journal.events(), path=str(journal.path), total=len(journal), progress=progress, cancelled=cancelled)
+    return scan_events(journal.events(), path=str(journal.path), total=len(journal), ignore=ignore, progress=progress, cancelled=cancelled)
 
 
 def flagged_seqs(journal: Journal, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> frozenset[int]:

@@ -19,6 +19,14 @@ from .stats import stderr_progress
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of one line per finding")
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="leave out findings at this JSON path (repeatable; * is one segment or index, ** any number), "
+        "e.g. 'payload.result.rows[*].signature' or '**.public_key'",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     journal = open_journal(args.path)
     progress, finish = stderr_progress("scanning")
     try:
-        report = scan_journal(journal, progress=progress)
+        report = scan_journal(journal, ignore=args.ignore, progress=progress)
     finally:
         finish()
         journal.close()

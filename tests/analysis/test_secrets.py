@@ -230,3 +230,14 @@ def test_type_data_dialect_is_scanned_too(tmp_path: Path) -> None:
     report = scan_journal(journal)
     journal.close()
     assert [(f.seq, f.kind, f.path, f.detector) for f in report.findings] == [(2, "tool.call", "payload.arguments.api_key", "key-name")]
+
+
+def test_ignore_patterns_leave_out_reviewed_paths(tmp_path: Path) -> None:
+    leaky = write_incident_journal(tmp_path / "crm.jsonl")
+    journal = open_journal(leaky)
+    assert scan_journal(journal, ignore=["payload.arguments.headers.*"]).clean
+    assert scan_journal(journal, ignore=["**.x-api-key"]).ignored == 1
+    assert not scan_journal(journal, ignore=["payload.arguments.*"]).clean  # * is one segment, not two
+    journal.close()
+    result = _cli("scan", str(leaky), "--ignore", "**.headers.x-api-key")
+    assert result.returncode == 0 and "1 finding(s) matched --ignore patterns" in result.stdout
