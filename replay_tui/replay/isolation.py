@@ -28,6 +28,7 @@ import ipaddress
 import os
 import socket
 import sys
+import sysconfig
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
@@ -238,15 +239,20 @@ def _describe_address(address: Any) -> tuple[str, Any, Any]:
     return repr(address), None, None
 
 
-_OWN_FILES = (os.path.normcase(socket.__file__), os.path.normcase(__file__))
+_OWN_FILE = os.path.normcase(__file__)
+_STDLIB = tuple(
+    os.path.normcase(path) + os.sep for path in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")} if path
+)
 
 
 def _caller() -> str | None:
-    """file:line of the first frame outside the socket machinery and asyncio."""
+    """file:line of the code that asked: the first frame outside this module and the
+    standard library (socket, asyncio, http.client, urllib...)."""
     frame = sys._getframe(2)
     while frame is not None:
         filename = os.path.normcase(frame.f_code.co_filename)
-        if filename not in _OWN_FILES and f"{os.sep}asyncio{os.sep}" not in filename and "concurrent" not in filename:
+        in_stdlib = filename.startswith(_STDLIB) and f"{os.sep}site-packages{os.sep}" not in filename
+        if filename != _OWN_FILE and not in_stdlib and not filename.startswith("<frozen"):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None
