@@ -11,9 +11,9 @@ and a ``state.transition`` is written when the state changed.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import inspect
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -36,7 +36,6 @@ from .state import Reducer, StateTracker, Transition, identity_reducer
 from .streaming import assemble_stream, split_stream
 
 DEFAULT_SNAPSHOT_EVERY = 100
-_TOOL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-tui-tool")
 
 
 class HarnessError(RuntimeError):
@@ -184,9 +183,9 @@ class Harness:
             self._note_response(event)
 
     def receive_input(self, content: Any, *, role: str = "user", context: Any = None) -> Event:
-        payload: dict[str, Any] = {"role": role, "content": content}
+        payload: dict[str, Any] = {"role": role, "content": _json_or_error(content, "input content")}
         if context is not None:
-            payload["context"] = context
+            payload["context"] = _json_or_error(context, "input context")
         event = self._emit(INPUT_RECEIVED, payload, step_id=None, parent=None)
         self._last_observation_id = event.event_id
         return event
@@ -195,9 +194,13 @@ class Harness:
         """Write run.ended and close the sink. ``status`` is ok, error or cancelled."""
         if self.ended:
             raise HarnessError("run.ended was already written")
+        try:
+            output = _json_or_error(output, "agent output")
+        except HarnessError as not_json:
+            status, output, error = "error", None, not_json
         payload: dict[str, Any] = {"status": status, "output": output}
         if error is not None:
-            payload["error"] = error_to_payload(error) if isinstance(error, BaseException) else error
+            payload["error"] = error_to_payload(error) if isinstance(error, BaseException) else _json_or_error(error, "run error")
         event = self._emit(RUN_ENDED, payload, step_id=None, parent=None, reduce=False)
         self.ended = True
         self.sink.close()
@@ -352,8 +355,11 @@ class Harness:
 
     def tool(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
         """Call a tool. Returns the recorded result; a recorded error or timeout is raised."""
-        call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
         source = self.sources.get(TOOL_RESULT)
+        spec = self.tool_specs.get(name)
+        if source is None and spec is not None and inspect.iscoroutinefunction(spec.function) and _loop_running():
+            raise HarnessError(f"tool {name!r} is async and an event loop is running: use 'await h.atool(...)'")
+        call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
         if source is not None:
             payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
         else:
@@ -458,11 +464,10 @@ class Harness:
             if inspect.iscoroutinefunction(spec.function):
                 result = asyncio.run(asyncio.wait_for(spec.function(**arguments), spec.timeout_s))
             elif spec.timeout_s is not None:
-                # The thread cannot be killed; on timeout it is left to finish on its own.
-                result = _TOOL_THREADS.submit(spec.function, **arguments).result(timeout=spec.timeout_s)
+                result = _call_with_timeout(spec.function, arguments, spec.timeout_s)
             else:
                 result = spec.function(**arguments)
-        except (TimeoutError, concurrent.futures.TimeoutError, asyncio.TimeoutError) as error:
+        except (TimeoutError, asyncio.TimeoutError) as error:
             return self._timeout_payload(call_event, spec, error, started)
         except Exception as error:
             return self._failure_payload(call_event, error, started=started)
@@ -499,6 +504,35 @@ class Harness:
         return event.payload["value"]
 
 
+def _call_with_timeout(function: Callable[..., Any], arguments: Mapping[str, Any], timeout_s: float) -> Any:
+    """Run a sync tool in a daemon thread. A thread cannot be killed: on timeout it is
+    left to finish on its own (its result is dropped), and the call is a timeout."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = function(**arguments)
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name="replay-tui-tool", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError("")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _seq_of(event_id: str | None) -> int | None:
     return int(event_id.rsplit(":", 1)[1]) if event_id else None
 
@@ -521,6 +555,14 @@ class MemoryHandle:
 
     def search(self, prefix: str) -> list[dict[str, Any]]:
         return self._harness.tool(f"{self._id}.search", {"prefix": prefix})
+
+
+def _json_or_error(value: Any, what: str) -> Any:
+    """``value`` as the journal will hold it; a value with no JSON form is a HarnessError."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError as error:
+        raise HarnessError(f"{what} is not JSON: {error}") from None
 
 
 def normalize_request(request: Mapping[str, Any]) -> dict[str, Any]:

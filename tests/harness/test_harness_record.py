@@ -239,3 +239,29 @@ def test_only_the_bus_assigns_seq(tmp_path):
     harness.receive_input("hello")
     with pytest.raises(HarnessError, match="the sink gave seq 4 .* expected 3"):
         harness.receive_input("again")
+
+
+def test_non_json_input_and_output_are_clear(tmp_path):
+    harness, journal = _harness(tmp_path)
+    with pytest.raises(HarnessError, match="input content is not JSON"):
+        harness.receive_input({"when": object()})
+    harness.end_run("ok", output={"answer": {1, 2}})
+    ended = events_of(journal)[-1]
+    assert ended.payload["status"] == "error" and "agent output is not JSON" in ended.payload["error"]["message"]
+
+
+def test_an_async_tool_called_synchronously_inside_a_loop_is_refused(tmp_path):
+    async def fetch():
+        return 1
+
+    harness, journal = _harness(tmp_path, tools={"fetch": ToolSpec("fetch", fetch)})
+
+    async def agent():
+        with pytest.raises(HarnessError, match="use 'await h.atool"):
+            harness.tool("fetch", {})
+        return await harness.atool("fetch", {})
+
+    assert asyncio.run(agent()) == 1
+    assert harness.tool("fetch", {}) == 1  # outside a loop the sync call runs it
+    harness.end_run("ok")
+    assert [e.kind for e in events_of(journal)].count("tool.call") == 2
