@@ -19,6 +19,7 @@ from ..journal.dialects import V1
 
 CancelCheck = Callable[[], bool]
 DEFAULT_PAGE = 20_000
+DEFAULT_MAX_CHILDREN = 50
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,13 @@ class CausalIndex:
         start: int | None = None,
         page: int = DEFAULT_PAGE,
         cancelled: CancelCheck | None = None,
+        max_children: int = DEFAULT_MAX_CHILDREN,
     ) -> ChildrenPage:
-        """Children of ``position`` among the next ``page`` events from ``start``."""
+        """Children of ``position`` among the next ``page`` events from ``start``.
+
+        Stops early after ``max_children`` (a root may have millions of effects;
+        the next page starts at ``scanned_to``).
+        """
         begin = position + 1 if start is None else max(start, position + 1)
         end = min(len(self.journal), begin + page)
         event_id = self.event_id_at(position)
@@ -107,6 +113,9 @@ class CausalIndex:
                 found.append(candidate)
                 with self._lock:
                     self._positions.setdefault(event.event_id, candidate)
+                if len(found) >= max_children:
+                    end = candidate + 1
+                    break
         return ChildrenPage(position, tuple(found), begin, end, end >= len(self.journal))
 
     # -- lookups ----------------------------------------------------------

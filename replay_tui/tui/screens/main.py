@@ -22,7 +22,8 @@ from textual.worker import get_current_worker
 from ...analysis.causal import CausalIndex
 from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
-from ...journal import Event, Journal, JournalError, verify_journal
+from ...journal import Event, Journal, JournalError
+from ..chain_check import check_chain
 from ..messages import (
     ChainChecked,
     ChainLoaded,
@@ -181,21 +182,10 @@ class MainScreen(Screen[None]):
         self.post_message(CursorMoved(self.timeline.cursor))
 
     # -- chain check ------------------------------------------------------
-    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
-    def check_chain(self) -> None:
-        try:
-            report = verify_journal(self.journal.path)
-        except JournalError as error:
-            self.post_message(ChainChecked("error", f"cannot verify: {error.message}"))
-            return
-        if report.fault is not None:
-            fault = report.fault
-            where = f"seq {fault.seq}" if fault.seq is not None else f"line {fault.line}"
-            self.post_message(ChainChecked("broken", f"✗ {fault.kind.replace('_', ' ')} at {where}", fault.seq))
-        elif report.chain == "absent":
-            self.post_message(ChainChecked("absent", f"no hash chain ({report.dialect} dialect)"))
-        else:
-            self.post_message(ChainChecked("verified", f"✓ verified ({report.events:,} events)"))
+    @work(exclusive=True, group="verify", exit_on_error=False)
+    async def check_chain(self) -> None:
+        result = await check_chain(self.journal.path)
+        self.post_message(ChainChecked(result.status, result.summary, result.fault_seq))
 
     @on(ChainChecked)
     def _chain_checked(self, message: ChainChecked) -> None:
@@ -204,21 +194,20 @@ class MainScreen(Screen[None]):
     # -- following the cursor ----------------------------------------------
     @on(CursorMoved)
     def _cursor_moved(self, message: CursorMoved) -> None:
-        position = message.position
-        if position >= len(self.journal):
+        # Only the timeline answers a key at once; the panes follow when the cursor
+        # rests, so holding j never queues up detail, state and tree work.
+        if self._settle is not None:
+            self._settle.stop()
+        self._settle = self.set_timer(SETTLE_S, lambda: self._cursor_settled(message.position))
+
+    def _cursor_settled(self, position: int) -> None:
+        if position != self.timeline.cursor or position >= len(self.journal):
             return
         event = self.journal.try_event(position)
         self.query_one(EventDetail).show_event(self.journal, position, event)
         seq = event.seq if isinstance(event, Event) else None
         for pane in self.query(StatePane):
             pane.show_loading(seq)
-        if self._settle is not None:
-            self._settle.stop()
-        self._settle = self.set_timer(SETTLE_S, lambda: self._cursor_settled(position))
-
-    def _cursor_settled(self, position: int) -> None:
-        if position != self.timeline.cursor:
-            return
         self.load_state(position)
         self.load_chain(position, self.tree.generation)
 
@@ -262,8 +251,14 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, group="children", exit_on_error=False)
     def load_children(self, node_id: int, position: int, start: int | None, generation: int) -> None:
-        page = self.causal.children(position, start=start, cancelled=lambda: get_current_worker().is_cancelled)
-        self.post_message(ChildrenLoaded(node_id, page, generation))
+        worker = get_current_worker()
+
+        def stale() -> bool:
+            return worker.is_cancelled or generation != self.tree.generation
+
+        page = self.causal.children(position, start=start, cancelled=stale)
+        if not stale():
+            self.post_message(ChildrenLoaded(node_id, page, generation))
 
     @on(ChildrenLoaded)
     def _children_loaded(self, message: ChildrenLoaded) -> None:

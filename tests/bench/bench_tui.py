@@ -1,0 +1,253 @@
+"""Benchmark the app on a big journal, with toolong as the peer to beat.
+
+    python tests/bench/bench_tui.py --events 1000000
+
+Steps, each in a fresh Python process so imports, caches and RSS do not mix:
+
+1. The journal is written once with the real JournalWriter (the incident steps
+   repeated) and cached under /tmp/replay-tui-bench/bulk-N.jsonl.
+2. replay-tui runs headless (``App.run_test``, 160x45). *First frame* is the time
+   from constructing the app to the first timeline row holding an event being
+   rendered (``Timeline.render_line`` is wrapped to note it). *Index* is the time
+   until the index worker reports the whole file. Key latency is ``pilot.press``
+   plus one ``pilot.pause()`` (the key handled, its messages processed, the
+   screen refreshed) for j, G, g, page down and `:` goto (the goto sample is the
+   enter that jumps). *Peak RSS* is ``ru_maxrss`` of that process.
+3. toolong (PyPI ``toolong``, which pins Textual 0.58, so it lives in its own venv
+   at ~/.cache/replay-tui-bench/toolong, created with pip on first use) opens the
+   same file headless at the same size; its first frame is measured the same way,
+   by wrapping ``LogLines.render_line`` to note the first row with a line in it.
+
+First frames are the median of --runs runs of each, alternating. The last line
+printed is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = Path("/tmp/replay-tui-bench")
+TOOLONG_VENV = Path.home() / ".cache" / "replay-tui-bench" / "toolong"
+SIZE = (160, 45)
+
+# Runs inside the toolong venv: time to the first rendered log line.
+TOOLONG_CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from toolong.log_lines import LogLines
+    from toolong.ui import UI
+
+    path = sys.argv[1]
+    first = {}
+    original = LogLines.render_line
+
+    def render_line(self, y):
+        strip = original(self, y)
+        if "t" not in first and self.scroll_offset.y + y < self.line_count and strip.cell_length and strip.text.strip():
+            first["t"] = time.perf_counter()
+        return strip
+
+    LogLines.render_line = render_line
+
+    async def main():
+        start = time.perf_counter()
+        app = UI([path])
+        async with app.run_test(size=(%d, %d)) as pilot:
+            while "t" not in first and time.perf_counter() - start < 60:
+                await pilot.pause(0.005)
+        print(json.dumps({"first_frame_s": first.get("t", float("nan")) - start}))
+
+    asyncio.run(main())
+    """
+    % SIZE
+)
+
+
+def ensure_journal(events: int) -> Path:
+    path = CACHE / f"bulk-{events}.jsonl"
+    if path.exists():
+        return path
+    CACHE.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    print(f"writing {events:,} events to {path} (cached for later runs)…", flush=True)
+    sys.path.insert(0, str(REPO / "tests" / "analysis"))
+    from factory import write_bulk
+
+    write_bulk(partial, events)
+    os.replace(partial, path)
+    return path
+
+
+def ensure_toolong() -> Path | None:
+    python = TOOLONG_VENV / "bin" / "python"
+    if python.exists() and subprocess.run([python, "-c", "import toolong"], capture_output=True).returncode == 0:
+        return python
+    print(f"installing toolong into {TOOLONG_VENV}…", flush=True)
+    TOOLONG_VENV.parent.mkdir(parents=True, exist_ok=True)
+    if subprocess.run([sys.executable, "-m", "venv", TOOLONG_VENV]).returncode != 0:
+        return None
+    if subprocess.run([python, "-m", "pip", "install", "-q", "toolong"]).returncode != 0:
+        return None
+    return python
+
+
+def child_json(command: list[str | Path]) -> dict:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{command[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+# -- the replay-tui child --------------------------------------------------------
+async def measure_replay_tui(path: Path, keys: bool) -> dict:
+    import asyncio
+    import random
+    import resource
+
+    from replay_tui.journal import Journal
+    from replay_tui.tui.app import ReplayApp
+    from replay_tui.tui.widgets.timeline import Timeline
+
+    first: dict[str, float] = {}
+    cursor_frames: dict[int, float] = {}  # cursor row -> when it was last rendered as the cursor
+    original = Timeline.render_line
+
+    def render_line(self: Timeline, y: int):  # type: ignore[no-untyped-def]
+        strip = original(self, y)
+        row = self.scroll_offset.y + y
+        if row < self.count:
+            now = time.perf_counter()
+            first.setdefault("t", now)
+            if row == self.cursor:
+                cursor_frames[row] = now
+        return strip
+
+    Timeline.render_line = render_line  # type: ignore[method-assign]
+    start = time.perf_counter()
+    app = ReplayApp(Journal(path))
+    result: dict = {}
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen_stack[0]
+        while "t" not in first and time.perf_counter() - start < 60:
+            await asyncio.sleep(0.001)
+        result["first_frame_s"] = first.get("t", float("nan")) - start
+        result["events_at_first_frame"] = screen.timeline.count
+        if not keys:
+            return result
+        while screen.indexing and time.perf_counter() - start < 600:
+            await pilot.pause(0.01)
+        result["index_s"] = screen.index_seconds
+        result["events"] = len(screen.journal)
+        await pilot.pause(0.5)
+        samples: dict[str, list[float]] = {"j": [], "G": [], "g": [], "pagedown": [], "goto": []}
+        timeline = screen.timeline
+
+        async def timed(name: str, key: str, target: int | None = None) -> None:
+            """Key sent to the app -> the timeline has drawn the cursor at its new row."""
+            before = timeline.cursor
+            t0 = time.perf_counter()
+            app._driver.send_message(key_event(key))
+            while time.perf_counter() - t0 < 10:
+                await asyncio.sleep(0.0005)
+                cursor = timeline.cursor
+                moved = cursor == target if target is not None else cursor != before
+                if moved and cursor_frames.get(cursor, 0) > t0:
+                    break
+            samples[name].append((cursor_frames.get(timeline.cursor, t0) - t0) * 1000)
+            await asyncio.sleep(0.03)  # a fast key repeat, not a flood
+
+        for _ in range(200):
+            await timed("j", "j")
+        for _ in range(20):
+            await timed("G", "G")
+            await timed("g", "g")
+        for _ in range(50):
+            await timed("pagedown", "pagedown")
+        rng = random.Random(7)
+        for _ in range(20):
+            seq = rng.randint(1, result["events"])
+            await pilot.press("colon", *str(seq))
+            await timed("goto", "enter", target=seq - 1)
+            assert screen.journal.event(timeline.cursor).seq == seq, "goto landed on the wrong seq"
+        everything = sorted(value for values in samples.values() for value in values)
+        result["key_p50_ms"] = statistics.median(everything)
+        result["key_p95_ms"] = everything[int(0.95 * (len(everything) - 1))]
+        result["per_key_p95_ms"] = {name: round(sorted(v)[int(0.95 * (len(v) - 1))], 1) for name, v in samples.items()}
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def key_event(key: str):  # type: ignore[no-untyped-def]
+    """The Key event a terminal would send, as Pilot builds it (without its idle waits)."""
+    from textual import events
+
+    character = key if len(key) == 1 else None
+    event = events.Key(key, character)
+    return event
+
+
+def child_main(path: Path, keys: bool) -> None:
+    import asyncio
+
+    sys.path.insert(0, str(REPO))
+    print(json.dumps(asyncio.run(measure_replay_tui(path, keys))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3, help="first-frame runs of each app (median)")
+    parser.add_argument("--child", choices=["first-frame", "full"], help=argparse.SUPPRESS)
+    parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child_main(args.journal, keys=args.child == "full")
+        return
+
+    path = ensure_journal(args.events)
+    size_mb = path.stat().st_size / 1e6
+    print(f"journal: {path} ({size_mb:,.0f} MB)", flush=True)
+    me = [sys.executable, __file__, "--journal", path]
+    full = child_json([*me, "--child", "full"])
+    print(f"replay-tui: first frame {full['first_frame_s']:.3f} s ({full['events_at_first_frame']:,} events indexed then), "
+          f"index {full['index_s']:.2f} s, keys p50 {full['key_p50_ms']:.1f} ms p95 {full['key_p95_ms']:.1f} ms "
+          f"{full['per_key_p95_ms']}, peak RSS {full['peak_rss_mb']:.0f} MB", flush=True)
+
+    toolong = ensure_toolong()
+    ours, theirs = [full["first_frame_s"]], []
+    for _ in range(args.runs):
+        if toolong is not None:
+            with open(CACHE / "toolong_child.py", "w") as handle:
+                handle.write(TOOLONG_CHILD)
+            theirs.append(child_json([toolong, CACHE / "toolong_child.py", path])["first_frame_s"])
+        if len(ours) < args.runs:
+            ours.append(child_json([*me, "--child", "first-frame"])["first_frame_s"])
+    first_frame = statistics.median(ours)
+    toolong_first = statistics.median(theirs) if theirs else None
+    print(f"first frame runs: replay-tui {[round(x, 3) for x in ours]}, toolong {[round(x, 3) for x in theirs]}", flush=True)
+    figures = {
+        "events": full["events"],
+        "first_frame_s": round(first_frame, 4),
+        "index_s": round(full["index_s"], 3),
+        "key_p50_ms": round(full["key_p50_ms"], 2),
+        "key_p95_ms": round(full["key_p95_ms"], 2),
+        "peak_rss_mb": round(full["peak_rss_mb"], 1),
+        "toolong_first_frame_s": round(toolong_first, 4) if toolong_first is not None else None,
+        "first_frame_ratio_vs_toolong": round(first_frame / toolong_first, 3) if toolong_first else None,
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
