@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import secrets as token_source
+import random
+import string
 import subprocess
 import sys
 import uuid
@@ -62,10 +63,15 @@ def test_redacted_values_under_sensitive_keys_are_fine(value: str) -> None:
     assert scan_string(value, "password") is None
 
 
-@pytest.mark.parametrize("length", [24, 32, 40, 64])
-def test_random_tokens_are_found_by_entropy(length: int) -> None:
-    found = sum(scan_string(token_source.token_urlsafe(length)[:length], "note") is not None for _ in range(50))
-    assert found >= 45  # a random 20+ char token occasionally looks ordinary; the thresholds keep misses rare
+@pytest.mark.parametrize("length,rate", [(20, 0.7), (24, 0.85), (32, 0.95), (40, 0.95), (64, 0.99)])
+def test_random_tokens_are_found_by_entropy(length: int, rate: float) -> None:
+    """A random token occasionally looks ordinary; the thresholds keep misses rare from 24 characters on.
+    Seeded, so the test is deterministic (and identical across xdist workers)."""
+    generator = random.Random(length)
+    alphabet = string.ascii_letters + string.digits + "-_"
+    tokens = ["".join(generator.choice(alphabet) for _ in range(length)) for _ in range(400)]
+    found = sum(scan_string(token, "note") is not None for token in tokens)
+    assert found / len(tokens) >= rate
 
 
 @pytest.mark.parametrize(
@@ -73,8 +79,8 @@ def test_random_tokens_are_found_by_entropy(length: int) -> None:
     [
         hash_value({"a": 1}),  # our own sha256: values
         call_key_of("order_lookup", {"order_id": "A-1009"}),
-        str(uuid.uuid4()),
-        uuid.uuid4().hex,
+        str(uuid.UUID("5f0d6532-0dc0-49d9-bc15-dd092ceadcee")),
+        uuid.UUID("eef3778d-4316-4a3b-b67c-fc80da761c28").hex,
         "0x" + "f" * 40,
         "run-crm-incident:12",
         "2026-11-03T09:30:00.123456Z",
