@@ -207,7 +207,7 @@ def _replay_section(report: IncidentReport) -> str:
             "<code>replay-tui replay JOURNAL --json &gt; result.json</code> and export with "
             "<code>--replay-result result.json</code> to include the divergence report.</p></section>"
         )
-    parts = [f"<section><h2>Replay divergence</h2><p><b>{_e(replay.headline)}</b></p>"]
+    parts = [f"<section><h2>{'Replay divergence' if replay.divergence else 'Replay'}</h2><p><b>{_e(replay.headline)}</b></p>"]
     facts = {"result file": replay.source, "status": replay.status, "isolation": replay.isolation}
     if replay.journal_note:
         facts["warning"] = replay.journal_note

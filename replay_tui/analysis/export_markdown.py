@@ -102,7 +102,7 @@ def render_markdown(report: IncidentReport) -> str:
     tokens = report.stats.model_totals
     if report.stats.unreadable:
         out.append(f"- **unreadable lines:** {report.stats.unreadable} skipped; the first: {_text(report.stats.unreadable_examples[0])}")
-    out.append(f"- **activity:** {tokens.calls:,} model calls, {tokens.total_tokens:,} tokens, {calls:,} tool calls, {errors:,} tool errors ({timeouts:,} timeouts)")
+    out.append(f"- **activity:** {tokens.calls:,} model call(s), {tokens.total_tokens:,} tokens, {calls:,} tool calls, {errors:,} tool error(s) ({timeouts:,} timeout(s))")
     out.append("")
 
     out += ["## Causal chain to the failing step", ""]
@@ -129,7 +129,7 @@ def render_markdown(report: IncidentReport) -> str:
         out += [f"### State before seq {first} → after seq {last}", "", _state(report.overall_state) or "The state did not change.", ""]
     out.extend(f"_{_text(note)}_\n" for note in report.notes)
 
-    out += ["## Replay divergence" if report.replay else "## Replay", ""]
+    out += ["## Replay divergence" if report.replay and report.replay.divergence else "## Replay", ""]
     replay = report.replay
     if replay is None:
         out.append("No replay result was given. Run `replay-tui replay JOURNAL --json > result.json` and export with `--replay-result result.json`.")
