@@ -73,7 +73,9 @@ _PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_
 #: A transition is judged by its hashes: several patches produce the same after_hash
 #: (journals recorded before the harness made patches deterministic wrote their ops in
 #: hash-seed order), and a new reducer version that computes the same states is no divergence.
-_IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch")}
+#: A snapshot's ``resume`` block is the harness's restart bookkeeping (step count, causal
+#: cursor), which harness versions write differently; the state and its hash are what count.
+_IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
 
 
 def _first_payload_difference(recorded: dict[str, Any], produced: dict[str, Any], ignored: tuple[str, ...]) -> str | None:
