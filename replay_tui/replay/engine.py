@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..journal import Event, Journal, open_journal, verify_journal
+from ..journal.dialects import V1
 from ..journal.model import (
     CLOCK_READ,
     INPUT_RECEIVED,
@@ -81,6 +82,11 @@ class ReplaySession:
             self.verification = verification.to_json()
             if not verification.ok:
                 return self.result("verification_failed", 0, total)
+        if journal.dialect != V1:
+            raise UsageError(
+                f"{self.spec.journal} is in the {journal.dialect} dialect of another harness: it can be opened, "
+                "verified and diffed, but only a journal recorded by the replay-tui harness can be replayed"
+            )
         first = journal.event(0)
         if first.kind != RUN_STARTED:
             raise UsageError(f"{self.spec.journal}: seq {first.seq} is {first.kind}; a replayable journal starts with run.started")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.replay.protocol import ReplaySpec, decode, encode, ProtocolError
+from replay_tui.replay.protocol import ProtocolError, ReplaySpec, decode, encode
 from replay_tui.replay.runner import CANCELLED, CRASHED, FAILED, TIMEOUT, ReplayRunner
 from tests.journal.sample import write_sample_journal
 
@@ -127,3 +128,14 @@ def test_protocol_lines_round_trip_and_reject_garbage():
         decode(b"print output")
     spec = ReplaySpec(journal="j.jsonl", from_seq=4, allow_hosts=["h:1"])
     assert ReplaySpec.from_argv(spec.to_argv()) == spec
+
+
+def test_a_journal_of_another_harness_is_refused_with_a_reason(tmp_path):
+    lines = [
+        {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": "2026-11-01T10:00:00Z", "data": {"agent": "bot"}},
+        {"type": "session_ended", "event_id": "e2", "session_id": "s", "seq": 2, "ts": "2026-11-01T10:00:01Z", "data": {"status": "ok"}},
+    ]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    outcome = runner_for(other, None, timeout_s=30).run()
+    assert outcome.exit_code == 2 and "type-data dialect" in outcome.error["message"]
