@@ -7,7 +7,8 @@ again by the next:
 * ``format:<name>``: a known credential shape (AWS, GitHub, OpenAI, Anthropic,
   Slack, Stripe, Google, JWT, private key blocks, bearer tokens, URL passwords).
 * ``key-name``: a non-empty, unredacted string under a key such as ``password``,
-  ``api_key``, ``clientSecret`` or ``x-api-key``.
+  ``api_key``, ``clientSecret`` or ``x-api-key``, or assigned to such a name inside
+  text (``DB_PASSWORD=…``, ``?api_key=…``, a JSON document kept as a string).
 * ``entropy``: a token of 20+ characters whose Shannon entropy is close to random.
   Pure hex (hashes, including our own ``sha256:`` values), UUIDs, words and paths
   are not candidates, and neither are values under id or hash keys (``call_id``,
@@ -47,13 +48,14 @@ KNOWN_FORMATS: tuple[tuple[str, str], ...] = (
     ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     ("bearer-token", r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}=*"),
+    ("basic-auth", r"[Aa]uthorization[\"']?\s*[:=]\s*[\"']?Basic\s+[A-Za-z0-9+/]{8,}={0,2}"),
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]+:[^\s/@]{3,}@"),
 )
 _FORMATS = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{pattern})" for name, pattern in KNOWN_FORMATS))
 # Cheap gate: a string that cannot hold any format skips the big alternation.
 # Grouped by first letter, which the regex engine searches noticeably faster than a flat alternation.
 _FORMAT_HINT = re.compile(
-    r"PRIVATE KEY|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)|g(?:h[pousr]_|ithub_pat_)|sk-|xox|hooks\.slack|_(?:live|test)_|eyJ|[Bb]earer|://"
+    r"PRIVATE KEY|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)|g(?:h[pousr]_|ithub_pat_)|sk-|xox|hooks\.slack|_(?:live|test)_|eyJ|[Bb]earer|uthorization|://"
 )
 
 # -- sensitive key names -------------------------------------------------------
@@ -71,9 +73,12 @@ _NOT_SENSITIVE_KEY = re.compile(
 )
 _REDACTED_VALUE = re.compile(r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$|^\{\{.*\}\}$|^\$\{.*\}$|^sha256:[0-9a-f]{64}$|^(none|null|true|false|changeme|example|placeholder|test|dummy)$", re.I)
 MIN_KEYED_VALUE_CHARS = 6
+# The same names inside text: DB_PASSWORD=..., ?api_key=..., "token": "..." in a JSON string, Cookie: ...
+_TEXT_KEY_HINT = re.compile(r"pass|secret|token|key|auth|cred|cookie|pwd", re.I)
+_TEXT_ASSIGNMENT = re.compile(r"""([A-Za-z][A-Za-z0-9_.\-]{1,60})["']?\s*[=:]\s*["']?([^\s"'&,;<>]{6,})""")
 
 # -- entropy -------------------------------------------------------------------
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=.~]{20,}")
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-.~]{20,}={0,3}")  # '=' only as base64 padding, so a=b splits
 _HEX = re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _ID_KEY = re.compile(r"(^|[_\-.])(id|ids|key|hash|digest|checksum|etag|sha|uuid|ulid|nonce|cursor|ref)$", re.I)
@@ -195,6 +200,11 @@ def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
             return f"format:{match.lastgroup.replace('_', '-')}", mask(match.group()), ""  # type: ignore[union-attr]
     if key is not None and is_sensitive_key(key) and not _REDACTED_VALUE.search(text.strip()):
         return "key-name", mask(text), f"under key {key!r}"
+    if ("=" in text or ": " in text or '":' in text) and _TEXT_KEY_HINT.search(text):
+        for assignment in _TEXT_ASSIGNMENT.finditer(text):
+            name, value = assignment.group(1), assignment.group(2)
+            if is_sensitive_key(name) and not _REDACTED_VALUE.search(value):
+                return "key-name", mask(value), f"{name!r} set in text"
     if len(text) >= ENTROPY_MIN_CHARS and not (key is not None and _is_id_key(key)):
         for candidate in _CANDIDATE.finditer(text):
             token = candidate.group()

@@ -31,6 +31,7 @@ KNOWN = {
     "private-key": "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
     "bearer-token": "Bearer " + "abc.def-ghi_jkl~mno123456",
     "url-password": "postgres://app:" + "s3cr3tPassw0rd@db.internal:5432/crm",
+    "basic-auth": "Authorization: Basic " + "YWRtaW46aHVudGVyMg==",
 }
 
 
@@ -247,3 +248,26 @@ def test_ignore_patterns_leave_out_reviewed_paths(tmp_path: Path) -> None:
     journal.close()
     result = _cli("scan", str(leaky), "--ignore", "**.headers.x-api-key")
     assert result.returncode == 0 and "1 finding(s) matched --ignore patterns" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "text,name",
+    [
+        ("export DB_PASSWORD=" + "hunter2xyz", "DB_PASSWORD"),
+        ("GET /v1/orders?api_key=" + "abcdef123456&limit=5", "api_key"),
+        ('{"client_secret": "' + 'cs_9f8e7d6c5b"}', "client_secret"),  # a JSON document kept as a string
+        ("Cookie: " + "session=abcdef123456", "Cookie"),
+    ],
+)
+def test_sensitive_names_assigned_inside_text(text: str, name: str) -> None:
+    hit = scan_string(text, "body")
+    assert hit is not None and hit[0] == "key-name" and hit[2] == f"{name!r} set in text"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["token: [REDACTED]", "next_page_token=abc123def", "max_tokens=100", "token_type: bearer", "api_key=${API_KEY}", "Basic information about the order",
+     "password: ********", "Note: the key is in the vault", "primary_key: id_1234567"],
+)
+def test_harmless_assignments_in_text(text: str) -> None:
+    assert scan_string(text, "body") is None
