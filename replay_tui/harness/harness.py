@@ -31,11 +31,15 @@ from ..journal.model import (
 from .adapters import Clock, Ids, RandomSource
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
-from .seam import EventSink, ObservationSource, error_from_payload, error_to_payload
+from .seam import EventSink, ObservationSource, StopRun, error_from_payload, error_to_payload
 from .state import Reducer, StateTracker, Transition, identity_reducer
 from .streaming import assemble_stream, split_stream
 
 DEFAULT_SNAPSHOT_EVERY = 100
+
+
+class _StoppedEarlier(StopRun):
+    """A concurrent tool call released because an earlier call stopped the run."""
 
 
 class HarnessError(RuntimeError):
@@ -105,6 +109,7 @@ class Harness:
         self._next_ticket = 0
         self._turn_changed: asyncio.Condition | None = None
         self._turn_loop: asyncio.AbstractEventLoop | None = None
+        self._stop_ticket: int | None = None
         self.ended = False
 
     # -- run lifecycle -----------------------------------------------------------------
@@ -380,9 +385,15 @@ class Harness:
                 payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
             else:
                 payload = await self._run_tool_async(call_event, live_arguments)
-        except BaseException as error:
+        except StopRun:
+            # Calls made before this one still write their results in turn; calls made
+            # after it are released with StopRun instead of waiting for a turn that never comes.
+            self._stop_ticket = ticket if self._stop_ticket is None else min(self._stop_ticket, ticket)
+            await self._notify_turn()
+            raise
+        except asyncio.CancelledError:
             # The result slot is still filled in turn, so later results are not held back.
-            failure = self._failure_payload(call_event, error if isinstance(error, Exception) else RuntimeError("tool call cancelled"))
+            failure = self._failure_payload(call_event, RuntimeError("tool call cancelled"))
             asyncio.ensure_future(self._emit_in_turn(ticket, call_event, failure, False))
             raise
         emitting = asyncio.ensure_future(self._emit_in_turn(ticket, call_event, payload, source is not None))
@@ -392,10 +403,14 @@ class Harness:
     async def tools_parallel(self, calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Run ``(name, arguments[, call_id])`` calls concurrently; results (or the
         exceptions raised) in call order."""
-        return await asyncio.gather(
+        outcomes = await asyncio.gather(
             *(self.atool(call[0], call[1], call_id=call[2] if len(call) > 2 else None) for call in calls),
             return_exceptions=True,
         )
+        stops = [outcome for outcome in outcomes if isinstance(outcome, StopRun)]
+        if stops:  # a replay stop is never a tool result; raise the one that caused it
+            raise next((stop for stop in stops if not isinstance(stop, _StoppedEarlier)), stops[0])
+        return outcomes
 
     async def _emit_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
         loop = asyncio.get_running_loop()
@@ -403,12 +418,22 @@ class Harness:
             self._turn_changed, self._turn_loop = asyncio.Condition(), loop
         condition = self._turn_changed
         async with condition:
-            await condition.wait_for(lambda: self._turn == ticket)
+            await condition.wait_for(lambda: self._turn == ticket or self._stopped_before(ticket))
+            if self._turn != ticket:
+                raise _StoppedEarlier("an earlier concurrent tool call stopped the run")
             try:
                 return self._emit_tool_result(call_event, payload, from_source=from_source)
             finally:
                 self._turn += 1
                 condition.notify_all()
+
+    def _stopped_before(self, ticket: int) -> bool:
+        return self._stop_ticket is not None and ticket > self._stop_ticket
+
+    async def _notify_turn(self) -> None:
+        if self._turn_changed is not None and self._turn_loop is asyncio.get_running_loop():
+            async with self._turn_changed:
+                self._turn_changed.notify_all()
 
     def _tool_call(self, name: str, arguments: Mapping[str, Any], call_id: str | None) -> tuple[Event, Any]:
         if TOOL_RESULT not in self.sources and name not in self.tool_specs:

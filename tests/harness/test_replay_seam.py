@@ -119,3 +119,22 @@ def test_inventory_tools_finish_out_of_order_but_results_are_in_call_order():
     # and the calls were written before any of their results (call time, not completion time)
     assert max(e.seq for e in calls[:4]) < min(e.seq for e in results[:4])
     assert inventory_backend.TIMEOUT_S == 0.2
+
+
+def test_a_missing_observation_in_parallel_calls_stops_the_run_without_hanging(tmp_path):
+    recorded = events_of(JOURNALS / "inventory.jsonl")
+    results = [e for e in recorded if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"]
+    dropped = results[1]  # the second of four concurrent lookups (its key is looked up again later: drop both)
+    kept = [e for e in recorded if not (e.kind == TOOL_RESULT and e.payload["call_key"] == dropped.payload["call_key"])]
+    source = RecordedObservations(kept)
+    out = tmp_path / "replay.jsonl"
+    harness = harness_for_recording(recorded[0], sink=JsonlSink(out, run_id=recorded[0].run_id),
+                                    observation_sources=sources_for(source, OBSERVATION_KINDS))
+    with pytest.raises(ObservationMissing) as stopped:
+        run_agent(recorded[0].payload["agent"], harness, _inputs(recorded))
+    assert stopped.value.key == dropped.payload["call_key"]
+    replayed = events_of(out)
+    assert all(e.kind != "run.ended" for e in replayed)
+    # the first lookup's result was written in turn; nothing after the missing one
+    assert [e.payload["call_id"] for e in replayed if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"] == [
+        results[0].payload["call_id"]]
