@@ -20,6 +20,7 @@ from typing import Any
 from .hosts import HostsConfigError, hosts_in_config
 from .isolation import GUARD_ONLY, NETNS_AUTO, Refusal, SocketGuard, isolate
 from .protocol import (
+    AGENT_CRASH,
     AGENT_IMPORT,
     ERROR,
     HELLO,
@@ -141,6 +142,9 @@ def run_session(spec: ReplaySpec, channel: Channel, guard: SocketGuard) -> int:
         return 2
     except Exception as error:
         channel.error(INTERNAL_ERROR, f"{type(error).__name__}: {error}", error)
+        return 1
+    except SystemExit as error:  # agent code called sys.exit() mid-run
+        channel.error(AGENT_CRASH, f"the agent called sys.exit({error.code!r}) during the replay", error)
         return 1
     channel.send(RESULT, **result)
     return 0

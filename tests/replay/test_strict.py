@@ -226,3 +226,18 @@ def test_recorded_tool_errors_are_raised_again_as_the_recorded_type(recorded):
     assert [error["type"] for error in errors] == ["KeyError"]
     outcome = replay(recorded)
     assert outcome.status == MATCH
+
+
+def test_an_agent_that_exits_mid_run_is_reported_with_its_traceback(recorded):
+    outcome = replay(recorded, agent="tests.replay.agents.misbehaving:exits")
+    assert outcome.exit_code == 1 and outcome.error["kind"] == "agent_crash"
+    assert "sys.exit(3)" in outcome.error["message"]
+    assert any("misbehaving.py" in line for line in outcome.error["traceback"])
+
+
+def test_an_agent_exception_mid_run_is_a_divergence_that_shows_the_error(recorded):
+    outcome = replay(recorded, agent="tests.replay.agents.misbehaving:raises")
+    report = outcome.divergence
+    assert outcome.status == DIVERGED and report.actual.kind == "run.ended" and report.actual.key == "error"
+    assert report.actual_payload["error"]["type"] == "RuntimeError"
+    assert "the agent broke" in report.to_text()
