@@ -419,10 +419,13 @@ class Harness:
         condition = self._turn_changed
         async with condition:
             await condition.wait_for(lambda: self._turn == ticket or self._stopped_before(ticket))
-            if self._turn != ticket:
+            if self._stopped_before(ticket):
                 raise _StoppedEarlier("an earlier concurrent tool call stopped the run")
             try:
                 return self._emit_tool_result(call_event, payload, from_source=from_source)
+            except StopRun:  # the sink stopped the run (a replay divergence): release the rest
+                self._stop_ticket = ticket if self._stop_ticket is None else min(self._stop_ticket, ticket)
+                raise
             finally:
                 self._turn += 1
                 condition.notify_all()

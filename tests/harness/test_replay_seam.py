@@ -138,3 +138,23 @@ def test_a_missing_observation_in_parallel_calls_stops_the_run_without_hanging(t
     # the first lookup's result was written in turn; nothing after the missing one
     assert [e.payload["call_id"] for e in replayed if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"] == [
         results[0].payload["call_id"]]
+
+
+def test_a_sink_that_stops_the_run_mid_parallel_writes_nothing_after(tmp_path):
+    from replay_tui.harness import StopRun
+
+    recorded = events_of(JOURNALS / "inventory.jsonl")
+    first_result = next(e for e in recorded if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup")
+
+    class StoppingSink(JsonlSink):
+        def emit(self, kind, payload, *, step_id, parent_event_id):
+            if kind == TOOL_RESULT and payload.get("call_id") == first_result.payload["call_id"]:
+                raise StopRun("divergence found by the sink")
+            return super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+
+    out = tmp_path / "replay.jsonl"
+    harness = harness_for_recording(recorded[0], sink=StoppingSink(out, run_id=recorded[0].run_id),
+                                    observation_sources=sources_for(RecordedObservations(recorded), OBSERVATION_KINDS))
+    with pytest.raises(StopRun, match="divergence found by the sink"):
+        run_agent(recorded[0].payload["agent"], harness, _inputs(recorded))
+    assert events_of(out)[-1].seq == first_result.seq - 1
