@@ -102,7 +102,9 @@ class EventRef:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "EventRef | None":
-        return None if data is None else cls(**data)
+        if data is None:
+            return None
+        return cls(**{name: data.get(name) for name in ("seq", "kind", "step_id", "parent_event_id", "key_name", "key", "event_id")})
 
 
 @dataclass
@@ -158,10 +160,11 @@ class DivergenceReport:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "DivergenceReport":
-        values = dict(data)
-        values["expected"] = EventRef.from_json(values.get("expected"))
-        values["actual"] = EventRef.from_json(values.get("actual"))
-        values["causal_chain"] = [EventRef(**ref) for ref in values.get("causal_chain") or []]
+        """Rebuild from ``to_json`` output; fields this version does not know are ignored."""
+        values = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        values["expected"] = EventRef.from_json(data.get("expected"))
+        values["actual"] = EventRef.from_json(data.get("actual"))
+        values["causal_chain"] = [EventRef.from_json(ref) for ref in data.get("causal_chain") or []]
         return cls(**values)
 
 
@@ -202,6 +205,9 @@ def mismatched_fields(expected: Event | None, produced: dict[str, Any] | None, p
 def state_before(journal: Journal, position: int, initial_state: Any = None) -> str | None:
     """The recorded state hash just before ``position``: last transition or snapshot, else the initial state."""
     for candidate in range(min(position, len(journal)) - 1, -1, -1):
+        line = journal.line_bytes(candidate)
+        if line and b"state." not in line and b"run.started" not in line:
+            continue  # cannot be a state event: skip the parse
         event = journal.try_event(candidate)
         if not isinstance(event, Event):
             continue
