@@ -88,7 +88,7 @@ def run_on(steps: int, directory: Path) -> tuple[float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=4000)
-    parser.add_argument("--repeat", type=int, default=3, help="best of R runs for each mode")
+    parser.add_argument("--repeat", type=int, default=5, help="best of R runs for each mode")
     args = parser.parse_args()
     off, on = [], []
     events = 0
