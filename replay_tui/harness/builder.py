@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import __version__
 from .config import ConfigError, HarnessConfig, PluginSet, load_config
 from .environment import fingerprint
-from .harness import DEFAULT_SNAPSHOT_EVERY, Harness, RunInfo
+from .harness import DEFAULT_SNAPSHOT_EVERY, Harness, HarnessError, RunInfo
 from .plugins import ToolSpec
 from .redaction import RedactionConfigError, RedactionRules, Redactor
 from .seam import EventSink, ObservationSource
@@ -96,14 +96,19 @@ class Recording:
     def __enter__(self) -> "Recording":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        failures = self.close()
+        if failures and exc_type is None:  # never mask the exception already on its way out
+            details = "; ".join(f"{plugin_id}: {type(error).__name__}: {error}" for plugin_id, error in failures)
+            raise HarnessError(f"plugins failed to stop: {details}")
 
     def started(self, agent: str) -> None:
         for store in self._stores:
             store.session_started(self.harness.run_id, self.journal or "", agent)
 
-    def close(self) -> None:
+    def close(self) -> list[tuple[str, BaseException]]:
+        """End the session, close the sink if the run did not, stop every plugin
+        (reverse order); returns the plugins whose stop failed."""
         status = "ok" if self.harness.ended else "cancelled"
         try:
             for store in self._stores:
@@ -111,7 +116,8 @@ class Recording:
             if not self.harness.ended:
                 self.harness.sink.close()
         finally:
-            self.plugins.stop()
+            failures = self.plugins.stop()
+        return failures
 
 
 def build_harness(

@@ -119,3 +119,19 @@ def test_a_bad_entry_point_leaves_no_journal(tmp_path):
     with pytest.raises(ValueError, match="has no attribute 'nope'"):
         record_run(config, "tests.harness.plugins_for_tests:nope", ["x"], journal=tmp_path / "j.jsonl")
     assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_a_plugin_that_fails_to_stop_is_reported_after_all_stopped(tmp_path, monkeypatch):
+    from replay_tui.harness import HarnessError
+    from .plugins_for_tests import Recorder
+
+    def broken_stop(self):
+        LOG.append(f"stop-fails {self.context.plugin_id}")
+        raise OSError("disk gone")
+
+    config = _config(_entry("a"), _entry("b", ["a"]))
+    with pytest.raises(HarnessError, match="plugins failed to stop: b: OSError: disk gone"):
+        with build_harness(config, journal=tmp_path / "j.jsonl") as recording:
+            monkeypatch.setattr(Recorder, "stop", broken_stop)
+            recording.plugins.plugins["a"].stop = lambda: LOG.append("stop a")  # type: ignore[method-assign]
+    assert LOG[-2:] == ["stop-fails b", "stop a"]
