@@ -74,8 +74,10 @@ _NOT_SENSITIVE_KEY = re.compile(
 _REDACTED_VALUE = re.compile(r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$|^\{\{.*\}\}$|^\$\{.*\}$|^sha256:[0-9a-f]{64}$|^(none|null|true|false|changeme|example|placeholder|test|dummy)$", re.I)
 MIN_KEYED_VALUE_CHARS = 6
 # The same names inside text: DB_PASSWORD=..., ?api_key=..., "token": "..." in a JSON string, Cookie: ...
+# a colour, a version or OID, a dotted name such as ed25519.Ed25519PrivateKey
+_NOT_A_CREDENTIAL = re.compile(r"#[0-9a-fA-F]{3,8}$|\d+(\.\d+)+$|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _TEXT_KEY_HINT = re.compile(r"pass|secret|token|key|auth|cred|cookie|pwd", re.I)
-_TEXT_ASSIGNMENT = re.compile(r"""([A-Za-z][A-Za-z0-9_.\-]{1,60})["']?\s*[=:]\s*["']?([^\s"'&,;<>]{6,})""")
+_TEXT_ASSIGNMENT = re.compile(r"""([A-Za-z][A-Za-z0-9_.\-]{1,60})["']?\s*[=:]\s*["']?([^\s"'&,;<>(){}\[\]]{6,})(?=[\s"'&,;<>]|$)""")
 
 # -- entropy -------------------------------------------------------------------
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-.~]{20,}={0,3}")  # '=' only as base64 padding, so a=b splits
@@ -88,6 +90,7 @@ ENTROPY_MAX_CHARS = 512  # longer runs are blobs (images, base64 documents), not
 # bits per character, by token length: a random base62 token of 20 chars measures
 # about 4.0, of 32 about 4.6, of 40+ about 5.0; English-like identifiers stay below.
 _ENTROPY_FLOOR = ((20, 3.9), (28, 4.2), (40, 4.5))
+IDENTIFIER_WORD_LENGTH = 3.5
 MIN_CLASS_SWITCH_RATIO = 0.3  # tokens under 32 chars
 MIN_CLASS_SWITCH_RATIO_LONG = 0.25  # tokens of 32+ chars, where entropy already separates well
 SKIPPED_ENVELOPE_FIELDS = frozenset({"event_hash", "prev_event_hash", "event_id", "parent_event_id", "run_id", "recorded_at"})
@@ -109,6 +112,15 @@ def _entropy_floor(length: int) -> float:
     return floor
 
 
+def _random_part(token: str) -> str | None:
+    """The part of a candidate token that looks random, or None."""
+    if "." in token or "//" in token:
+        # dotted names, URLs and file paths (base64 has no '.'): judge the parts, not the whole
+        parts = (part for part in re.split(r"[./]+", token) if len(part) >= ENTROPY_MIN_CHARS)
+        return next((part for part in parts if _looks_random(part)), None)
+    return token if _looks_random(token) else None
+
+
 def _looks_random(token: str) -> bool:
     stripped = token.strip("=.-_~")
     if len(stripped) < ENTROPY_MIN_CHARS or len(stripped) > ENTROPY_MAX_CHARS:
@@ -123,7 +135,29 @@ def _looks_random(token: str) -> bool:
         return False
     if _class_switch_ratio(stripped) < (MIN_CLASS_SWITCH_RATIO if len(stripped) < 32 else MIN_CLASS_SWITCH_RATIO_LONG):
         return False
+    if _mean_word_length(stripped) >= IDENTIFIER_WORD_LENGTH or _is_snake_name(stripped):
+        return False
     return shannon_entropy(stripped) >= _entropy_floor(len(stripped))
+
+
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _mean_word_length(token: str) -> float:
+    """Mean length of the letter runs (camelCase and snake_case words): about 1.5 in random
+    text, 4 or more in names such as TF2_OnIsHolidayActive or curle_ftp_weird_227_format."""
+    words = _WORDS.findall(token)
+    return sum(map(len, words)) / len(words) if words else 0.0
+
+
+_NAME_PART = re.compile(r"[a-z]+\d*|[A-Z]+\d*|[A-Z][a-z]+\d*|\d+")
+
+
+def _is_snake_name(token: str) -> bool:
+    """EC_KEY_get0_public_key, ORDER_STATUS_2024_Q3: three or more parts, each one word (random
+    base64url parts mix cases and digits)."""
+    parts = re.split(r"[_\-]+", token.strip("_-"))
+    return len(parts) >= 3 and all(_NAME_PART.fullmatch(part) for part in parts)
 
 
 def _char_class(char: str) -> int:
@@ -203,12 +237,13 @@ def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
     if ("=" in text or ": " in text or '":' in text) and _TEXT_KEY_HINT.search(text):
         for assignment in _TEXT_ASSIGNMENT.finditer(text):
             name, value = assignment.group(1), assignment.group(2)
-            if is_sensitive_key(name) and not _REDACTED_VALUE.search(value):
+            # in free text (code, logs) a credential-looking value has a digit and is not a colour
+            if is_sensitive_key(name) and any(c.isdigit() for c in value) and not _REDACTED_VALUE.search(value) and not _NOT_A_CREDENTIAL.match(value):
                 return "key-name", mask(value), f"{name!r} set in text"
     if len(text) >= ENTROPY_MIN_CHARS and not (key is not None and _is_id_key(key)):
         for candidate in _CANDIDATE.finditer(text):
-            token = candidate.group()
-            if _looks_random(token):
+            token = _random_part(candidate.group())
+            if token is not None:
                 return "entropy", mask(token), f"{shannon_entropy(token.strip('=.-_~')):.1f} bits/char"
     return None
 

@@ -93,6 +93,16 @@ def test_random_tokens_are_found_by_entropy(length: int, rate: float) -> None:
         "claude-3-5-sonnet-20241022",
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         "Please refund order A-1009, it arrived broken and the box was wet.",
+        # code, which coding agents' journals are full of
+        "H5P.get_link_creation_order",
+        "'TF2_OnIsHolidayActive',",
+        "'curle_ftp_weird_227_format',",
+        "url = 'https://ssrg.nicta.com.au/publications/nictaabstracts/Kuz_KLW_10.abstract.pml'",
+        "token = Name.Namespace",
+        "Token: '#d8dee9',",
+        "SERVER_AUTH = '1.3.6.1.5.5.7.3.1'",
+        "self, private_key: ed25519.Ed25519PrivateKey, f_priv: _FragList",
+        "point = backend._lib.EC_KEY_get0_public_key(ec_cdata)",
     ],
 )
 def test_ids_hashes_and_prose_are_not_flagged(value: str) -> None:
