@@ -199,6 +199,8 @@ class Harness:
         """Write run.ended and close the sink. ``status`` is ok, error or cancelled."""
         if self.ended:
             raise HarnessError("run.ended was already written")
+        if status not in ("ok", "error", "cancelled"):
+            raise HarnessError(f"run status must be ok, error or cancelled, not {status!r}")
         try:
             output = _json_or_error(output, "agent output")
         except HarnessError as not_json:
