@@ -148,3 +148,28 @@ def test_redaction_from_a_config_file_is_used_by_the_harness(tmp_path):
 
     out = redactor_for(config).redact("tool.call", {"tool": "t", "arguments": {"customer_ssn": "1"}})
     assert out["arguments"]["customer_ssn"] == REDACTED
+
+
+import re  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_secretish = st.sampled_from([c.text for c in detector_canaries()] + ["plain words", "token", "key=value", "://x"])
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8) | _secretish,
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.sampled_from(["a", "raw_token", "note", "headers", "clientSecret", "usage"]), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_redaction_is_idempotent_and_leaves_no_detected_secret(value):
+    redactor = Redactor()
+    once = redactor.redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": value})
+    assert redactor.redact("tool.result", once) == once
+    text = re.sub(r"\[REDACTED(:[a-z-]+)?\]", "", orjson.dumps(once["result"]).decode())  # markers are not secrets
+    for canary in detector_canaries():
+        assert not any(pattern.search(text) for name, pattern in redactor._detectors if name == canary.name)
