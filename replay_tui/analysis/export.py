@@ -168,7 +168,7 @@ class _Masker:
 
 def _json_text(value: Any, limit: int) -> tuple[str, bool]:
     try:
-        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         text = repr(value)
     if len(text) > limit:

@@ -194,6 +194,35 @@ def test_divergence_from_a_real_replay_of_an_edited_fixture(tmp_path: Path) -> N
     assert f"seq {seq}" in md and "## Replay divergence" in md
 
 
+@pytest.mark.skipif(not FIXTURE.exists(), reason="fixtures/journals/crm-incident.jsonl not recorded yet")
+def test_the_step_23_incident_from_a_real_replay_with_the_fixed_agent(tmp_path: Path) -> None:
+    """The recorded incident, replayed with the hotfixed CRM agent, diverges at the query that gained include_inactive."""
+    replay_run = subprocess.run(
+        [sys.executable, "-c", "import sys; from replay_tui.cli import main; sys.exit(main(sys.argv[1:]))",
+         "replay", str(FIXTURE), "--agent", "fixtures.agents.crm:agent", "--json", "--timeout", "120"],
+        capture_output=True, text=True, check=False, cwd=REPO,
+    )
+    if not replay_run.stdout.strip().startswith("{"):
+        pytest.skip(f"replay is not available here: {replay_run.stderr.strip()[-200:]}")
+    result = json.loads(replay_run.stdout)
+    if result.get("status") != "diverged":
+        pytest.skip(f"the fixture no longer diverges with the fixed agent: {result.get('status')}")
+    result_path = tmp_path / "result.json"
+    result_path.write_text(replay_run.stdout)
+    journal = open_journal(FIXTURE)
+    report = build_report(journal, replay_result=result_path)
+    journal.close()
+    seq = result["divergence"]["seq"]
+    assert report.failure is not None and (report.failure.seq, report.failure.reason) == (seq, "first divergence")
+    assert report.chain[-1].event.seq == seq and report.chain[-1].role == "failing" and report.chain[0].role == "root"
+    assert report.verification.ok and report.replay is not None and report.replay.isolation
+    html = render(report, "html")
+    assert_no_network_references(html)
+    assert "include_inactive" in html and f"seq {seq}" in html and "Replay divergence" in html
+    assert '"include_inactive": true' in (report.replay.expected_payload_json or "")
+    assert "include_inactive" not in (report.replay.actual_payload_json or "include_inactive")
+
+
 def render_markdown_for(journal_path: Path, result_path: Path) -> str:
     journal = open_journal(journal_path)
     try:
