@@ -10,6 +10,7 @@ from the live config and serve the other observations from the journal by key.
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -21,6 +22,7 @@ from ..journal.model import (
     MODEL_RESPONSE,
     OBSERVATION_KINDS,
     RANDOM_DRAW,
+    RUN_ENDED,
     RUN_STARTED,
     STATE_SNAPSHOT,
     STATE_TRANSITION,
@@ -40,6 +42,9 @@ EXPERIMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     MODEL_LIVE: (frozenset({TOOL_RESULT, CLOCK_READ, RANDOM_DRAW}), frozenset({"model"})),
     TOOLS_LIVE: (frozenset({MODEL_RESPONSE, CLOCK_READ, RANDOM_DRAW}), frozenset({"tools", "memory"})),
 }
+
+
+AGENT_TRACEBACK_LINES = 20
 
 
 class UsageError(Exception):
@@ -68,6 +73,7 @@ class ReplaySession:
         self.started = time.perf_counter()
         self.verification: dict[str, Any] | None = None
         self.loop: tuple[float, float] | None = None  # (wall, cpu) seconds of the replay loop
+        self.agent_error: list[str] | None = None  # traceback of the exception the agent ended with
 
     # -- entry ---------------------------------------------------------------------------
 
@@ -139,6 +145,7 @@ class ReplaySession:
             raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
         if resume is not None:
             restore_causal_cursor(harness, journal, resume)
+        self.keep_agent_error(harness)
         loop_started, loop_cpu = time.perf_counter(), time.process_time()
         try:
             run_agent(agent_name, harness, inputs, resume_from=resume)
@@ -170,6 +177,22 @@ class ReplaySession:
             return self.result("unused_events", tape.consumed, to_consume, unused=unused, **common)
         return self.result("match", tape.consumed, to_consume, unused=unused, **common)
 
+    def keep_agent_error(self, harness: Any) -> None:
+        """Remember the traceback of an exception the agent ends its run with.
+
+        ``run_agent`` turns it into run.ended {status: error}; when that diverges, the
+        report shows where in the agent code it was raised.
+        """
+        end_run = harness.end_run
+
+        def end_run_keeping_traceback(status: str = "ok", output: Any = None, error: Any = None) -> Event:
+            if isinstance(error, BaseException):
+                lines = "".join(traceback.format_exception(error)).rstrip("\n").splitlines()
+                self.agent_error = lines[-AGENT_TRACEBACK_LINES:]
+            return end_run(status, output, error)
+
+        harness.end_run = end_run_keeping_traceback
+
     def send_divergence(self, journal: Journal, divergence: Divergence) -> None:
         from .report import build_report
 
@@ -181,6 +204,8 @@ class ReplaySession:
             expected=divergence.expected,
             parent_matches=divergence.parent_matches,
         )
+        if self.agent_error and divergence.produced and divergence.produced.get("kind") == RUN_ENDED:
+            report.agent_traceback = self.agent_error
         self.channel.send(DIVERGENCE, report=report.to_json())
 
     # -- experiments -----------------------------------------------------------------------

@@ -123,6 +123,7 @@ class DivergenceReport:
     payload_diff: dict[str, Any] = field(default_factory=dict)  # deepdiff, JSON form
     diff_lines: list[str] = field(default_factory=list)  # deepdiff, human form
     causal_chain: list[EventRef] = field(default_factory=list)  # root first
+    agent_traceback: list[str] = field(default_factory=list)  # when the agent's run ended on an exception
 
     def to_text(self) -> str:
         width = max(len(self.expected.kind) if self.expected else 0, len(self.actual.kind) if self.actual else 0)
@@ -140,6 +141,9 @@ class DivergenceReport:
         if self.diff_lines:
             lines.append("payload diff (expected -> actual, logical payloads):")
             lines.extend(f"  {line}" for line in self.diff_lines)
+        if self.agent_traceback:
+            lines.append("the agent raised (last traceback lines):")
+            lines.extend(f"  {line}" for line in self.agent_traceback)
         if self.causal_chain:
             chain = self.causal_chain
             lines.append(f"causal chain (root first, {len(chain)} events):")

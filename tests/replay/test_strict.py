@@ -241,3 +241,5 @@ def test_an_agent_exception_mid_run_is_a_divergence_that_shows_the_error(recorde
     assert outcome.status == DIVERGED and report.actual.kind == "run.ended" and report.actual.key == "error"
     assert report.actual_payload["error"]["type"] == "RuntimeError"
     assert "the agent broke" in report.to_text()
+    assert any("misbehaving.py" in line for line in report.agent_traceback)
+    assert "the agent raised (last traceback lines):" in outcome.to_text()
