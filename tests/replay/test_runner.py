@@ -139,3 +139,25 @@ def test_a_journal_of_another_harness_is_refused_with_a_reason(tmp_path):
     other.write_text("".join(json.dumps(line) + "\n" for line in lines))
     outcome = runner_for(other, None, timeout_s=30).run()
     assert outcome.exit_code == 2 and "type-data dialect" in outcome.error["message"]
+
+
+def test_cancel_during_the_replay_loop_from_a_progress_callback():
+    """What the app does: follow progress, then cancel mid-run."""
+    seen = []
+    runner = ReplayRunner(
+        ReplaySpec(journal=str(REPO / "fixtures" / "journals" / "stocktake-long.jsonl"), progress_interval_s=0),
+        cwd=str(REPO),
+        timeout_s=60,
+    )
+
+    def on_progress(progress):
+        seen.append(progress)
+        if progress.phase == "replay" and progress.consumed >= 200:
+            runner.cancel()
+
+    runner.on_progress = on_progress
+    outcome = runner.run()
+    assert outcome.status == CANCELLED and outcome.exit_code == 1
+    assert 200 <= outcome.consumed < 2721 and outcome.total == 2721
+    assert [p.phase for p in seen][0] == "load" and seen[-1].phase == "replay"
+    assert "cancelled at seq=" in outcome.to_text()
