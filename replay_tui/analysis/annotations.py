@@ -1,7 +1,8 @@
 """Bookmarks and notes, kept in a sidecar file next to the journal (never in it).
 
 ``session.jsonl`` gets ``session.jsonl.replay-tui.json`` (a shard directory
-``run/`` gets ``run.replay-tui.json`` beside it). Each annotation is keyed by the
+``run/`` gets ``run.replay-tui.json`` beside it; a journal in a directory that cannot be
+written gets one under ``$XDG_STATE_HOME/replay-tui/annotations``). Each annotation is keyed by the
 event's ``event_hash``, so it stays attached to the same event across re-opens and
 says so when the journal at that path is no longer the one it was made on.
 Journals without a hash chain (the type/data dialect) key by ``run:<run_id>:seq:<n>``.
@@ -17,6 +18,7 @@ kept aside (``.corrupt-<time>``) before anything overwrites it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from dataclasses import asdict, dataclass, replace
@@ -62,8 +64,16 @@ class Annotation:
 
 
 def sidecar_path(journal_path: str | os.PathLike[str]) -> Path:
+    """Where the annotations of a journal live: beside it, or, when that directory cannot be
+    written (the bundled demo in a system site-packages) and holds no sidecar yet, under
+    ``$XDG_STATE_HOME/replay-tui/annotations`` with a name derived from the journal's full path."""
     path = Path(journal_path)
-    return path.with_name(path.name + SIDECAR_SUFFIX)
+    beside = path.with_name(path.name + SIDECAR_SUFFIX)
+    if beside.exists() or os.access(beside.parent, os.W_OK) or not beside.parent.exists():
+        return beside
+    state_home = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return state_home / "replay-tui" / "annotations" / f"{path.name}.{digest}{SIDECAR_SUFFIX}"
 
 
 def annotation_key(event: Event) -> str:
@@ -261,6 +271,11 @@ class AnnotationStore:
         """Write the sidecar atomically; AnnotationError (naming the file) when it cannot be written."""
         directory = self.path.parent
         self._merge_concurrent_changes()
+        if not directory.exists() and directory != self.journal_path.parent:
+            try:  # the fallback location under XDG_STATE_HOME, made on first save
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise AnnotationError(f"cannot be written ({error.strerror or error})", path=self.path) from None
         data = orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
         try:
             if self.corrupt is not None and self.preserved_as is None and self.path.exists():

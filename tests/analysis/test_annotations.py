@@ -171,3 +171,20 @@ def test_two_stores_on_one_journal_do_not_lose_each_others_changes(journal_path:
     presenter.toggle_bookmark(journal.event(5))  # un-bookmark what the editor bookmarked
     assert [(a.seq, a.bookmarked) for a in AnnotationStore.open(journal_path).all()] == [(3, True), (6, False)]
     journal.close()
+
+
+def test_a_read_only_journal_directory_keeps_annotations_in_the_state_home(
+    journal_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == journal_path.parent else real_access(path, mode))
+    journal = open_journal(journal_path)
+    store = AnnotationStore.open(journal_path)
+    store.set_note(journal.event(3), "noted on a read-only install")
+    journal.close()
+    assert store.path.parent == state_home / "replay-tui" / "annotations"
+    assert store.path.name.startswith("crm-incident.jsonl.") and store.path.name.endswith(".replay-tui.json")
+    assert not journal_path.with_name("crm-incident.jsonl.replay-tui.json").exists()
+    assert AnnotationStore.open(journal_path).notes()[0].note == "noted on a read-only install"
