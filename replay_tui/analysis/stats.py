@@ -33,6 +33,9 @@ PROGRESS_EVERY = 4096
 OPEN_STEPS_CAP = 8192
 TOP_STEPS = 10
 TIMELINE_BUCKETS = 64
+MAX_NAMES = 1000  # distinct tools or models; later new names are counted under OTHER
+MAX_LABELS = 100  # distinct error types per tool, finish reasons
+OTHER = "(other)"
 _PENDING_REQUESTS_CAP = 1024
 
 
@@ -313,6 +316,12 @@ class RunStats:
 
 
 # -- collecting --------------------------------------------------------------
+def _bounded(seen: Any, name: str, cap: int) -> str:
+    """``name``, or OTHER once ``seen`` already holds ``cap`` distinct names (a journal with a new
+    tool name on every line must not grow the stats without bound)."""
+    return name if name in seen or len(seen) < cap else OTHER
+
+
 def _int(value: Any) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
@@ -401,6 +410,7 @@ class StatsCollector:
         self.stats.inputs += 1
 
     def _model(self, name: str) -> ModelStats:
+        name = _bounded(self.stats.models, name, MAX_NAMES)
         model = self.stats.models.get(name)
         if model is None:
             model = self.stats.models[name] = ModelStats(name)
@@ -432,7 +442,7 @@ class StatsCollector:
             self._timeline.add(event.seq, "errors")
             self._note_error(event, f"model {name} failed", payload.get("error"))
         if isinstance(response.get("finish_reason"), str):
-            self.stats.finish_reasons[response["finish_reason"]] += 1
+            self.stats.finish_reasons[_bounded(self.stats.finish_reasons, response["finish_reason"], MAX_LABELS)] += 1
         tokens = _usage_tokens(response.get("usage"))
         if tokens is not None:
             model.responses_with_usage += 1
@@ -442,7 +452,7 @@ class StatsCollector:
             self._timeline.add(event.seq, "tokens", tokens[2])
 
     def _tool(self, name: Any) -> ToolStats:
-        name = name if isinstance(name, str) else "(unnamed)"
+        name = _bounded(self.stats.tools, name if isinstance(name, str) else "(unnamed)", MAX_NAMES)
         tool = self.stats.tools.get(name)
         if tool is None:
             tool = self.stats.tools[name] = ToolStats(name)
@@ -461,7 +471,7 @@ class StatsCollector:
         error = payload.get("error")
         if isinstance(error, dict):
             tool.errors += 1
-            tool.error_types[str(error.get("type") or "error")] += 1
+            tool.error_types[_bounded(tool.error_types, str(error.get("type") or "error"), MAX_LABELS)] += 1
             if is_timeout(error):
                 tool.timeouts += 1
             self._timeline.add(event.seq, "errors")

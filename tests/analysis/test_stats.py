@@ -237,3 +237,21 @@ def test_type_data_dialect_with_epoch_timestamps(tmp_path: Path) -> None:
     assert stats.longest_steps_by_span[0].step_id == "s1" and stats.longest_steps_by_span[0].span_ms == 3500
     assert stats.duration_ms == 5000
     assert stats.first_error_seq == 4 and "reset failed" in (stats.first_error or "")
+
+
+def test_distinct_names_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replay_tui.analysis import stats as stats_module
+    from replay_tui.journal import call_key_of
+
+    monkeypatch.setattr(stats_module, "MAX_NAMES", 5)
+    path = tmp_path / "many-tools.jsonl"
+    with JournalWriter(path, run_id="r") as writer:
+        writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
+        for index in range(50):
+            tool = f"tool_{index}"
+            writer.append("tool.call", {"call_id": str(index), "call_key": call_key_of(tool, {}), "tool": tool, "arguments": {}})
+    journal = open_journal(path)
+    stats = compute_stats(journal)
+    journal.close()
+    assert len(stats.tools) == 6 and stats.tools["(other)"].calls == 45
+    assert sum(t.calls for t in stats.tools.values()) == 50
