@@ -5,14 +5,16 @@ Three detectors, most specific first; a value reported by one is not reported
 again by the next:
 
 * ``format:<name>``: a known credential shape (AWS, GitHub, OpenAI, Anthropic,
-  Slack, Stripe, Google, JWT, private key blocks, bearer tokens, URL passwords).
+  Slack, Stripe, Google, JWT, private key blocks, bearer and basic Authorization
+  headers, URL passwords).
 * ``key-name``: a non-empty, unredacted string under a key such as ``password``,
   ``api_key``, ``clientSecret`` or ``x-api-key``, or assigned to such a name inside
   text (``DB_PASSWORD=…``, ``?api_key=…``, a JSON document kept as a string).
-* ``entropy``: a token of 20+ characters whose Shannon entropy is close to random.
-  Pure hex (hashes, including our own ``sha256:`` values), UUIDs, words and paths
-  are not candidates, and neither are values under id or hash keys (``call_id``,
-  ``request_hash``), which are random by design.
+* ``entropy``: a token of 20+ characters whose Shannon entropy is close to random
+  and whose characters switch class (lower, upper, digit) like random text. Pure hex
+  (hashes, including our own ``sha256:`` values), UUIDs, camelCase and snake_case
+  names, dotted names, URLs and paths are not candidates, and neither are values
+  under id or hash keys (``call_id``, ``request_hash``), which are random by design.
 
 Values are never kept or printed in full: a finding holds a masked preview.
 """
@@ -71,12 +73,17 @@ _NOT_SENSITIVE_KEY = re.compile(
     r"secretname|secretref|secretid|passwordpolicy|author$|authors$|authority|authored|authmethod|authtype|authurl|authprovider|authenabled|authrequired|"
     r"(type|count|limit|name|id|ids|url|uri|path|hash|hint|length|expiry|expires|expiresat|expiresin|scope|scopes)$"
 )
-_REDACTED_VALUE = re.compile(r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$|^\{\{.*\}\}$|^\$\{.*\}$|^sha256:[0-9a-f]{64}$|^(none|null|true|false|changeme|example|placeholder|test|dummy)$", re.I)
+# Values that are already redacted or are placeholders: [REDACTED], <redacted>, ***, ${VAR}, a hash.
+_REDACTED_VALUE = re.compile(
+    r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$"
+    r"|^\{\{.*\}\}$|^\$\{.*\}$|^sha256:[0-9a-f]{64}$|^(none|null|true|false|changeme|example|placeholder|test|dummy)$",
+    re.I,
+)
 MIN_KEYED_VALUE_CHARS = 6
 # The same names inside text: DB_PASSWORD=..., ?api_key=..., "token": "..." in a JSON string, Cookie: ...
-# a colour, a version or OID, a dotted name such as ed25519.Ed25519PrivateKey
-_NOT_A_CREDENTIAL = re.compile(r"#[0-9a-fA-F]{3,8}$|\d+(\.\d+)+$|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _TEXT_KEY_HINT = re.compile(r"pass|secret|token|key|auth|cred|cookie|pwd", re.I)
+# ... unless the value is a colour, a version or OID, or a dotted name such as ed25519.Ed25519PrivateKey
+_NOT_A_CREDENTIAL = re.compile(r"#[0-9a-fA-F]{3,8}$|\d+(\.\d+)+$|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _TEXT_ASSIGNMENT = re.compile(r"""([A-Za-z][A-Za-z0-9_.\-]{1,60})["']?\s*[=:]\s*["']?([^\s"'&,;<>(){}\[\]]{6,})(?=[\s"'&,;<>]|$)""")
 
 # -- entropy -------------------------------------------------------------------
