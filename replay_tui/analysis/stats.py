@@ -7,8 +7,9 @@ at the bottom (rich renderables, which Textual can show as they are).
 Memory stays bounded on any journal size: latencies and sizes keep at most
 ``Distribution.CAP`` samples each (a fixed-seed reservoir beyond that, so
 percentiles become estimates and say so), steps still open are capped at
-``OPEN_STEPS_CAP`` (the least recently seen are closed and ranked early), and the
-seq timeline folds its buckets in pairs as the run grows.
+``OPEN_STEPS_CAP`` (the least recently seen are closed and ranked early), distinct
+tool and model names and error labels are capped (the rest count as "(other)"), and
+the seq timeline folds its buckets in pairs as the run grows.
 """
 
 from __future__ import annotations
