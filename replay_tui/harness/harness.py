@@ -361,7 +361,9 @@ class Harness:
     # -- tools ---------------------------------------------------------------------------
 
     def tool(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
-        """Call a tool. Returns the recorded result; a recorded error or timeout is raised."""
+        """Call a tool. Returns the result as recorded (JSON round trip, after redaction),
+        so record and replay give the agent the same value; a recorded error or
+        timeout is raised (see ``error_from_payload``)."""
         source = self.sources.get(TOOL_RESULT)
         spec = self.tool_specs.get(name)
         if source is None and spec is not None and inspect.iscoroutinefunction(spec.function) and _loop_running():
