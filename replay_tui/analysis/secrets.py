@@ -256,63 +256,76 @@ def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
 
 
 def scan_event(event: Event) -> list[Finding]:
-    """Findings in one event, in document order (the app calls this for events that arrive in follow mode)."""
+    """Findings in one event, in document order (the app calls this for events that arrive in follow mode).
+
+    An explicit stack rather than recursion: a line may nest 1,024 levels deep, past
+    Python's recursion limit. A path is a chain of (parent, key) pairs, turned into
+    text only for a finding.
+    """
     findings: list[Finding] = []
-    for name, value in event.raw.items():
-        if name not in SKIPPED_ENVELOPE_FIELDS and name != "payload":
-            _scan_value(value, name, [name], findings, event)
-    _scan_value(event.payload, None, ["payload"], findings, event)
+    stack: list[tuple[Any, str | None, tuple[Any, str | int]]] = [(event.payload, None, (None, "payload"))]
+    stack.extend(
+        (value, name, (None, name))
+        for name, value in reversed(event.raw.items())
+        if name not in SKIPPED_ENVELOPE_FIELDS and name != "payload"
+    )
+    while stack:
+        value, key, node = stack.pop()
+        kind = type(value)
+        if kind is str:
+            if len(value) >= MIN_KEYED_VALUE_CHARS:
+                hit = scan_string(value, key)
+                if hit is not None:
+                    findings.append(Finding(event.seq, _path_text(_parts_of(node)), hit[0], hit[1], event.kind, hit[2]))
+        elif kind is dict:
+            stack.extend((child, child_key, (node, child_key)) for child_key, child in reversed(value.items()) if type(child) not in _SCALARS)
+        elif kind is list:
+            stack.extend((value[index], key, (node, index)) for index in range(len(value) - 1, -1, -1) if type(value[index]) not in _SCALARS)
     return findings
 
 
-def _scan_value(value: Any, key: str | None, path: list[str | int], findings: list[Finding], event: Event) -> None:
-    """Depth-first over a JSON value; ``path`` is pushed and popped, and only turned into text on a hit."""
-    kind = type(value)
-    if kind is str:
-        if len(value) >= MIN_KEYED_VALUE_CHARS:
-            hit = scan_string(value, key)
-            if hit is not None:
-                findings.append(Finding(event.seq, _path_text(tuple(path)), hit[0], hit[1], event.kind, hit[2]))
-    elif kind is dict:
-        for child_key, child in value.items():
-            if type(child) in _SCALARS:
-                continue
-            path.append(child_key)
-            _scan_value(child, child_key, path, findings, event)
-            path.pop()
-    elif kind is list:
-        for index, child in enumerate(value):
-            if type(child) in _SCALARS:
-                continue
-            path.append(index)
-            _scan_value(child, key, path, findings, event)
-            path.pop()
+def _parts_of(node: tuple[Any, str | int] | None) -> tuple[str | int, ...]:
+    parts: list[str | int] = []
+    while node is not None:
+        node, part = node
+        parts.append(part)
+    return tuple(reversed(parts))
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
-def mask_secrets(value: Any, key: str | None = None) -> tuple[Any, int]:
+MASK_MAX_DEPTH = 200
+
+
+def mask_secrets(value: Any, key: str | None = None, *, _depth: int = 0) -> tuple[Any, int]:
     """A copy of a JSON value with every string a detector flags replaced by its masked form,
-    and how many were masked: for showing payloads in exported reports and on screen."""
+    and how many were masked: for showing payloads in exported reports and on screen.
+
+    Anything nested deeper than MASK_MAX_DEPTH is replaced by a placeholder: nobody reads
+    it on a page, and a line may nest deeper than Python's recursion limit.
+    """
     kind = type(value)
     if kind is str:
         hit = scan_string(value, key)
         return (f"[masked {hit[0]}: {hit[1]}]", 1) if hit is not None else (value, 0)
+    if kind is not dict and kind is not list:
+        return value, 0
+    if _depth >= MASK_MAX_DEPTH:
+        return f"[nested deeper than {MASK_MAX_DEPTH} levels: not shown]", 0
+    total = 0
     if kind is dict:
-        masked_dict, total = {}, 0
+        masked_dict = {}
         for child_key, child in value.items():
-            masked_dict[child_key], count = mask_secrets(child, child_key)
+            masked_dict[child_key], count = mask_secrets(child, child_key, _depth=_depth + 1)
             total += count
         return masked_dict, total
-    if kind is list:
-        masked_list, total = [], 0
-        for child in value:
-            masked, count = mask_secrets(child, key)
-            masked_list.append(masked)
-            total += count
-        return masked_list, total
-    return value, 0
+    masked_list = []
+    for child in value:
+        masked, count = mask_secrets(child, key, _depth=_depth + 1)
+        masked_list.append(masked)
+        total += count
+    return masked_list, total
 
 
 @dataclass

@@ -281,3 +281,27 @@ def test_sensitive_names_assigned_inside_text(text: str, name: str) -> None:
 )
 def test_harmless_assignments_in_text(text: str) -> None:
     assert scan_string(text, "body") is None
+
+
+def test_a_line_nested_past_the_recursion_limit(tmp_path: Path) -> None:
+    """The reader accepts 1,024 levels; scan and mask must not hit Python's recursion limit."""
+    from replay_tui.analysis.secrets import MASK_MAX_DEPTH, mask_secrets
+
+    path = tmp_path / "deep.jsonl"
+    with JournalWriter(path, run_id="deep") as writer:
+        writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
+    deep = "[" * 1015 + json.dumps(KNOWN["github-token"]) + "]" * 1015
+    line = json.dumps({"schema_version": 1, "run_id": "deep", "seq": 2, "event_id": "deep:2", "kind": "input.received", "step_id": None,
+                       "parent_event_id": None, "recorded_at": "2026-01-01T00:00:00Z", "payload": {"role": "user", "content": "DEEP"},
+                       "prev_event_hash": None}).replace('"DEEP"', deep)
+    with path.open("a") as handle:
+        handle.write(line + "\n")
+    journal = open_journal(path)
+    report = scan_journal(journal)
+    event = journal.event(1)
+    journal.close()
+    assert [(f.seq, f.detector) for f in report.findings] == [(2, "format:github-token")]
+    assert report.findings[0].path == "payload.content" + "[0]" * 1015
+    masked, count = mask_secrets(event.payload)
+    assert count == 0 and json.dumps(masked).count("[") <= MASK_MAX_DEPTH  # cut off, with a placeholder string
+    assert f"nested deeper than {MASK_MAX_DEPTH} levels" in json.dumps(masked)
