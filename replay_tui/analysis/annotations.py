@@ -14,6 +14,15 @@ keeps that process's changes to annotations this store did not touch. A sidecar 
 an ``AnnotationError``; ``AnnotationStore.open_lenient`` turns it into an empty
 store plus the error, so the journal still opens, and the unreadable file is
 kept aside (``.corrupt-<time>``) before anything overwrites it.
+
+From the app::
+
+    store, problem = AnnotationStore.open_lenient(journal_path)   # show `problem` if not None
+    store.toggle_bookmark(event)            # m
+    store.set_note(event, text)             # a ("" removes the note)
+    store.next_bookmark(current_seq)        # ' (backwards=True for the other way)
+    store.bookmarks()                       # presenter mode, in seq order; .note for the big text
+    store.stale(journal)                    # annotations whose event is not in this journal
 """
 
 from __future__ import annotations

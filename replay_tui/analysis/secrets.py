@@ -17,6 +17,10 @@ again by the next:
   under id or hash keys (``call_id``, ``request_hash``), which are random by design.
 
 Values are never kept or printed in full: a finding holds a masked preview.
+
+From the app: ``flagged_seqs(journal, progress=..., cancelled=...)`` for the timeline
+marks (in a worker thread), ``scan_event(event)`` for each event follow mode adds,
+``mask_secrets(payload)`` before showing a payload to an audience.
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ percentiles become estimates and say so), steps still open are capped at
 ``OPEN_STEPS_CAP`` (the least recently seen are closed and ranked early), distinct
 tool and model names and error labels are capped (the rest count as "(other)"), and
 the seq timeline folds its buckets in pairs as the run grows.
+
+From the app (in a worker thread)::
+
+    stats = compute_stats(journal, progress=on_progress, cancelled=lambda: worker.is_cancelled)
+    Static(render_stats(stats, width=size.width))        # stats_render; or draw from stats.to_json()
+    collector = StatsCollector(path, dialect); collector.add(event); collector.result()  # follow mode
 """
 
 from __future__ import annotations
