@@ -3,8 +3,8 @@ the UI for the interpreter lock (the check reads and hashes every line)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,26 +18,45 @@ _CHILD = (
 
 @dataclass(frozen=True)
 class ChainResult:
-    status: str  # verified | absent | broken | error
+    status: str  # verified | absent | broken | error | cancelled
     summary: str
     fault_seq: int | None = None
 
 
-async def check_chain(path: Path) -> ChainResult:
-    """Run verify_journal on ``path`` in a child Python; kill the child if cancelled."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _CHILD, str(path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    try:
-        out, err = await process.communicate()
-    except asyncio.CancelledError:
-        process.kill()
-        await process.wait()
-        raise
-    if process.returncode != 0:
-        last = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-        return ChainResult("error", f"cannot verify: {last}")
-    report = json.loads(out)
+class ChainCheck:
+    """One verify_journal run in a child Python; ``cancel`` kills it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._process: subprocess.Popen[bytes] | None = None
+        self._cancelled = False
+
+    def run(self) -> ChainResult:
+        """Blocking: call from a thread worker."""
+        if self._cancelled:
+            return ChainResult("cancelled", "not checked")
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(self.path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = self._process.communicate()
+        if self._cancelled:
+            return ChainResult("cancelled", "not checked")
+        if self._process.returncode != 0:
+            last = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            return ChainResult("error", f"cannot verify: {last}")
+        return result_of(json.loads(out))
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+
+
+def result_of(report: dict) -> ChainResult:
+    """The header's one-line verdict from a VerifyReport.to_json() object."""
     fault = report.get("fault")
     if fault:
         where = f"seq {fault['seq']}" if fault.get("seq") is not None else f"line {fault.get('line')}"

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
-from factory import write_bulk, write_incident  # noqa: E402
+from journal_factory import write_bulk, write_incident  # noqa: E402
 
 from replay_tui.analysis.causal import CausalIndex, describe  # noqa: E402
 from replay_tui.journal import open_journal  # noqa: E402
@@ -27,16 +27,25 @@ def test_children_are_found_in_pages(tmp_path: Path) -> None:
     journal = open_journal(write_bulk(tmp_path / "bulk.jsonl", 2000))
     causal = CausalIndex(journal)
     root = 1  # input.received: parent of every model.request and of run.ended
-    first = causal.children(root, page=500)
+    first = causal.children(root, page=500, max_children=10_000)
     assert not first.exhausted and first.scanned_to == 502
     assert all(journal.event(p).parent_event_id == journal.event(root).event_id for p in first.children)
     everything = list(first.children)
     page = first
     while not page.exhausted:
-        page = causal.children(root, start=page.scanned_to, page=500)
+        page = causal.children(root, start=page.scanned_to, page=500, max_children=10_000)
         everything.extend(page.children)
     expected = [p for p in range(len(journal)) if journal.event(p).parent_event_id == journal.event(root).event_id]
     assert everything == expected
+
+
+def test_a_page_stops_after_max_children_and_resumes_after_the_last(tmp_path: Path) -> None:
+    journal = open_journal(write_bulk(tmp_path / "bulk.jsonl", 2000))
+    causal = CausalIndex(journal)
+    first = causal.children(1, max_children=3)
+    assert len(first.children) == 3 and first.scanned_to == first.children[-1] + 1 and not first.exhausted
+    second = causal.children(1, start=first.scanned_to, max_children=3)
+    assert second.children[0] > first.children[-1]
 
 
 def test_other_id_styles_fall_back_to_a_backward_search(tmp_path: Path) -> None:

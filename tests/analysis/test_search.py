@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from factory import write_incident  # noqa: E402
+from journal_factory import write_incident  # noqa: E402
 
 from replay_tui.analysis.search import (  # noqa: E402
     QueryError,

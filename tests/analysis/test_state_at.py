@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from factory import write_bulk, write_incident  # noqa: E402
+from journal_factory import write_bulk, write_incident  # noqa: E402
 
 from replay_tui.analysis.state import StateHistory, find_change, patch_touches, resolve_pointer  # noqa: E402
 from replay_tui.journal import Event, open_journal  # noqa: E402

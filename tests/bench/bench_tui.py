@@ -81,7 +81,7 @@ def ensure_journal(events: int) -> Path:
     partial.unlink(missing_ok=True)
     print(f"writing {events:,} events to {path} (cached for later runs)…", flush=True)
     sys.path.insert(0, str(REPO / "tests" / "analysis"))
-    from factory import write_bulk
+    from journal_factory import write_bulk
 
     write_bulk(partial, events)
     os.replace(partial, path)

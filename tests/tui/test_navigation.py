@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SIZE, make_app, seq_at_cursor, settle
+from tui_helpers import SIZE, make_app, seq_at_cursor, settle
 
 from replay_tui.analysis.search import ReplayMarks
 from replay_tui.tui.screens.help import HelpScreen

@@ -23,7 +23,7 @@ from ...analysis.causal import CausalIndex
 from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
 from ...journal import Event, Journal, JournalError
-from ..chain_check import check_chain
+from ..chain_check import ChainCheck
 from ..messages import (
     ChainChecked,
     ChainLoaded,
@@ -81,6 +81,7 @@ class MainScreen(Screen[None]):
         self.index_seconds: float | None = None
         self._settle: Timer | None = None
         self._have_first = False
+        self._chain_check = ChainCheck(journal.path)
 
     # -- layout -----------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -113,10 +114,11 @@ class MainScreen(Screen[None]):
         return self.query_one(StatusBar)
 
     def on_mount(self) -> None:
-        self.query_one(RunHeader).set_first_event(None, self.journal.path.name)
+        header = self.query_one(RunHeader)
+        header.set_first_event(None, self.journal.path.name)
+        header.set_chain("checking", "checked once indexing ends…")
         self.timeline.focus()
         self.index_journal()
-        self.check_chain()
 
     # -- indexing ---------------------------------------------------------
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
@@ -154,7 +156,7 @@ class MainScreen(Screen[None]):
         self.indexing = False
         self.index_seconds = message.seconds
         self.timeline.set_count(message.events, indexing=False)
-        text = f"{message.events:,} events · indexed in {message.seconds:.2f} s"
+        text = f"{message.events:,} events"
         if self.journal.pending_tail_bytes():
             text += f" · last line incomplete ({self.journal.pending_tail_bytes()} bytes held back)"
         self.query_one(RunHeader).set_events(text + (" · following" if self.follow else ""))
@@ -162,6 +164,7 @@ class MainScreen(Screen[None]):
             self.notify(message.error, title="journal", severity="error", timeout=10)
             self.status.say(message.error)
         self._on_events_available()
+        self.check_chain()  # after indexing, so the two never fight over the disk and CPU
         if self.start_seq is not None:
             self._goto_seq(self.start_seq)
             self.start_seq = None
@@ -182,10 +185,14 @@ class MainScreen(Screen[None]):
         self.post_message(CursorMoved(self.timeline.cursor))
 
     # -- chain check ------------------------------------------------------
-    @work(exclusive=True, group="verify", exit_on_error=False)
-    async def check_chain(self) -> None:
-        result = await check_chain(self.journal.path)
-        self.post_message(ChainChecked(result.status, result.summary, result.fault_seq))
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def check_chain(self) -> None:
+        result = self._chain_check.run()
+        if result.status != "cancelled":
+            self.post_message(ChainChecked(result.status, result.summary, result.fault_seq))
+
+    def on_unmount(self) -> None:
+        self._chain_check.cancel()
 
     @on(ChainChecked)
     def _chain_checked(self, message: ChainChecked) -> None:
