@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
-from ..replay.protocol import MODES, STRICT, ReplaySpec
+from ..replay.corpus import is_shard_directory
+from ..replay.protocol import MODES, NEW_CODE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
 from .common import EXIT_USAGE, print_json
 
@@ -42,6 +44,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]", help="also let the child reach this host (experiments)")
     parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument("--jobs", type=int, metavar="N", help="JOURNAL is a corpus directory: replay its journals, N at a time")
+    parser.add_argument("--glob", default=None, metavar="PATTERN", help="file names of a corpus's journals (default *.jsonl)")
+    parser.add_argument(
+        "--rerecord-from-divergence",
+        action="store_true",
+        help="replay up to the first divergence, then continue live (plugins of --config) into --out; the journal is untouched",
+    )
+    parser.add_argument("--config", metavar="FILE", help="harness config whose plugins run live after the divergence (re-record)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,20 +68,11 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         print("replay-tui replay: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
-    spec = ReplaySpec(
-        journal=os.path.abspath(journal),
-        agent=args.agent,
-        mode=args.mode,
-        from_seq=args.from_seq,
-        strict=args.strict,
-        verify_hash_chain=args.verify_hash_chain,
-        fail_on_unused_events=args.fail_on_unused_events,
-        out=os.path.abspath(args.out) if args.out else None,
-        model_config=os.path.abspath(args.model_config) if args.model_config else None,
-        tools_config=os.path.abspath(args.tools_config) if args.tools_config else None,
-        allow_hosts=list(args.allow_host),
-        sys_path=[os.path.abspath(path) for path in args.agent_path] + [os.getcwd()],
-    )
+    if args.jobs is not None or (os.path.isdir(journal) and not is_shard_directory(Path(journal))):
+        return _run_corpus(args, journal)
+    if args.rerecord_from_divergence:
+        return _run_rerecord(args, journal)
+    spec = _spec(args, journal)
     show_progress = not args.quiet and not args.json and sys.stderr.isatty()
     runner = ReplayRunner(spec, timeout_s=args.timeout, on_progress=_progress_line if show_progress else None)
     try:
@@ -86,6 +87,90 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(outcome.to_text())
     return outcome.exit_code
+
+
+def _spec(args: argparse.Namespace, journal: str) -> ReplaySpec:
+    return ReplaySpec(
+        journal=os.path.abspath(journal),
+        agent=args.agent,
+        mode=args.mode,
+        from_seq=args.from_seq,
+        strict=args.strict,
+        verify_hash_chain=args.verify_hash_chain,
+        fail_on_unused_events=args.fail_on_unused_events,
+        out=os.path.abspath(args.out) if args.out else None,
+        model_config=os.path.abspath(args.model_config) if args.model_config else None,
+        tools_config=os.path.abspath(args.tools_config) if args.tools_config else None,
+        allow_hosts=list(args.allow_host),
+        sys_path=[os.path.abspath(path) for path in args.agent_path] + [os.getcwd()],
+    )
+
+
+def _run_corpus(args: argparse.Namespace, root: str) -> int:
+    """`replay DIR --jobs N`: every journal of a corpus, grouped by divergence signature."""
+    from ..replay.corpus import DEFAULT_GLOB, CorpusError, find_journals, replay_corpus
+
+    if args.mode not in (STRICT, NEW_CODE) or args.out or args.rerecord_from_divergence or args.from_seq:
+        print("replay-tui replay: a corpus directory is replayed strictly (no --mode experiment, --out, --from-seq or re-record)", file=sys.stderr)
+        return EXIT_USAGE
+    jobs = args.jobs if args.jobs is not None else 1
+    try:
+        journals = find_journals(root, args.glob or DEFAULT_GLOB)
+        if not journals:
+            raise CorpusError(f"{root}: no journal matches {args.glob or DEFAULT_GLOB!r}")
+        show_progress = not args.quiet and not args.json and sys.stderr.isatty()
+        result = replay_corpus(
+            journals,
+            jobs=jobs,
+            root=root,
+            spec_for=lambda journal: _spec(args, journal),
+            timeout_s=args.timeout,
+            on_done=_corpus_progress if show_progress else None,
+        )
+    except CorpusError as error:
+        print(f"replay-tui replay: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if show_progress:
+        sys.stderr.write("\r\033[K")
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(result.to_text())
+    return result.exit_code
+
+
+def _corpus_progress(entry: object, done: int, total: int) -> None:
+    sys.stderr.write(f"\r\033[Kreplayed {done}/{total} journals")
+    sys.stderr.flush()
+
+
+def _run_rerecord(args: argparse.Namespace, journal: str) -> int:
+    """`replay JOURNAL --rerecord-from-divergence --config FILE --out NEW`."""
+    from ..replay.rerecord import RerecordError, rerecord
+
+    if not args.out or not args.config:
+        print("replay-tui replay: --rerecord-from-divergence needs --config FILE (the live plugins) and --out NEW", file=sys.stderr)
+        return EXIT_USAGE
+    if args.mode not in (STRICT, NEW_CODE):
+        print("replay-tui replay: --rerecord-from-divergence starts from a strict replay; drop --mode", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result = rerecord(
+            os.path.abspath(journal),
+            config=os.path.abspath(args.config),
+            out=os.path.abspath(args.out),
+            agent=args.agent,
+            agent_path=[os.path.abspath(path) for path in args.agent_path] + [os.getcwd()],
+            timeout_s=args.timeout,
+        )
+    except RerecordError as error:
+        print(f"replay-tui replay: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(result.to_text())
+    return result.exit_code
 
 
 def _progress_line(progress: Progress) -> None:
