@@ -32,11 +32,16 @@ class JsonlSink:
         self.path = Path(path)
         if rotate_bytes is None and self.path.suffix != ".jsonl":
             rotate_bytes = DEFAULT_ROTATE_BYTES
-        self.writer = JournalWriter(self.path, run_id=run_id, fsync=fsync, rotate_bytes=rotate_bytes)
-        if start_after is not None:
-            # JournalWriter has no public way to continue a chain; see the report to
-            # the journal owner. These are the two fields its append() advances.
-            self.writer._seq, self.writer._prev_hash = start_after
+        # Harness payloads are JSON round-tripped before they reach the sink, so the
+        # writer may take the fast canonical path.
+        self.writer = JournalWriter(
+            self.path,
+            run_id=run_id,
+            fsync=fsync,
+            rotate_bytes=rotate_bytes,
+            payloads_are_parsed_json=True,
+            start_after=start_after,
+        )
 
     def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
         return self.writer.append(kind, payload, step_id=step_id, parent_event_id=parent_event_id)

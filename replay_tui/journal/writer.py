@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from .canonical import canonical_json
+from .canonical import canonical_json, canonical_json_of_parsed
 from .hashing import sha256_hex
 from .model import SCHEMA_VERSION, Event, event_id_for
 
@@ -31,6 +31,12 @@ class JournalWriter:
 
     With ``rotate_bytes`` set, ``path`` is a directory of numbered shards; each
     closed shard is gzipped. Without it, ``path`` is one ``.jsonl`` file.
+
+    ``payloads_are_parsed_json``: the caller promises every payload came out of a
+    JSON round trip (only JSON types, no NaN or infinity), as the harness's are;
+    the writer then takes the fast canonical path, which is exact for such values.
+    ``start_after=(seq, event_hash)`` continues an existing chain in a new file:
+    the first event written gets seq + 1 and links to that hash.
     """
 
     def __init__(
@@ -42,6 +48,8 @@ class JournalWriter:
         rotate_bytes: int | None = None,
         compress_closed_shards: bool = True,
         now: Callable[[], str] = utc_now,
+        payloads_are_parsed_json: bool = False,
+        start_after: tuple[int, str] | None = None,
     ) -> None:
         self.path = Path(path)
         self.run_id = run_id
@@ -49,8 +57,8 @@ class JournalWriter:
         self.rotate_bytes = rotate_bytes
         self.compress_closed_shards = compress_closed_shards
         self._now = now
-        self._seq = 0
-        self._prev_hash: str | None = None
+        self._seq, self._prev_hash = start_after if start_after is not None else (0, None)
+        self._canonical = canonical_json_of_parsed if payloads_are_parsed_json else canonical_json
         self._shard_index = 0
         self._shard_bytes = 0
         if rotate_bytes is not None:
@@ -92,7 +100,7 @@ class JournalWriter:
             "payload": payload,
             "prev_event_hash": self._prev_hash,
         }
-        body = canonical_json(event)
+        body = self._canonical(event)
         digest = sha256_hex(body)
         # "event_hash" sorts before every other envelope key, so the canonical
         # line is the body with the hash spliced in as the first member.
