@@ -52,6 +52,9 @@ KNOWN_FORMATS: tuple[tuple[str, str], ...] = (
     ("slack-webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
     ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
     ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    ("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b"),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("twilio-key", r"\bSK[0-9a-f]{32}\b"),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     ("bearer-token", r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}=*"),
     ("basic-auth", r"[Aa]uthorization[\"']?\s*[:=]\s*[\"']?Basic\s+[A-Za-z0-9+/]{8,}={0,2}"),
@@ -61,7 +64,7 @@ _FORMATS = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{pattern})" for na
 # Cheap gate: a string that cannot hold any format skips the big alternation.
 # Grouped by first letter, which the regex engine searches noticeably faster than a flat alternation.
 _FORMAT_HINT = re.compile(
-    r"PRIVATE KEY|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)|g(?:h[pousr]_|ithub_pat_)|sk-|xox|hooks\.slack|_(?:live|test)_|eyJ|[Bb]earer|uthorization|://"
+    r"PRIVATE KEY|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)|g(?:h[pousr]_|ithub_pat_)|sk-|xox|hooks\.slack|_(?:live|test)_|eyJ|[Bb]earer|uthorization|://|SG\.|npm_|SK[0-9a-f]"
 )
 
 # -- sensitive key names -------------------------------------------------------

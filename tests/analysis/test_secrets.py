@@ -32,6 +32,9 @@ KNOWN = {
     "bearer-token": "Bearer " + "abc.def-ghi_jkl~mno123456",
     "url-password": "postgres://app:" + "s3cr3tPassw0rd@db.internal:5432/crm",
     "basic-auth": "Authorization: Basic " + "YWRtaW46aHVudGVyMg==",
+    "sendgrid-key": "SG." + "aB3dE5gH7jK9mN1pQ3sT5v" + "." + "wX7yZ9bC1dE3fG5hJ7kL9mN1pQ3sT5vW7yZ9bC1dE3f",
+    "npm-token": "npm_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fGh",
+    "twilio-key": "SK" + "0123456789abcdef" * 2,
 }
 
 
