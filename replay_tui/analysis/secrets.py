@@ -5,8 +5,8 @@ Three detectors, most specific first; a value reported by one is not reported
 again by the next:
 
 * ``format:<name>``: a known credential shape (AWS, GitHub, OpenAI, Anthropic,
-  Slack, Stripe, Google, JWT, private key blocks, bearer and basic Authorization
-  headers, URL passwords).
+  Slack, Stripe, Google, SendGrid, npm, Twilio, JWT, private key blocks, bearer and
+  basic Authorization headers, URL passwords).
 * ``key-name``: a non-empty, unredacted string under a key such as ``password``,
   ``api_key``, ``clientSecret`` or ``x-api-key``, or assigned to such a name inside
   text (``DB_PASSWORD=…``, ``?api_key=…``, a JSON document kept as a string).
