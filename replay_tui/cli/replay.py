@@ -114,6 +114,9 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
         print("replay-tui replay: a corpus directory is replayed strictly (no --mode experiment, --out, --from-seq or re-record)", file=sys.stderr)
         return EXIT_USAGE
     jobs = args.jobs if args.jobs is not None else 1
+    if jobs < 1:
+        print("replay-tui replay: --jobs must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
     try:
         journals = find_journals(root, args.glob or DEFAULT_GLOB)
         if not journals:

@@ -148,7 +148,7 @@ def is_shard_directory(path: Path) -> bool:
 
 def find_journals(root: str | Path, pattern: str = DEFAULT_GLOB) -> list[Path]:
     """Every journal under ``root`` whose file name matches ``pattern``, sorted; a shard
-    directory below ``root`` counts as one journal."""
+    directory below ``root`` is one journal (taken when its name or a shard's matches)."""
     root = Path(root)
     if not root.is_dir():
         raise CorpusError(f"{root}: not a directory")
@@ -156,7 +156,8 @@ def find_journals(root: str | Path, pattern: str = DEFAULT_GLOB) -> list[Path]:
     for directory, subdirectories, files in os.walk(root):
         here = Path(directory)
         if here != root and is_shard_directory(here):
-            found.append(here)
+            if fnmatch.fnmatch(here.name, pattern) or any(fnmatch.fnmatch(name, pattern) for name in files):
+                found.append(here)
             subdirectories.clear()
             continue
         subdirectories[:] = sorted(name for name in subdirectories if not name.startswith("."))

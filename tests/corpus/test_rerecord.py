@@ -1,0 +1,110 @@
+"""Re-record: replay to the divergence, continue live into a new journal, old bytes untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from replay_tui.harness import JsonlSink
+from replay_tui.journal import open_journal, verify_journal
+from replay_tui.replay.compare import align_journals, read_events
+from replay_tui.replay.rerecord import PrefixCheckingSink, PrefixMismatch
+
+from .conftest import BEFORE_HISTORY, CLEAN, REPO, cli, copy_corpus
+
+JOURNALS = REPO / "fixtures" / "journals"
+CRM_CONFIG = REPO / "fixtures" / "configs" / "crm.toml"
+REFUND_CONFIG = REPO / "fixtures" / "corpus" / "refund-desk.toml"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cli("replay", *args), cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_rerecord_the_crm_incident_with_the_fixed_agent(tmp_path: Path) -> None:
+    incident = copy_corpus(tmp_path / "in", [JOURNALS / "crm-incident.jsonl"]) / "crm-incident.jsonl"
+    before = digest(incident)
+    out = tmp_path / "crm-rerecorded.jsonl"
+    done = run_cli(str(incident), "--agent", "fixtures.agents.crm:agent", "--rerecord-from-divergence",
+                   "--config", str(CRM_CONFIG), "--out", str(out), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["divergence_seq"] == 144 and result["run_status"] == "ok" and result["events_written"] == 175
+    assert digest(incident) == before == result["journal_sha256"]
+    assert verify_journal(out).ok
+    # the new journal is the fixed agent's run: it replays clean with its own entry point...
+    replay = run_cli(str(out), "--json")
+    assert replay.returncode == 0, replay.stdout
+    # ...and is, event for event, the fixed agent's recording
+    with open_journal(out) as a, open_journal(JOURNALS / "crm.jsonl") as b:
+        assert align_journals(a, b).identical
+    with open_journal(out) as produced:
+        assert produced.event(0).payload["agent"] == "fixtures.agents.crm:agent"
+
+
+def test_rerecord_a_corpus_journal(tmp_path: Path) -> None:
+    old = copy_corpus(tmp_path / "in", BEFORE_HISTORY[:1]) / BEFORE_HISTORY[0].name
+    before = digest(old)
+    out = tmp_path / "new.replay.jsonl"
+    done = run_cli(str(old), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Re-recorded from seq=7:")
+    assert digest(old) == before
+    assert run_cli(str(out)).returncode == 0
+    with open_journal(out) as journal:
+        call = next(journal.event(p) for p in range(len(journal)) if journal.event(p).kind == "tool.call")
+        assert call.payload["arguments"]["include_history"] is True
+
+
+def test_matching_journal_has_nothing_to_rerecord(tmp_path: Path) -> None:
+    out = tmp_path / "new.jsonl"
+    done = run_cli(str(CLEAN[0]), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(out))
+    assert done.returncode == 0
+    assert "Nothing to re-record" in done.stdout
+    assert not out.exists()
+
+
+def test_existing_out_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "taken.jsonl"
+    out.write_text("keep me")
+    done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(out))
+    assert done.returncode == 2 and "already exists" in done.stderr
+    assert out.read_text() == "keep me"
+    done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--out", str(tmp_path / "x.jsonl"))
+    assert done.returncode == 2 and "needs --config" in done.stderr
+    done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--config", str(tmp_path / "missing.toml"),
+                   "--out", str(tmp_path / "y.jsonl"))
+    assert done.returncode == 2 and "missing.toml" in done.stderr and not (tmp_path / "y.jsonl").exists()
+
+
+def test_served_observations_are_counted(tmp_path: Path) -> None:
+    old = copy_corpus(tmp_path / "in", BEFORE_HISTORY[:1]) / BEFORE_HISTORY[0].name
+    out = tmp_path / "new.jsonl"
+    done = run_cli(str(old), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(out), "--json")
+    assert done.returncode == 0
+    # before seq 7: the uuid draw, the clock read and the first model answer
+    assert json.loads(done.stdout)["served_from_journal"] == 3
+
+
+def test_a_prefix_that_leaves_the_old_journal_is_stopped(tmp_path: Path) -> None:
+    """Before the divergence every written event must equal the old one (parents by seq)."""
+    with open_journal(CLEAN[0]) as journal:
+        recorded = read_events(journal)
+    new_run = "copy-rerecorded"
+    sink = PrefixCheckingSink(JsonlSink(tmp_path / "new.jsonl", run_id=new_run), recorded, 5, new_run)
+    for event in recorded[:3]:
+        parent = event.parent_event_id and f"{new_run}:{event.parent_event_id.rsplit(':', 1)[1]}"
+        written = sink.emit(event.kind, event.payload, step_id=event.step_id, parent_event_id=parent)
+        assert written.seq == event.seq
+    changed = dict(recorded[3].payload, request_hash="sha256:" + "0" * 64)
+    with pytest.raises(PrefixMismatch, match="seq 4 differs from the old journal before the divergence at seq 5"):
+        sink.emit(recorded[3].kind, changed, step_id=recorded[3].step_id, parent_event_id=f"{new_run}:3")
+    sink.close()
