@@ -122,52 +122,71 @@ def canonical_json_of_parsed(value: Any) -> bytes:
 
 
 def canonical_json(value: Any) -> bytes:
-    """Canonical bytes of any JSON value; raises CanonicalizationError if it has none."""
+    """Canonical bytes of any JSON value; raises CanonicalizationError if it has none.
+
+    Iterative, with an explicit stack, so any depth the parser accepts (orjson
+    allows 1,024 levels) can be hashed without running into Python's recursion limit.
+    """
     parts: list[bytes] = []
-    _write(value, parts.append)
-    return b"".join(parts)
+    emit = parts.append
+    # A frame is [remaining children, closing bracket, is an object, wrote a child yet].
+    stack: list[list[Any]] = []
+    node = value
+    while True:
+        if isinstance(node, dict):
+            for key in node:
+                if not isinstance(key, str):
+                    raise CanonicalizationError(f"object keys must be strings, found {type(key).__name__}")
+            emit(b"{")
+            stack.append([iter(sorted(node.items(), key=_key_order)), b"}", True, False])
+        elif isinstance(node, (list, tuple)):
+            emit(b"[")
+            stack.append([iter(node), b"]", False, False])
+        else:
+            emit(_scalar(node))
+        while stack:
+            frame = stack[-1]
+            child = next(frame[0], _END)
+            if child is _END:
+                emit(frame[1])
+                stack.pop()
+                continue
+            if frame[3]:
+                emit(b",")
+            frame[3] = True
+            if frame[2]:
+                emit(_string(child[0]))
+                emit(b":")
+                child = child[1]
+            node = child
+            break
+        else:
+            return b"".join(parts)
+
+
+_END = object()
 
 
 def _key_order(item: tuple[str, Any]) -> bytes:
     return item[0].encode("utf-16-be", "surrogatepass")
 
 
-def _write(value: Any, emit: Any) -> None:
+def _scalar(value: Any) -> bytes:
     if value is None:
-        emit(b"null")
-    elif value is True:
-        emit(b"true")
-    elif value is False:
-        emit(b"false")
-    elif isinstance(value, str):
-        emit(_string(value))
-    elif isinstance(value, int):
+        return b"null"
+    if value is True:
+        return b"true"
+    if value is False:
+        return b"false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, int):
         if not -_INT_MAX <= value <= _INT_MAX:
             raise CanonicalizationError(f"{value} is outside the exact integer range of JSON numbers (2**53)")
-        emit(str(int(value)).encode("ascii"))
-    elif isinstance(value, float):
-        emit(format_number(value).encode("ascii"))
-    elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise CanonicalizationError(f"object keys must be strings, found {type(key).__name__}")
-        emit(b"{")
-        for position, (key, item) in enumerate(sorted(value.items(), key=_key_order)):
-            if position:
-                emit(b",")
-            emit(_string(key))
-            emit(b":")
-            _write(item, emit)
-        emit(b"}")
-    elif isinstance(value, (list, tuple)):
-        emit(b"[")
-        for position, item in enumerate(value):
-            if position:
-                emit(b",")
-            _write(item, emit)
-        emit(b"]")
-    else:
-        raise CanonicalizationError(f"unsupported type {type(value).__name__}")
+        return str(int(value)).encode("ascii")
+    if isinstance(value, float):
+        return format_number(value).encode("ascii")
+    raise CanonicalizationError(f"unsupported type {type(value).__name__}")
 
 
 def _string(text: str) -> bytes:

@@ -95,3 +95,20 @@ def test_an_integer_beyond_json_precision_is_a_clear_fault(tmp_path: Path) -> No
     report = verify_journal(path)
     assert report.fault and report.fault.kind == "malformed_line" and report.fault.line == 3
     assert "no canonical JSON form" in report.fault.message and "1152921504606846976" in report.fault.message
+
+
+def test_a_deep_but_parseable_event_is_written_read_and_verified(tmp_path: Path) -> None:
+    from replay_tui.journal import JournalWriter
+
+    deep: object = "bottom"
+    for _ in range(1000):
+        deep = [deep]
+    path = tmp_path / "deep.jsonl"
+    with JournalWriter(path, run_id="deep") as writer:
+        writer.append(
+            "run.started",
+            {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": deep},
+        )
+    report = verify_journal(path)
+    assert report.ok, report.to_text()
+    assert open_journal(path).event(0).payload["initial_state"] == deep

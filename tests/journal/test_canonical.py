@@ -75,6 +75,14 @@ def test_every_float_spelling_matches(number: float) -> None:
     assert canonical_json(document) == canonical_json_of_parsed(document) == rfc8785.dumps(document)
 
 
+def test_every_depth_the_parser_accepts_can_be_hashed() -> None:
+    text = b'{"a":' * 500 + b"[" * 523 + b"1.0" + b"]" * 523 + b"}" * 500
+    value = orjson.loads(text)  # 1,023 levels: orjson's limit is 1,024
+    expected = text.replace(b"1.0", b"1")
+    assert canonical_json(value) == expected
+    assert canonical_json_of_parsed(value) == expected
+
+
 def test_long_and_deeply_nested_containers() -> None:
     deep: object = "leaf"
     for level in range(300):
