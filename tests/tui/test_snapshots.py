@@ -41,28 +41,26 @@ async def settle_all(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause(0.1)
 
 
-def first_error_then_settle(*keys: str):  # type: ignore[no-untyped-def]
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await settle_all(pilot)
-        await pilot.press("e")
-        await settle_all(pilot)
-        if keys:
-            await pilot.press(*keys)
-            await settle_all(pilot)
-
-    return run_before
+async def first_error_then_its_state_change(pilot) -> None:  # type: ignore[no-untyped-def]
+    """The incident's first error, then the transition after it: marks, a long causal
+    chain, and changed/added/removed state paths are all on screen."""
+    await settle_all(pilot)
+    await pilot.press("e")
+    await settle_all(pilot)
+    await pilot.press("j")
+    await settle_all(pilot)
 
 
 def test_main_screen_dark(snap_compare, demo: Path) -> None:
-    assert snap_compare(make_app(demo), terminal_size=SIZE, run_before=first_error_then_settle())
+    assert snap_compare(make_app(demo), terminal_size=SIZE, run_before=first_error_then_its_state_change)
 
 
 def test_main_screen_light(snap_compare, demo: Path) -> None:
-    assert snap_compare(make_app(demo, theme="light"), terminal_size=SIZE, run_before=first_error_then_settle())
+    assert snap_compare(make_app(demo, theme="light"), terminal_size=SIZE, run_before=first_error_then_its_state_change)
 
 
 def test_main_screen_high_contrast(snap_compare, demo: Path) -> None:
-    assert snap_compare(make_app(demo, theme="high-contrast"), terminal_size=SIZE, run_before=first_error_then_settle())
+    assert snap_compare(make_app(demo, theme="high-contrast"), terminal_size=SIZE, run_before=first_error_then_its_state_change)
 
 
 def test_search_prompt(snap_compare, demo: Path) -> None:

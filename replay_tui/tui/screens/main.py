@@ -286,7 +286,12 @@ class MainScreen(Screen[None]):
         data = message.node.data
         if data is None:
             return
-        if data.next_start is not None and message.node.parent is not None:
+        if data.shows_elided_chain:
+            selected = self.tree.show_chain(self.tree.chain, elide=False)
+            if selected is not None:
+                self._load_children_of(selected)
+                selected.expand()
+        elif data.next_start is not None and message.node.parent is not None:
             parent = message.node.parent
             if parent.data is not None:
                 parent.data.loaded = False

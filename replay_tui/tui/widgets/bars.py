@@ -11,24 +11,42 @@ from ...journal import Event
 from ..format import short_hash
 
 
+def _brief(value: Any) -> str:
+    """A scalar as text; an object by its most telling member (hash, commit, version, name)."""
+    if isinstance(value, dict):
+        for key in ("commit", "hash", "version", "name", "id"):
+            if key in value:
+                text = _brief(value[key])
+                if key == "commit":
+                    text = text[:10] + ("+dirty" if value.get("dirty") else "")
+                if key == "version" and value.get("implementation"):
+                    text = f"{value['implementation']} {text}"
+                return text
+        return ",".join(f"{k}={_brief(v)}" for k, v in list(value.items())[:3])
+    if isinstance(value, str) and value.startswith("sha256:"):
+        return short_hash(value)
+    return str(value)
+
+
 def environment_summary(environment: Any) -> str:
-    """The fingerprint in one line: revision, runtime, locale/tz, flags, lockfile."""
+    """The fingerprint in one line: revision, runtime, locale/tz, flags, lockfile, prompts."""
     if not isinstance(environment, dict):
         return "no environment recorded"
     parts = []
     if environment.get("code_revision"):
-        parts.append(f"rev {environment['code_revision']}")
+        parts.append(f"rev {_brief(environment['code_revision'])}")
     if environment.get("runtime"):
-        parts.append(str(environment["runtime"]))
-    place = "/".join(str(environment[key]) for key in ("locale", "timezone") if environment.get(key))
+        parts.append(_brief(environment["runtime"]))
+    place = "/".join(_brief(environment[key]) for key in ("locale", "timezone") if environment.get(key))
     if place:
         parts.append(place)
     flags = environment.get("feature_flags")
     if isinstance(flags, dict) and flags:
         on = [name for name, value in flags.items() if value]
         parts.append(f"flags {','.join(on) or 'none on'}")
-    if environment.get("lockfile_hash"):
-        parts.append(f"lock {short_hash(environment['lockfile_hash'])}")
+    for key, label in (("lockfile_hash", "lock"), ("prompt_bundle_hash", "prompts"), ("tool_schema_hash", "tools")):
+        if environment.get(key):
+            parts.append(f"{label} {_brief(environment[key])}")
     return " · ".join(parts) or "empty environment"
 
 

@@ -19,9 +19,12 @@ class NodeData:
     loading: bool = False
     next_start: int | None = None  # for a "scan further" node
     parent_position: int | None = None
+    shows_elided_chain: bool = False  # the "… N causes between" node
 
 
 PLACEHOLDER = "…"
+CHAIN_HEAD = 1  # causes kept at the top of a long chain
+CHAIN_TAIL = 5  # and just above the selected event
 
 
 class CausalTree(Tree[NodeData]):
@@ -33,6 +36,7 @@ class CausalTree(Tree[NodeData]):
         self.show_root = False
         self.generation = 0
         self.guide_depth = 2
+        self.chain: list[int] = []
 
     def label_of(self, position: int) -> str:
         return describe(self.journal.try_event(position))
@@ -43,13 +47,28 @@ class CausalTree(Tree[NodeData]):
         node.add_leaf(PLACEHOLDER, data=NodeData(None))
         return node
 
-    def show_chain(self, chain: list[int]) -> TreeNode[NodeData] | None:
-        """Rebuild the tree as root → … → selected; returns the selected node."""
+    def show_chain(self, chain: list[int], *, elide: bool = True) -> TreeNode[NodeData] | None:
+        """Rebuild the tree as root → … → selected; returns the selected node.
+
+        A long chain (every model call caused by the last tool result) keeps its
+        root and the last few causes; one node stands for the rest until chosen.
+        """
         self.generation += 1
+        self.chain = chain
         self.clear()
         parent: TreeNode[NodeData] = self.root
         node: TreeNode[NodeData] | None = None
+        hidden = len(chain) - CHAIN_HEAD - CHAIN_TAIL - 1
         for number, position in enumerate(chain):
+            if elide and hidden > 1 and CHAIN_HEAD <= number < CHAIN_HEAD + hidden:
+                if number == CHAIN_HEAD:
+                    first, last = self.label_of(chain[number]).split()[0], self.label_of(chain[number + hidden - 1]).split()[0]
+                    parent = parent.add(
+                        f"⋯ {hidden} causes between (seq {first} … {last}; enter to show)",
+                        data=NodeData(None, loaded=True, shows_elided_chain=True),
+                        expand=True,
+                    )
+                continue
             selected = number == len(chain) - 1
             node = self.add_event(parent, position, selected=selected)
             if not selected:
@@ -65,7 +84,7 @@ class CausalTree(Tree[NodeData]):
         if data is None:
             return
         for child in list(node.children):
-            if child.data is not None and (child.data.position is None):
+            if child.data is not None and child.data.position is None and not child.data.shows_elided_chain:
                 child.remove()
         present = {child.data.position for child in node.children if child.data is not None}
         for position in page.children:

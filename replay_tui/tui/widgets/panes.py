@@ -39,16 +39,16 @@ class StatePane(Vertical):
         status.set_class(bad, "-bad")
         counts = state.diff
         changes = (
-            f"{len(counts.changed)} changed, {len(counts.added)} added, {len(counts.removed)} removed"
+            f"changed {len(counts.changed)} · added {len(counts.added)} · removed {len(counts.removed)}"
             if not counts.empty
-            else "unchanged by this event"
+            else "no change"
         )
         if bad:
             verdict = "✗ " + state.status
         elif state.verified:
-            verdict = f"✓ {len(state.checks)} hash(es) match"
+            verdict = f"✓ {len(state.checks)} hashes ok"
         else:
-            verdict = "no recorded hash to check"
+            verdict = "no hash to check"
         status.update(f"{verdict} · {changes}")
         status.tooltip = state.status
         self.view.show(
