@@ -15,11 +15,29 @@ import zlib
 from array import array
 from itertools import accumulate
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from .errors import JournalOpenError
 
 CHUNK_BYTES = 4 * 1024 * 1024
+# Inflated in smaller steps: when a gzip shard is cut off, what came before is kept.
+GZIP_CHUNK_BYTES = 256 * 1024
+
+
+def _read_shard(stream: BinaryIO, size: int, path: Path) -> bytes:
+    """``stream.read(size)``, with a damaged gzip shard reported as a JournalOpenError."""
+    try:
+        return stream.read(size)
+    except EOFError:
+        raise TruncatedShardError(
+            "gzip stream ends early: the shard was cut off while being written.", path=str(path)
+        ) from None
+    except (OSError, zlib.error) as error:
+        raise JournalOpenError(f"is not a valid gzip file ({error}).", path=str(path)) from None
+
+
+class TruncatedShardError(JournalOpenError):
+    """A gzipped shard whose compressed stream was cut off."""
 
 
 class Segment:
@@ -78,14 +96,7 @@ class Segment:
         looked = 0
         assert self._gzip is not None
         while looked < max_bytes and not self.finished:
-            try:
-                chunk = self._gzip.read(min(CHUNK_BYTES, max_bytes - looked))
-            except EOFError:
-                raise JournalOpenError(
-                    "gzip stream ends early: the shard was cut off while being written", path=str(self.path)
-                ) from None
-            except (OSError, zlib.error) as error:
-                raise JournalOpenError(f"is not a valid gzip file ({error})", path=str(self.path)) from None
+            chunk = _read_shard(self._gzip, min(CHUNK_BYTES, max_bytes - looked), self.path)
             if not chunk:
                 self.finished = True
                 break
@@ -179,14 +190,8 @@ def line_batches(segment: Segment, start: int = 0, end: int | None = None) -> It
     carry = b""
     with stream:
         while remaining is None or remaining > 0:
-            try:
-                chunk = stream.read(CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining))
-            except EOFError:
-                raise JournalOpenError(
-                    "gzip stream ends early: the shard was cut off while being written", path=str(segment.path)
-                ) from None
-            except (OSError, zlib.error) as error:
-                raise JournalOpenError(f"is not a valid gzip file ({error})", path=str(segment.path)) from None
+            size = GZIP_CHUNK_BYTES if segment.compressed else CHUNK_BYTES
+            chunk = _read_shard(stream, size if remaining is None else min(size, remaining), segment.path)
             if not chunk:
                 break
             if remaining is not None:

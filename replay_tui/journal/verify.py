@@ -25,7 +25,7 @@ from .canonical import CanonicalizationError, canonical_json_of_parsed, orjson_i
 from .errors import JournalError, UnknownKindError, UnsupportedVersionError
 from .model import RUN_STARTED, check_event, validate_event
 from .reader import DEFAULT_MAX_LINE_BYTES, Journal, parse_line
-from .segments import Segment, line_batches, stream_lines
+from .segments import Segment, TruncatedShardError, line_batches, stream_lines
 
 # Fault kinds, stable strings for --json consumers.
 MODIFIED = "modified_event"
@@ -164,7 +164,9 @@ def _link_fault(previous: _Link | None, current: _Link, next_seq: int | None) ->
 
 def _fault_from_error(error: JournalError) -> Fault:
     kind = MALFORMED
-    if isinstance(error, UnknownKindError):
+    if isinstance(error, TruncatedShardError):
+        kind = TRUNCATED
+    elif isinstance(error, UnknownKindError):
         kind = UNKNOWN_KIND
     elif isinstance(error, UnsupportedVersionError):
         kind = UNSUPPORTED_VERSION

@@ -114,3 +114,15 @@ def test_a_deep_but_parseable_event_is_written_read_and_verified(tmp_path: Path)
     from replay_tui.journal import canonical_json  # list == recurses in Python, so compare bytes
 
     assert canonical_json(open_journal(path).event(0).payload["initial_state"]) == canonical_json(deep)
+
+
+def test_a_cut_off_gzip_shard_is_reported_as_truncated(tmp_path: Path) -> None:
+    import gzip
+
+    plain = write_sample_journal(tmp_path / "j.jsonl", steps=400).read_bytes()
+    packed = gzip.compress(plain)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) * 3 // 4])
+    report = verify_journal(path)
+    assert report.fault and report.fault.kind == "truncated_last_line"
+    assert "gzip stream ends early" in report.fault.message and report.events > 100
