@@ -27,6 +27,7 @@ BUILTIN_TYPES: Mapping[str, str] = {
     "jsonl-session-store": "replay_tui.harness.builtin:JsonlSessionStore",
     "jsonl": "replay_tui.harness.transport:JsonlTransport",
     "hook": "replay_tui.harness.builtin:CallbackHook",
+    "openai-compatible": "replay_tui.harness.openai_compat:OpenAICompatModel",
 }
 
 _ENTRY_KEYS = {"id", "type", "enabled", "options", "depends_on"}

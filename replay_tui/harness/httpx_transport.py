@@ -1,0 +1,381 @@
+"""httpx transports that record and replay HTTP exchanges through the harness.
+
+An agent built on the official ``openai`` or ``anthropic`` SDK is recorded by
+handing the SDK one client::
+
+    from replay_tui.harness.httpx_transport import http_client
+
+    def agent(h, question):
+        client = OpenAI(api_key=os.environ["OPENAI_API_KEY"], http_client=http_client(h))
+        answer = client.chat.completions.create(model="gpt-4.1", messages=[...])
+
+Each exchange is one model call: a ``model.request`` (the JSON body as the harness
+normalizes requests: ``model``, ``system``, ``messages``, ``tools``, ``tool_choice``,
+``stream``, ``metadata`` at the top, every other body field and the method and URL
+under ``params``, and the request headers) and a ``model.response`` (``content``,
+``tool_calls``, ``finish_reason`` and ``usage`` read from the OpenAI chat-completions
+or Anthropic messages answer, streamed or not, plus the HTTP status, headers and
+body under ``response.http``). The harness redacts the request before it is hashed
+or written: ``Authorization``, ``x-api-key`` and the other default secret headers
+never reach the journal, so the request hash does not depend on the key.
+Per-attempt headers the SDKs add (``x-stainless-*``, ``idempotency-key``,
+``user-agent``...) are left out, so a replay on another machine hashes the same.
+
+In replay the same client serves the recorded response from the journal; nothing
+is sent. A recorded transport error (connect, timeout) is raised again as the same
+httpx exception, so the SDK's own retry logic sees what it saw. While recording, a
+streamed answer is read whole before the SDK sees it (it is still parsed as a
+stream); replays hand it over the same way.
+
+Both ``httpx`` and ``httpx2`` (the fork the current SDKs use) work: pass the module
+as ``httpx_module``, or let ``http_client`` pick httpx2 when it is installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+
+import orjson
+
+from ..journal.canonical import canonical_json_of_parsed
+from ..journal.hashing import sha256_hex
+from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE
+from .openai_compat import chunks_from_chat_completion_stream, iter_sse, response_from_chat_completion
+from .seam import error_from_payload, error_to_payload
+from .streaming import assemble_stream
+
+if TYPE_CHECKING:
+    from ..journal import Event
+    from .harness import Harness
+
+#: Request body fields kept at the top of the recorded request (the harness's own request
+#: shape); every other body field goes under ``params.body``.
+TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
+#: Request headers that describe the attempt or the machine, not the request.
+IGNORED_REQUEST_HEADERS = frozenset({
+    "host", "content-length", "connection", "accept-encoding", "user-agent", "idempotency-key", "transfer-encoding",
+    "keep-alive", "te", "upgrade",
+})
+IGNORED_HEADER_PREFIXES = ("x-stainless-",)
+#: Response headers that belong to the bytes on the wire (the body is kept decoded).
+IGNORED_RESPONSE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A response as the harness recorded (or replayed) it."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def default_httpx_module() -> ModuleType:
+    """httpx2 when installed (the module the openai and anthropic SDKs take), else httpx."""
+    for name in ("httpx2", "httpx"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError("the httpx transport needs httpx or httpx2: pip install httpx")
+
+
+# -- recording form ---------------------------------------------------------------------
+
+
+def recorded_request(method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes) -> dict[str, Any]:
+    """The model request the harness records for one HTTP request."""
+    kept = _header_dict(headers, IGNORED_REQUEST_HEADERS, IGNORED_HEADER_PREFIXES)
+    params: dict[str, Any] = {"http": {"method": method.upper(), "url": url}}
+    request: dict[str, Any] = {}
+    parsed = _json_or_none(body)
+    if isinstance(parsed, dict):
+        for name, value in parsed.items():
+            if name in TOP_LEVEL_FIELDS:
+                request[name] = value
+            else:
+                params.setdefault("body", {})[name] = value
+    elif parsed is not None:
+        params["body_json"] = parsed
+    elif body:
+        if _is_text(body):
+            params["body_text"] = body.decode("utf-8")
+        else:
+            params["body_base64"] = base64.b64encode(body).decode()
+    request["params"] = params
+    request["headers"] = kept
+    return request
+
+
+def recorded_response(status: int, headers: Iterable[tuple[str, str]], body: bytes) -> dict[str, Any]:
+    """``{content, tool_calls, finish_reason, usage, http}`` of one HTTP response, plus the
+    harness stream record when the body is a server-sent-events stream."""
+    kept = _header_dict(headers, IGNORED_RESPONSE_HEADERS)
+    content_type = kept.get("content-type", "")
+    http: dict[str, Any] = {"status": status, "headers": kept}
+    summary: dict[str, Any] = {"content": None, "tool_calls": [], "finish_reason": None, "usage": {}}
+    stream: dict[str, Any] | None = None
+    parsed = _json_or_none(body)
+    if parsed is not None:
+        http["body_json"] = parsed
+        if isinstance(parsed, dict) and 200 <= status < 300:
+            summary = _summary_of_body(parsed)
+    elif _is_text(body):
+        text = body.decode("utf-8")
+        http["body_text"] = text
+        if "text/event-stream" in content_type and 200 <= status < 300:
+            try:
+                summary, stream = assemble_stream(_stream_chunks(iter_sse(text.splitlines())))
+            except (ValueError, orjson.JSONDecodeError):
+                pass  # not a stream we can read: the body is still kept whole
+    else:
+        http["body_base64"] = base64.b64encode(body).decode()
+    response = {**summary, "http": http}
+    return {"response": response, **({"stream": stream} if stream is not None else {})}
+
+
+def exchange_from_payload(payload: Mapping[str, Any]) -> Exchange:
+    """The HTTP response a recorded model.response describes."""
+    response = payload.get("response") or {}
+    http = response.get("http")
+    if not isinstance(http, Mapping):
+        raise ValueError("this model.response was not recorded by the httpx transport (no response.http)")
+    if "body_json" in http:
+        body = orjson.dumps(http["body_json"])
+    elif "body_text" in http:
+        body = str(http["body_text"]).encode("utf-8")
+    elif "body_base64" in http:
+        body = base64.b64decode(http["body_base64"])
+    else:
+        body = b""
+    headers = http.get("headers") or {}
+    return Exchange(int(http["status"]), [(str(name), str(value)) for name, value in headers.items()], body)
+
+
+def _summary_of_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    if "choices" in body:  # OpenAI chat completions
+        return response_from_chat_completion(body)
+    if body.get("type") == "message":  # Anthropic messages
+        text = "".join(block.get("text", "") for block in body.get("content") or () if block.get("type") == "text")
+        calls = [{"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
+                 for block in body.get("content") or () if block.get("type") == "tool_use"]
+        return {"content": text or None, "tool_calls": calls, "finish_reason": body.get("stop_reason"),
+                "usage": dict(body.get("usage") or {})}
+    return {"content": None, "tool_calls": [], "finish_reason": None, "usage": dict(body.get("usage") or {})}
+
+
+def _stream_chunks(events: Iterator[tuple[str | None, str]]) -> Iterator[dict[str, Any]]:
+    """Harness stream chunks of an OpenAI or Anthropic SSE stream."""
+    first = next(events, None)
+    if first is None:
+        return
+    rest = _chain([first], events)
+    if first[0] is None:  # OpenAI streams have no event names
+        yield from chunks_from_chat_completion_stream(rest)
+        return
+    for _, data in rest:
+        event = orjson.loads(data)
+        kind = event.get("type")
+        if kind == "message_start":
+            yield {"usage": dict((event.get("message") or {}).get("usage") or {})}
+        elif kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                yield {"tool_calls": [{"index": event.get("index", 0), "id": block.get("id"), "name": block.get("name")}]}
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                yield {"content": delta.get("text", "")}
+            elif delta.get("type") == "input_json_delta":
+                yield {"tool_calls": [{"index": event.get("index", 0), "arguments": delta.get("partial_json", "")}]}
+        elif kind == "message_delta":
+            yield {"finish_reason": (event.get("delta") or {}).get("stop_reason"), "usage": dict(event.get("usage") or {})}
+
+
+def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
+    yield from first
+    yield from rest
+
+
+def _header_dict(headers: Iterable[tuple[str, str]], ignored: frozenset[str], prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+    """Lower-cased names; repeated headers joined with ", " (a dict, so redaction's
+    header rules see it)."""
+    kept: dict[str, str] = {}
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered in ignored or lowered.startswith(prefixes):
+            continue
+        kept[lowered] = f"{kept[lowered]}, {value}" if lowered in kept else value
+    return kept
+
+
+def _json_or_none(body: bytes) -> Any:
+    if not body or body[:1] not in b"{[":
+        return None
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _is_text(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# -- the harness side ---------------------------------------------------------------------
+# The transport writes through the harness bus exactly as ``Harness.model`` does (same
+# redaction, hashing, causal parents and source lookup); it cannot call ``model`` itself
+# because its answer keeps the whole HTTP response, which a ModelClient answer cannot.
+
+
+def _emit_request(h: "Harness", request: dict[str, Any]) -> "Event":
+    from .harness import normalize_request
+
+    payload = h.redactor.redact(MODEL_REQUEST, {"request": normalize_request(request)})
+    payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))
+    return h._emit(MODEL_REQUEST, payload, step_id=h.step_id, parent=h._last_observation_id, redact=False)
+
+
+def _recorded_answer(h: "Harness", request_event: "Event") -> dict[str, Any] | None:
+    source = h.sources.get(MODEL_RESPONSE)
+    if source is None:
+        return None
+    return source.observe(MODEL_RESPONSE, request_event.payload["request_hash"], request_event.payload)
+
+
+def _emit_response(h: "Harness", request_event: "Event", payload: dict[str, Any], *, from_source: bool) -> "Event":
+    event = h._emit(MODEL_RESPONSE, payload, step_id=h.step_id, parent=request_event.event_id, redact=not from_source)
+    h._note_response(event)
+    return event
+
+
+def _live_payload(request_hash: str, status: int, headers: Iterable[tuple[str, str]], body: bytes) -> dict[str, Any]:
+    return {"request_hash": request_hash, **recorded_response(status, headers, body)}
+
+
+def _error_payload(request_hash: str, error: BaseException) -> dict[str, Any]:
+    return {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
+
+
+def _raise_recorded_error(payload: Mapping[str, Any], module: ModuleType, request: Any) -> None:
+    """Raise a recorded transport error as the httpx exception it was (the SDKs catch those)."""
+    error = payload.get("error") or {}
+    type_name = str(error.get("type") or "")
+    name = type_name.rsplit(".", 1)[-1]
+    if type_name.split(".", 1)[0] in ("httpx", "httpx2") and isinstance(getattr(module, name, None), type):
+        cls = getattr(module, name)
+        if issubclass(cls, getattr(module, "RequestError")):
+            raise cls(str(error.get("message") or ""), request=request)
+        raise cls(str(error.get("message") or ""))
+    raise error_from_payload(payload)
+
+
+def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes]:
+    return request.method, str(request.url), list(request.headers.multi_items()), request.content
+
+
+def _response(module: ModuleType, exchange: Exchange, request: Any) -> Any:
+    return module.Response(exchange.status, headers=exchange.headers, content=exchange.body, request=request)
+
+
+def make_transport(h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None) -> Any:
+    """A sync transport (``module.BaseTransport``) recording through ``h``; ``inner``
+    sends live requests (default ``module.HTTPTransport()``)."""
+    module = httpx_module or default_httpx_module()
+
+    class HarnessTransport(module.BaseTransport):  # type: ignore[name-defined, misc]
+        """Records each exchange as model.request/model.response; replays from the journal."""
+
+        def __init__(self) -> None:
+            self.harness = h
+            self.inner = inner
+
+        def handle_request(self, request: Any) -> Any:
+            request.read()
+            method, url, headers, body = _request_parts(request)
+            request_event = _emit_request(h, recorded_request(method, url, headers, body))
+            request_hash = request_event.payload["request_hash"]
+            payload = _recorded_answer(h, request_event)
+            from_source = payload is not None
+            if payload is None:
+                if self.inner is None:
+                    self.inner = module.HTTPTransport()
+                try:
+                    live = self.inner.handle_request(request)
+                    try:
+                        live.read()
+                    finally:
+                        live.close()
+                    payload = _live_payload(request_hash, live.status_code, live.headers.multi_items(), live.content)
+                except module.TransportError as error:
+                    payload = _error_payload(request_hash, error)
+            event = _emit_response(h, request_event, payload, from_source=from_source)
+            if event.payload.get("error"):
+                _raise_recorded_error(event.payload, module, request)
+            return _response(module, exchange_from_payload(event.payload), request)
+
+        def close(self) -> None:
+            if self.inner is not None:
+                self.inner.close()
+
+    return HarnessTransport()
+
+
+def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None) -> Any:
+    """The async twin of ``make_transport`` (``module.AsyncBaseTransport``)."""
+    module = httpx_module or default_httpx_module()
+
+    class AsyncHarnessTransport(module.AsyncBaseTransport):  # type: ignore[name-defined, misc]
+        def __init__(self) -> None:
+            self.harness = h
+            self.inner = inner
+
+        async def handle_async_request(self, request: Any) -> Any:
+            await request.aread()
+            method, url, headers, body = _request_parts(request)
+            request_event = _emit_request(h, recorded_request(method, url, headers, body))
+            request_hash = request_event.payload["request_hash"]
+            payload = _recorded_answer(h, request_event)
+            from_source = payload is not None
+            if payload is None:
+                if self.inner is None:
+                    self.inner = module.AsyncHTTPTransport()
+                try:
+                    live = await self.inner.handle_async_request(request)
+                    try:
+                        await live.aread()
+                    finally:
+                        await live.aclose()
+                    payload = _live_payload(request_hash, live.status_code, live.headers.multi_items(), live.content)
+                except module.TransportError as error:
+                    payload = _error_payload(request_hash, error)
+            event = _emit_response(h, request_event, payload, from_source=from_source)
+            if event.payload.get("error"):
+                _raise_recorded_error(event.payload, module, request)
+            return _response(module, exchange_from_payload(event.payload), request)
+
+        async def aclose(self) -> None:
+            if self.inner is not None:
+                await self.inner.aclose()
+
+    return AsyncHarnessTransport()
+
+
+def http_client(h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None, **client_options: Any) -> Any:
+    """``module.Client`` whose every request goes through ``h`` (pass it as ``http_client=``)."""
+    module = httpx_module or default_httpx_module()
+    return module.Client(transport=make_transport(h, httpx_module=module, inner=inner), **client_options)
+
+
+def async_http_client(h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None, **client_options: Any) -> Any:
+    """``module.AsyncClient`` twin of ``http_client`` (for ``AsyncOpenAI`` / ``AsyncAnthropic``)."""
+    module = httpx_module or default_httpx_module()
+    return module.AsyncClient(transport=make_async_transport(h, httpx_module=module, inner=inner), **client_options)

@@ -1,0 +1,213 @@
+"""An OpenAI-compatible chat-completions model (plugin type ``openai-compatible``).
+
+Any server that speaks ``POST {base_url}/chat/completions`` works: vLLM, llama.cpp's
+server, Ollama, LiteLLM, OpenAI itself. Use it to record an agent against a local
+model, or as the live model of a ``model-live`` experiment::
+
+    [[plugins]]
+    id = "model"
+    type = "openai-compatible"
+    options = { base_url = "http://127.0.0.1:8000/v1", model = "qwen2.5-7b-instruct", stream = true }
+
+Options: ``base_url`` (required), ``model`` (default: the request's ``model``),
+``api_key_env`` (name of the environment variable holding the key; the key itself
+never goes in a config or a journal), ``stream`` (SSE; the answer is recorded with
+its chunk boundaries), ``timeout_s`` (default 120), ``params`` (sent with every
+request, e.g. ``{temperature = 0}``), ``headers`` (extra request headers).
+
+The harness request (``model``, ``system``, ``messages`` with tool calls as
+``{id, name, arguments}``, ``tools`` as ``{name, description, parameters}``,
+``tool_choice``, ``params``) is turned into the OpenAI wire format, and the answer
+back into ``{content, tool_calls, finish_reason, usage}``. The wire-format helpers
+are shared with the httpx transport. Plain ``urllib``: no HTTP dependency.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+from typing import Any, Iterable, Iterator, Mapping
+
+import orjson
+
+from .plugins import PluginBase, PluginContext
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class ModelHTTPError(RuntimeError):
+    """The server answered with an error status; ``code`` is the HTTP status."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- wire format -------------------------------------------------------------------------
+
+
+def _wire_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    wire = {key: value for key, value in message.items() if key != "tool_calls"}
+    calls = message.get("tool_calls")
+    if calls:
+        wire["tool_calls"] = [
+            call if "function" in call else {
+                "id": call.get("id"),
+                "type": "function",
+                "function": {"name": call.get("name"), "arguments": _json_text(call.get("arguments", {}))},
+            }
+            for call in calls
+        ]
+    if wire.get("role") == "tool" and not isinstance(wire.get("content"), str):
+        wire["content"] = _json_text(wire.get("content"))
+    return wire
+
+
+def _wire_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    if tool.get("type") == "function" and "function" in tool:
+        return dict(tool)
+    function = {"name": tool["name"], "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    return {"type": "function", "function": function}
+
+
+def _json_text(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def chat_completions_body(request: Mapping[str, Any], *, model: str | None = None, stream: bool = False,
+                          params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``/chat/completions`` body for a harness model request."""
+    messages = [_wire_message(message) for message in request.get("messages") or ()]
+    if request.get("system"):
+        messages.insert(0, {"role": "system", "content": request["system"]})
+    body: dict[str, Any] = {"model": model or request.get("model"), "messages": messages}
+    if request.get("tools"):
+        body["tools"] = [_wire_tool(tool) for tool in request["tools"]]
+    if request.get("tool_choice") is not None:
+        body["tool_choice"] = request["tool_choice"]
+    body.update(params or {})
+    body.update(request.get("params") or {})
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _arguments(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text if text is not None else {}
+    try:
+        return orjson.loads(text) if text.strip() else {}
+    except orjson.JSONDecodeError:
+        raise ValueError(f"the model gave tool arguments that are not JSON: {text[:80]!r}") from None
+
+
+def response_from_chat_completion(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``{content, tool_calls, finish_reason, usage}`` of a non-streamed chat completion."""
+    choices = body.get("choices") or [{}]
+    message = choices[0].get("message") or {}
+    calls = [
+        {"id": call.get("id"), "name": (call.get("function") or {}).get("name"),
+         "arguments": _arguments((call.get("function") or {}).get("arguments"))}
+        for call in message.get("tool_calls") or ()
+    ]
+    return {"content": message.get("content"), "tool_calls": calls, "finish_reason": choices[0].get("finish_reason"),
+            "usage": dict(body.get("usage") or {})}
+
+
+def iter_sse(lines: Iterable[bytes | str]) -> Iterator[tuple[str | None, str]]:
+    """``(event, data)`` of a server-sent-events stream, one per blank-line-terminated block."""
+    event: str | None = None
+    data: list[str] = []
+    for raw in lines:
+        line = (raw.decode("utf-8") if isinstance(raw, bytes) else raw).rstrip("\r\n")
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = None, []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+    if data:
+        yield event, "\n".join(data)
+
+
+def chunks_from_chat_completion_stream(events: Iterable[tuple[str | None, str]]) -> Iterator[dict[str, Any]]:
+    """Harness stream chunks (see ``streaming.py``) of a chat-completions SSE stream."""
+    for _, data in events:
+        if data.strip() == "[DONE]":
+            return
+        event = orjson.loads(data)
+        if event.get("error"):
+            raise ModelHTTPError(f"the stream reported an error: {_json_text(event['error'])[:200]}")
+        chunk: dict[str, Any] = {}
+        for choice in event.get("choices") or ():
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                chunk["content"] = delta["content"]
+            calls = []
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls.append({"index": call.get("index", 0), "id": call.get("id"), "name": function.get("name"),
+                              "arguments": function.get("arguments")})
+            if calls:
+                chunk["tool_calls"] = calls
+            if choice.get("finish_reason"):
+                chunk["finish_reason"] = choice["finish_reason"]
+        if event.get("usage"):
+            chunk["usage"] = event["usage"]
+        yield chunk
+
+
+# -- the plugin --------------------------------------------------------------------------
+
+
+class OpenAICompatModel(PluginBase):
+    """ModelClient over an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    extension = "model"
+    version = "1"
+
+    def init(self, context: PluginContext) -> None:
+        super().init(context)
+        options = context.options
+        base_url = options.get("base_url")
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"plugin {context.plugin_id!r}: options.base_url must be an http(s) URL, e.g. http://127.0.0.1:8000/v1")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = options.get("model")
+        self.stream = bool(options.get("stream", False))
+        self.timeout_s = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
+        self.params = dict(options.get("params") or {})
+        self.headers = {"content-type": "application/json", "accept": "text/event-stream" if self.stream else "application/json",
+                        **{str(k): str(v) for k, v in (options.get("headers") or {}).items()}}
+        key_env = options.get("api_key_env")
+        if key_env is not None:
+            key = os.environ.get(str(key_env))
+            if not key:
+                raise ValueError(f"plugin {context.plugin_id!r}: environment variable {key_env} (options.api_key_env) is not set")
+            self.headers["authorization"] = f"Bearer {key}"
+
+    def complete(self, request: Mapping[str, Any]) -> Any:
+        body = chat_completions_body(request, model=self.model, stream=self.stream, params=self.params)
+        http_request = urllib.request.Request(self.url, data=orjson.dumps(body), headers=self.headers, method="POST")
+        try:
+            response = urllib.request.urlopen(http_request, timeout=self.timeout_s)
+        except urllib.error.HTTPError as error:
+            detail = error.read(500).decode("utf-8", "replace")
+            raise ModelHTTPError(f"{self.url}: HTTP {error.code}: {detail}", error.code) from None
+        except urllib.error.URLError as error:
+            raise ConnectionError(f"{self.url}: {error.reason}") from None
+        if not self.stream:
+            with response:
+                return response_from_chat_completion(orjson.loads(response.read()))
+        return self._stream(response)
+
+    @staticmethod
+    def _stream(response: Any) -> Iterator[dict[str, Any]]:
+        with response:
+            yield from chunks_from_chat_completion_stream(iter_sse(response))
