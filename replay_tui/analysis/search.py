@@ -12,8 +12,10 @@ its bytes first so only plausible lines are parsed.
 
 from __future__ import annotations
 
+import bisect
 import shlex
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Iterable, Iterator
 
 import orjson
@@ -26,6 +28,8 @@ CancelCheck = Callable[[], bool]
 
 # Marks shown in the timeline and usable as `is:` filters.
 ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = "error", "timeout", "redacted", "divergent", "unused", "consumed"
+BLOCK_BYTES = 1 << 20
+BACKWARD_BLOCK_LINES = 2048
 REDACTION_MARKERS = (b"[REDACTED", b"\xc2\xabredacted", b'"redacted":true', b'"redactions":')
 
 FIELD_HELP = {
@@ -38,6 +42,11 @@ FIELD_HELP = {
     "status": "run.ended status",
     "is": "error, timeout, redacted, divergent, unused, consumed, observation",
 }
+
+
+def has_redaction(line: bytes) -> bool:
+    """True if the line carries a redaction marker the harness writes."""
+    return any(marker in line for marker in REDACTION_MARKERS)
 
 
 class QueryError(ValueError):
@@ -84,7 +93,7 @@ def event_marks(event: Event | JournalError, line: bytes = b"", replay: ReplayMa
     if isinstance(error, dict) and (error.get("timeout") is True or "timeout" in str(error.get("type", "")).lower()):
         marks.add(TIMEOUT)
     raw_line = line or orjson.dumps(event.raw)
-    if any(marker in raw_line for marker in REDACTION_MARKERS):
+    if has_redaction(raw_line):
         marks.add(REDACTED)
     if replay is not None:
         mark = replay.mark_of(event.seq)
@@ -130,11 +139,19 @@ class Filter:
             return payload.get("status") == self.value
         return _scalar_text(_dotted(event.raw, self.name)) == self.value
 
-    def prefilter(self) -> bytes | None:
-        """Bytes that any matching canonical line must contain, if there is such a thing."""
+    def may_match(self, line: bytes, lowered: bytes) -> bool:
+        """False only when no line like this can match (so it need not be parsed)."""
         if self.name in ("kind", "tool", "step", "call", "status") and self.value.isascii():
-            return self.value.rstrip(".*").encode()
-        return None
+            return self.value.rstrip(".*").encode() in line
+        if self.name == "is" and self.value == REDACTED:
+            return has_redaction(line)
+        if self.name == "is" and self.value == TIMEOUT:
+            return not lowered or b"timeout" in lowered
+        if self.name == "seq" and ".." not in self.value:
+            return self.value.encode() in line
+        if "." in self.name and self.value.isascii():
+            return self.value.encode() in line
+        return True
 
 
 @dataclass(frozen=True)
@@ -156,14 +173,17 @@ class Query:
                 return False
         return all(f.matches(event, line, replay) for f in self.filters)
 
+    @cached_property
+    def _needs_lowercase(self) -> bool:
+        return bool(self.words) or any(f.name == "is" and f.value == TIMEOUT for f in self.filters)
+
     def may_match(self, line: bytes) -> bool:
         """Byte-level test that never rejects a match (so parsing can be skipped)."""
+        lowered = line.lower() if self._needs_lowercase and line.isascii() else b""
         for f in self.filters:
-            needle = f.prefilter()
-            if needle is not None and needle not in line:
+            if not f.may_match(line, lowered):
                 return False
-        if self.words and line.isascii():
-            lowered = line.lower()
+        if self.words and lowered:
             return all(word.encode() in lowered for word in self.words if word.isascii())
         return True
 
@@ -200,22 +220,72 @@ def line_of(journal: Journal, position: int, event: Event | JournalError | None 
     return orjson.dumps(event.raw) if isinstance(event, Event) else b""
 
 
+def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
+    """(position, line bytes) for ``start <= position < stop``, reading big blocks.
+
+    One read per block instead of one per line is what makes a full scan of a
+    million-line journal take a second or two. Other dialects fall back to
+    re-serialising each event.
+    """
+    stop = min(stop, len(journal))
+    if journal.dialect != V1:
+        for position in range(start, stop):
+            yield position, line_of(journal, position)
+        return
+    base = 0
+    for segment in list(journal.segments):
+        ends = segment.ends
+        count = len(ends)
+        local, local_stop = max(start - base, 0), min(stop - base, count)
+        while local < local_stop:
+            first = ends[local - 1] if local else 0
+            if ends[local] - first > journal.max_line_bytes:
+                yield base + local, b""  # never pull a refused giant line into memory
+                local += 1
+                continue
+            last = max(local + 1, bisect.bisect_right(ends, first + BLOCK_BYTES, local, local_stop))
+            if ends[last - 1] - first > BLOCK_BYTES:
+                last = local + 1
+            lines = segment.read(first, ends[last - 1] - first).split(b"\n")
+            for offset in range(last - local):
+                yield base + local + offset, lines[offset]
+            local = last
+        base += count
+        if base >= stop:
+            return
+
+
+def iter_lines_backwards(journal: Journal, start: int, stop: int = -1) -> Iterator[tuple[int, bytes]]:
+    """(position, line bytes) for ``start >= position > stop``, newest first."""
+    high = min(start, len(journal) - 1)
+    while high > stop:
+        low = max(stop + 1, high - BACKWARD_BLOCK_LINES + 1)
+        yield from reversed(list(iter_lines(journal, low, high + 1)))
+        high = low - 1
+
+
 def iter_matches(
     journal: Journal,
     query: Query,
-    positions: Iterable[int],
+    lines: Iterable[tuple[int, bytes]],
     cancelled: CancelCheck | None = None,
     replay: ReplayMarks | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[int]:
-    """The positions among ``positions`` whose event matches ``query``."""
-    for count, position in enumerate(positions):
-        if cancelled is not None and count % 1024 == 0 and cancelled():
-            return
-        line = line_of(journal, position)
+    """The positions among ``lines`` (from iter_lines) whose event matches ``query``.
+
+    ``progress(scanned)`` is called every few thousand lines.
+    """
+    for count, (position, line) in enumerate(lines):
+        if count % 4096 == 0:
+            if cancelled is not None and cancelled():
+                return
+            if progress is not None and count:
+                progress(count)
         if journal.dialect == V1 and not query.may_match(line):
             continue
         event = journal.try_event(position)
-        if query.matches(event, line, replay):
+        if query.matches(event, line or line_of(journal, position, event), replay):
             yield position
 
 
@@ -227,25 +297,31 @@ def find_next(
     wrap: bool = True,
     cancelled: CancelCheck | None = None,
     replay: ReplayMarks | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> int | None:
     """The first match after (``direction`` 1) or before (-1) ``start``, wrapping around once."""
     count = len(journal)
     if count == 0:
         return None
     if direction > 0:
-        order: Iterable[int] = range(start + 1, count)
+        order: Iterable[tuple[int, bytes]] = iter_lines(journal, start + 1, count)
         if wrap:
-            order = _chain(order, range(0, min(start + 1, count)))
+            order = _chain(order, iter_lines(journal, 0, min(start + 1, count)))
     else:
-        order = range(start - 1, -1, -1)
+        order = iter_lines_backwards(journal, start - 1)
         if wrap:
-            order = _chain(order, range(count - 1, max(start - 1, -1), -1))
-    return next(iter_matches(journal, query, order, cancelled, replay), None)
+            order = _chain(order, iter_lines_backwards(journal, count - 1, max(start - 1, -1)))
+    return next(iter_matches(journal, query, order, cancelled, replay, progress), None)
 
 
-def _chain(*ranges: Iterable[int]) -> Iterator[int]:
-    for positions in ranges:
-        yield from positions
+def matching_positions(journal: Journal, query: Query, start: int = 0, stop: int | None = None, **options: Any) -> Iterator[int]:
+    """Every match in ``[start, stop)`` in order (for filters, exports and tests)."""
+    return iter_matches(journal, query, iter_lines(journal, start, len(journal) if stop is None else stop), **options)
+
+
+def _chain(*parts: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+    for part in parts:
+        yield from part
 
 
 def _is_seq_value(value: str) -> bool:

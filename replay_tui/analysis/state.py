@@ -21,6 +21,7 @@ from ..journal import Event, Journal, JournalError, hash_value
 from ..journal.dialects import V1
 from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
 from .diff import ValueDiff, diff_values, is_related, parts_of
+from .search import iter_lines, iter_lines_backwards
 
 CancelCheck = Callable[[], bool]
 _STATE_KINDS = (RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION)
@@ -251,12 +252,12 @@ def iter_changes(
     Walks from ``start`` (exclusive) forwards (``direction`` 1) or backwards (-1)
     over the events indexed so far; byte-filters before parsing.
     """
-    stop = len(journal) if direction > 0 else -1
     marker = STATE_TRANSITION.encode()
-    for position in range(start + direction, stop, direction):
-        if cancelled is not None and position % 1024 == 0 and cancelled():
+    lines = iter_lines(journal, start + 1, len(journal)) if direction > 0 else iter_lines_backwards(journal, start - 1)
+    for count, (position, line) in enumerate(lines):
+        if cancelled is not None and count % 4096 == 0 and cancelled():
             return
-        if journal.dialect == V1 and marker not in journal.line_bytes(position):
+        if journal.dialect == V1 and marker not in line:
             continue
         event = journal.try_event(position)
         if isinstance(event, Event) and event.kind == STATE_TRANSITION and patch_touches(event.payload.get("patch"), pointer):

@@ -15,7 +15,7 @@ from replay_tui.analysis.search import (  # noqa: E402
     ReplayMarks,
     event_marks,
     find_next,
-    iter_matches,
+    matching_positions,
     line_of,
     parse_query,
 )
@@ -28,7 +28,7 @@ def journal(tmp_path: Path):
 
 
 def seqs(journal, text: str) -> list[int]:
-    return [journal.event(p).seq for p in iter_matches(journal, parse_query(text), range(len(journal)))]
+    return [journal.event(p).seq for p in matching_positions(journal, parse_query(text))]
 
 
 def test_field_filters(journal) -> None:
@@ -60,7 +60,7 @@ def test_bad_queries_say_what_was_expected() -> None:
 
 def test_find_next_wraps_both_ways(journal) -> None:
     query = parse_query("kind:state.snapshot")
-    hits = list(iter_matches(journal, query, range(len(journal))))
+    hits = list(matching_positions(journal, query))
     assert len(hits) == 1
     assert find_next(journal, query, hits[0], 1) == hits[0]  # the only hit, found again after wrapping
     assert find_next(journal, query, len(journal) - 1, 1) == hits[0]
@@ -83,4 +83,4 @@ def test_replay_marks(journal) -> None:
 
 
 def seqs_with(journal, text: str, marks: ReplayMarks) -> list[int]:
-    return [journal.event(p).seq for p in iter_matches(journal, parse_query(text), range(len(journal)), replay=marks)]
+    return [journal.event(p).seq for p in matching_positions(journal, parse_query(text), replay=marks)]

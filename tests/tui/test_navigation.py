@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from textual import events
 from tui_helpers import SIZE, make_app, seq_at_cursor, settle
 
 from replay_tui.analysis.search import ReplayMarks
@@ -322,3 +324,35 @@ async def test_json_view_cursor_and_fold_keys(incident_path: Path) -> None:
         assert view.cursor == len(view.lines) - 1
         await pilot.press("g", "j")
         assert view.cursor == 1
+
+
+async def test_search_hits_are_highlighted_and_escape_clears_them(incident_path: Path) -> None:
+    app = make_app(incident_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await pilot.press("slash", *"kind:tool.call", "enter")
+        await settle(pilot)
+        assert screen.timeline.query is not None and screen.timeline.query.source == "kind:tool.call"
+        await pilot.press("escape")
+        assert screen.timeline.query is None
+        assert "highlight cleared" in str(screen.status.render())
+
+
+async def test_a_long_search_can_be_cancelled(tmp_path: Path) -> None:
+    from tui_helpers import write_bulk
+
+    path = write_bulk(tmp_path / "long.jsonl", 200_000)
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await pilot.press("slash", *"no-such-text-anywhere")
+        # Pilot.press waits until the process is idle, i.e. until a search would end,
+        # so enter and escape are sent the way a terminal sends them: without waiting.
+        app.post_message(events.Key("enter", None))
+        await asyncio.sleep(0.05)
+        assert any(w.group == "search" and w.is_running for w in app.workers)
+        app.post_message(events.Key("escape", None))
+        await asyncio.sleep(0.3)
+        assert not any(w.group == "search" and w.is_running for w in app.workers)
+        assert "search cancelled" in str(screen.status.render())
+        assert screen.timeline.cursor == 0

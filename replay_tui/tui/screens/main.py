@@ -63,7 +63,7 @@ class MainScreen(Screen[None]):
         Binding("w", "watch_next", "Watch path / next change"),
         Binding("W", "watch_previous", "Previous change"),
         Binding("F", "unfold_all", "Unfold event", show=False),
-        Binding("escape", "cancel_search", "Cancel search", show=False),
+        Binding("escape", "cancel_search", "Cancel search / clear highlight", show=False),
     ]
 
     def __init__(self, journal: Journal, *, start_seq: int | None = None, follow: bool = False) -> None:
@@ -368,6 +368,7 @@ class MainScreen(Screen[None]):
                 self.notify(str(error), severity="warning")
                 return
             self.query_ = query
+            self.timeline.set_query(query)
             self.run_search(query, self.timeline.cursor, 1, f"/{text}")
 
         hint = "words and filters, all must match: " + ", ".join(f"{name}:" for name in FIELD_HELP) + " — e.g. kind:tool.result tool:customer_query"
@@ -393,15 +394,30 @@ class MainScreen(Screen[None]):
         self.run_search(ERROR_QUERY, self.timeline.cursor, -1, "previous error")
 
     def action_cancel_search(self) -> None:
+        """Escape: stop a running search, else clear the search highlight."""
         if any(w.group == "search" and w.is_running for w in self.workers):
             self.workers.cancel_group(self, "search")
             self.status.say("search cancelled")
+        elif self.timeline.query is not None:
+            self.timeline.set_query(None)
+            self.status.say("search highlight cleared (n/N still repeat the last search)")
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def run_search(self, query: Query, start: int, direction: int, label: str) -> None:
         worker = get_current_worker()
+        total = len(self.journal)
         self.post_message(Notice(f"{label}: searching… (escape cancels)"))
-        position = find_next(self.journal, query, start, direction, wrap=True, cancelled=lambda: worker.is_cancelled, replay=self.replay_marks)
+        last_report = time.perf_counter()
+
+        def progress(scanned: int) -> None:
+            nonlocal last_report
+            if time.perf_counter() - last_report > 0.25:
+                last_report = time.perf_counter()
+                self.post_message(Notice(f"{label}: searching… {min(scanned, total):,} of {total:,} events (escape cancels)"))
+
+        position = find_next(
+            self.journal, query, start, direction, wrap=True, cancelled=lambda: worker.is_cancelled, replay=self.replay_marks, progress=progress
+        )
         if worker.is_cancelled:
             return
         scope = " (index still building: searched the events indexed so far)" if self.indexing else ""

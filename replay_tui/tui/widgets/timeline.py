@@ -16,7 +16,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...analysis.search import CONSUMED, DIVERGENT, ERROR, REDACTED, TIMEOUT, UNUSED, ReplayMarks, event_marks, line_of
+from ...analysis.search import CONSUMED, DIVERGENT, ERROR, REDACTED, TIMEOUT, UNUSED, Query, ReplayMarks, event_marks, line_of
 from ...journal import Event, Journal, JournalError
 from ..format import summary_of
 from ..messages import CursorMoved
@@ -60,6 +60,7 @@ class Timeline(ScrollView, can_focus=True):
         self.cursor = 0
         self.count = 0
         self.replay_marks: ReplayMarks | None = None
+        self.query: Query | None = None  # rows that match are underlined
         self.indexing = True
         self._strips: LRUCache[tuple[int, int, bool, int], Strip] = LRUCache(4096)
         self._styles: dict[str, Style] = {}
@@ -75,6 +76,11 @@ class Timeline(ScrollView, can_focus=True):
         if grew_from == 0 and count:
             self.post_message(CursorMoved(self.cursor))
         self.refresh()
+
+    def set_query(self, query: Query | None) -> None:
+        if query != self.query:
+            self.query = query
+            self.invalidate()
 
     def set_replay_marks(self, marks: ReplayMarks | None) -> None:
         self.replay_marks = marks
@@ -171,7 +177,9 @@ class Timeline(ScrollView, can_focus=True):
 
     def _render_row(self, row: int, width: int, is_cursor: bool) -> Strip:
         event = self.journal.try_event(row)
-        marks = event_marks(event, line_of(self.journal, row, event), self.replay_marks)
+        line = line_of(self.journal, row, event)
+        marks = event_marks(event, line, self.replay_marks)
+        hit = self.query is not None and self.query.matches(event, line, self.replay_marks)
         base = self.rich_style
         cursor = self._style("timeline--cursor") if is_cursor else Style()
 
@@ -187,7 +195,8 @@ class Timeline(ScrollView, can_focus=True):
             segments.append(styled(f"{where:>8} ", "timeline--seq"))
             segments.append(styled(summary_of(event), "timeline--error"))
         else:
-            segments.append(styled(f"{event.seq:>8} ", "timeline--seq"))
+            segments.append(styled(f"{event.seq:>8}", "timeline--hit" if hit else "timeline--seq"))
+            segments.append(styled(" "))
             kind_part = next((f"timeline--{m}" for m in (DIVERGENT, ERROR, TIMEOUT) if m in marks), "timeline--kind")
             segments.append(styled(f"{event.kind:<{KIND_WIDTH}} ", kind_part))
             step = event.step_id or "–"
