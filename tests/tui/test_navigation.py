@@ -356,3 +356,49 @@ async def test_a_long_search_can_be_cancelled(tmp_path: Path) -> None:
         assert not any(w.group == "search" and w.is_running for w in app.workers)
         assert "search cancelled" in str(screen.status.render())
         assert screen.timeline.cursor == 0
+
+
+async def test_a_type_data_journal_opens_without_a_hash_chain(tmp_path: Path) -> None:
+    import orjson
+
+    lines = [
+        {"type": "session_started", "event_id": "e1", "session_id": "s-1", "seq": 1, "ts": "2026-01-01T00:00:00Z", "data": {"agent": "other:agent"}},
+        {"type": "user_message", "event_id": "e2", "session_id": "s-1", "seq": 2, "ts": "2026-01-01T00:00:01Z", "data": {"content": "hi"}},
+        {"type": "tool_invocation", "event_id": "e3", "session_id": "s-1", "seq": 3, "ts": "2026-01-01T00:00:02Z",
+         "data": {"tool": "lookup", "input": {"q": 1}, "error": {"type": "TimeoutError", "message": "slow", "timeout": True}}},
+        {"type": "session_ended", "event_id": "e4", "session_id": "s-1", "seq": 4, "ts": "2026-01-01T00:00:03Z", "data": {"status": "ok"}},
+    ]
+    path = tmp_path / "other.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert screen.timeline.count == 5  # the tool invocation is a call and a result
+        await pilot.press("e")
+        await settle(pilot)
+        event = screen.journal.event(screen.timeline.cursor)
+        assert event.kind == "tool.result" and event.payload["error"]["timeout"] is True
+        detail = screen.query_one(EventDetail).view
+        assert any("no hash chain" in line.parts[0][0] for line in detail.lines[:4])
+        for _ in range(200):
+            if screen.query_one("RunHeader").chain[0] != "checking":
+                break
+            await pilot.pause(0.05)
+        assert screen.query_one("RunHeader").chain[0] == "absent"
+
+
+async def test_a_directory_of_rotated_shards_is_one_journal(tmp_path: Path) -> None:
+    from replay_tui.journal import JournalWriter
+
+    directory = tmp_path / "shards"
+    with JournalWriter(directory, run_id="rot", fsync="never", rotate_bytes=4096) as writer:
+        for number in range(120):
+            writer.append("clock.read", {"source": "time.time", "value": number})
+    assert len(list(directory.glob("*.jsonl.gz"))) >= 2
+    app = make_app(directory)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert screen.timeline.count == 120
+        await pilot.press("colon", *"117", "enter")
+        await settle(pilot)
+        assert seq_at_cursor(screen) == 117

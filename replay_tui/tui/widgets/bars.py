@@ -71,6 +71,7 @@ class RunHeader(Static):
                 self.environment = environment_summary(event.payload.get("environment"))
             else:
                 self.agent = "unknown (first event is not run.started)"
+                self.environment = "not recorded"
         self._update()
 
     def set_chain(self, status: str, summary: str) -> None:
