@@ -90,10 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         state = self.server.state
         state.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        if self.path.endswith("/chat/completions"):
+        if self.path in ("/v1/chat/completions", "/chat/completions"):
             answer = dict(state.policy({"model": body.get("model"), "messages": harness_messages_from_openai(body)}))
             self._openai(body, answer)
-        elif self.path.endswith("/messages"):
+        elif self.path in ("/v1/messages", "/messages"):
             answer = dict(state.policy({"model": body.get("model"), "messages": harness_messages_from_anthropic(body)}))
             self._anthropic(body, answer)
         else:

@@ -1,0 +1,148 @@
+"""The httpx transport with the real openai and anthropic SDK clients and a real server on loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from replay_tui.harness import record_run
+from replay_tui.harness.config import config_from_mapping
+from replay_tui.journal import open_journal, verify_journal
+from replay_tui.replay.protocol import ReplaySpec
+from replay_tui.replay.runner import ReplayRunner
+
+from .conftest import ANTHROPIC_KEY, OPENAI_KEY, REPO
+from .servers import LLMServer
+
+CASES = [
+    ("sdk_openai", "agent", "/v1"),
+    ("sdk_openai", "stream_agent", "/v1"),
+    ("sdk_anthropic", "agent", ""),
+    ("sdk_anthropic", "stream_agent", ""),
+]
+
+
+def tools_config(module: str):
+    return config_from_mapping(
+        {"plugins": [{"id": "tools", "type": "python-tools", "options": {"provider": f"fixtures.agents.{module}:tools"}}]},
+        base_dir=REPO,
+    )
+
+
+def record(tmp_path: Path, module: str, entry: str, base_url: str, name: str = "run.jsonl", question: str = "What is the weather in Lisbon?"):
+    journal = tmp_path / name
+    outcome = record_run(tools_config(module), f"fixtures.agents.{module}:{entry}", [{"question": question, "base_url": base_url}],
+                         journal=journal)
+    return journal, outcome
+
+
+def replay(journal: Path, **spec: object):
+    return ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(REPO)], **spec), timeout_s=120, cwd=str(REPO)).run()
+
+
+def events(journal: Path):
+    with open_journal(journal) as opened:
+        return [opened.event(position) for position in range(len(opened))]
+
+
+@pytest.mark.parametrize(("module", "entry", "suffix"), CASES)
+def test_sdk_agent_records_and_replays_with_the_network_off(tmp_path: Path, llm_server: LLMServer, api_keys: None,
+                                                             module: str, entry: str, suffix: str) -> None:
+    journal, outcome = record(tmp_path, module, entry, llm_server.url + suffix)
+    assert (outcome.status, outcome.output) == ("ok", "The weather: sunny, 21 C.")
+    assert verify_journal(journal).ok
+    # the key went over the wire...
+    key = OPENAI_KEY if module == "sdk_openai" else ANTHROPIC_KEY
+    sent = llm_server.state.received[0].headers
+    assert any(key in value for name, value in sent.items() if name in ("authorization", "x-api-key"))
+    # ...and never into the journal: no key, no auth header, no cookie
+    data = journal.read_bytes()
+    for secret in (OPENAI_KEY.encode(), ANTHROPIC_KEY.encode(), b"CANARY", b"authorization", b"x-api-key", b"Bearer", b"session=abcdef"):
+        assert secret not in data
+    kinds = [event.kind for event in events(journal)]
+    assert kinds.count("model.request") == kinds.count("model.response") == 2
+    responses = [event for event in events(journal) if event.kind == "model.response"]
+    first = responses[0].payload["response"]
+    assert first["tool_calls"] == [{"id": "call_w1", "name": "weather", "arguments": {"city": "Lisbon"}}]
+    assert responses[1].payload["response"]["content"] == "The weather: sunny, 21 C."
+    if entry == "stream_agent":
+        assert responses[1].payload["stream"]["chunks"] > 3
+    # replay: served from the journal in a child with the network off; the server hears nothing
+    heard = len(llm_server.state.received)
+    result = replay(journal)
+    assert result.status == "match", result.to_text()
+    assert result.isolation is not None and result.isolation.network_namespace
+    assert result.refusals == []
+    assert len(llm_server.state.received) == heard
+
+
+def test_request_hash_does_not_depend_on_the_key(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    hashes = []
+    for index, key in enumerate(("sk-first-key-0123456789abcdefghij", "sk-other-key-0123456789abcdefghij")):
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        journal, _ = record(tmp_path, "sdk_openai", "agent", llm_server.url + "/v1", name=f"run{index}.jsonl")
+        hashes.append([e.payload["request_hash"] for e in events(journal) if e.kind == "model.request"])
+    assert hashes[0] == hashes[1]
+
+
+def test_a_changed_request_diverges_at_the_model_request(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
+    journal, _ = record(tmp_path, "sdk_openai", "agent", llm_server.url + "/v1")
+    result = replay(journal, agent="fixtures.agents.sdk_openai:stream_agent")
+    assert result.status == "diverged"
+    assert result.divergence.seq == 3 and result.divergence.expected.kind == "model.request"
+    assert "request_hash differs" in result.divergence.reason
+    assert any("stream" in line for line in result.divergence.diff_lines)
+
+
+def test_a_transport_error_is_recorded_and_raised_again(tmp_path: Path, api_keys: None) -> None:
+    closed = LLMServer()
+    url = closed.url
+    closed.close()  # nothing listens there any more: a connect error
+    journal, outcome = record(tmp_path, "sdk_openai", "agent", url + "/v1")
+    assert outcome.status == "error" and "Connection error" in str(outcome.error)
+    response = next(e for e in events(journal) if e.kind == "model.response")
+    assert response.payload["response"] is None
+    assert response.payload["error"]["type"].rsplit(".", 1)[-1] == "ConnectError"
+    result = replay(journal)
+    assert result.status == "match", result.to_text()
+
+
+def test_plain_httpx_client(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = config_from_mapping({"plugins": []}, base_dir=REPO)
+    journal = tmp_path / "plain.jsonl"
+    token = "sk-plainCANARY0123456789abcdefghij"
+    monkeypatch.setenv("PLAIN_API_TOKEN", token)
+    outcome = record_run(config, "tests.httpx.agents:agent", [{"question": "Weather in Oslo?", "base_url": llm_server.url}],
+                         journal=journal)
+    assert (outcome.status, outcome.output) == ("ok", "weather")
+    assert llm_server.state.received[0].headers["authorization"] == f"Bearer {token}"
+    assert token.encode() not in journal.read_bytes()
+    request = next(e for e in events(journal) if e.kind == "model.request").payload["request"]
+    assert request["params"]["http"] == {"method": "POST", "url": f"{llm_server.url}/v1/chat/completions"}
+    assert "authorization" not in request["headers"] and request["headers"]["content-type"] == "application/json"
+    assert replay(journal).status == "match"
+
+
+def test_recorded_request_keeps_body_fields_and_drops_attempt_headers() -> None:
+    from replay_tui.harness.httpx_transport import exchange_from_payload, recorded_request, recorded_response
+
+    request = recorded_request(
+        "post", "http://127.0.0.1:9/v1/chat/completions",
+        [("Authorization", "Bearer x"), ("X-Stainless-Retry-Count", "1"), ("Idempotency-Key", "abc"), ("Content-Type", "application/json")],
+        orjson.dumps({"model": "m", "messages": [], "temperature": 0.2, "stream": False}),
+    )
+    assert request == {
+        "model": "m", "messages": [], "stream": False,
+        "params": {"http": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions"}, "body": {"temperature": 0.2}},
+        "headers": {"authorization": "Bearer x", "content-type": "application/json"},  # the harness redactor drops the first
+    }
+    body = b"\x00\x01binary"
+    payload = {"request_hash": "sha256:" + "0" * 64, **recorded_response(200, [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip")], body)}
+    exchange = exchange_from_payload(payload)
+    assert (exchange.status, exchange.body, exchange.headers) == (200, body, [("content-type", "application/octet-stream")])
+    with pytest.raises(ValueError, match="not recorded by the httpx transport"):
+        exchange_from_payload({"response": {"content": "hi"}})
+    assert httpx  # the plain module is the test extra's, used by tests.httpx.agents
