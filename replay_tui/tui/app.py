@@ -83,10 +83,6 @@ class ReplayApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def action_main(self, action: str) -> None:
-        """Run a main-screen action (for the command palette)."""
-        self.main.run_action(action)  # type: ignore[unused-coroutine]
-
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if not isinstance(screen, MainScreen):

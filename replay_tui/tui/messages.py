@@ -92,10 +92,3 @@ class ReplayMarksChanged(Message):
     with the consumed/divergent/unused seqs of a replay, or None to clear."""
 
     marks: ReplayMarks | None
-
-
-@dataclass
-class PathChosen(Message):
-    """A state path was picked in a state pane (enter or `w`)."""
-
-    pointer: str

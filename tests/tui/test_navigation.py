@@ -148,9 +148,42 @@ async def test_divergence_needs_replay_results_then_jumps(incident_path: Path) -
         await pilot.press("d")
         await settle(pilot)
         assert seq_at_cursor(screen) == 16
+        detail = screen.query_one(EventDetail).view
+        assert any("marks: divergent" in line.parts[0][0] for line in detail.lines[:5])
+        row = screen.timeline.render_line(screen.timeline.cursor - screen.timeline.scroll_offset.y).text
+        assert "≠" in row and " 16 " in row
         app.set_replay_marks(ReplayMarks(consumed=frozenset(range(1, 27))))
         await pilot.press("d")
         assert "no divergence" in str(screen.status.render())
+
+
+async def test_replay_marks_can_be_posted_from_a_worker_thread(incident_path: Path) -> None:
+    import threading
+
+    from replay_tui.tui.messages import ReplayMarksChanged
+
+    app = make_app(incident_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        marks = ReplayMarks(divergent=frozenset({12}), label="strict replay")
+        thread = threading.Thread(target=lambda: screen.post_message(ReplayMarksChanged(marks)))
+        thread.start()
+        thread.join()
+        await settle(pilot)
+        assert screen.timeline.replay_marks is marks
+        assert "strict replay: first divergence at seq 12" in str(screen.status.render())
+        await pilot.press("slash", *"is:divergent", "enter")
+        await settle(pilot)
+        assert seq_at_cursor(screen) == 12
+
+
+async def test_clicking_a_row_selects_it(incident_path: Path) -> None:
+    app = make_app(incident_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await pilot.click("#timeline", offset=(10, 4))  # row 4 of the widget = 3rd event row under the border
+        await settle(pilot)
+        assert seq_at_cursor(screen) == 4
 
 
 async def test_watch_a_state_path_and_jump_between_its_changes(incident_path: Path) -> None:

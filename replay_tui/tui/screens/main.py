@@ -8,7 +8,6 @@ may read many events runs in a thread worker and reports back by message.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,6 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Tree
+from textual.widgets.tree import TreeNode, UnknownNodeID
 from textual.worker import get_current_worker
 
 from ...analysis.causal import CausalIndex
@@ -116,7 +116,7 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         header = self.query_one(RunHeader)
         header.set_first_event(None, self.journal.path.name)
-        header.set_chain("checking", "checked once indexing ends…")
+        header.set_chain("checking", "checked after indexing…")
         self.timeline.focus()
         self.index_journal()
 
@@ -164,6 +164,7 @@ class MainScreen(Screen[None]):
             self.notify(message.error, title="journal", severity="error", timeout=10)
             self.status.say(message.error)
         self._on_events_available()
+        self.query_one(RunHeader).set_chain("checking", "checking the hash chain…")
         self.check_chain()  # after indexing, so the two never fight over the disk and CPU
         if self.start_seq is not None:
             self._goto_seq(self.start_seq)
@@ -211,7 +212,7 @@ class MainScreen(Screen[None]):
         if position != self.timeline.cursor or position >= len(self.journal):
             return
         event = self.journal.try_event(position)
-        self.query_one(EventDetail).show_event(self.journal, position, event)
+        self.query_one(EventDetail).show_event(self.journal, position, event, self.replay_marks)
         seq = event.seq if isinstance(event, Event) else None
         for pane in self.query(StatePane):
             pane.show_loading(seq)
@@ -249,12 +250,12 @@ class MainScreen(Screen[None]):
             self._load_children_of(selected)
             selected.expand()
 
-    def _load_children_of(self, node: Tree.NodeExpanded | object, start: int | None = None) -> None:
-        data: NodeData | None = getattr(node, "data", None)
+    def _load_children_of(self, node: TreeNode[NodeData], start: int | None = None) -> None:
+        data = node.data
         if data is None or data.position is None or data.loading or (data.loaded and start is None):
             return
         data.loading = True
-        self.load_children(node.id, data.position, start, self.tree.generation)  # type: ignore[attr-defined]
+        self.load_children(node.id, data.position, start, self.tree.generation)
 
     @work(thread=True, group="children", exit_on_error=False)
     def load_children(self, node_id: int, position: int, start: int | None, generation: int) -> None:
@@ -273,7 +274,7 @@ class MainScreen(Screen[None]):
             return
         try:
             node = self.tree.get_node_by_id(message.node_id)  # type: ignore[arg-type]
-        except Exception:  # the node was removed meanwhile (tree rebuilt)
+        except UnknownNodeID:  # the node was removed meanwhile (tree rebuilt)
             return
         self.tree.apply_children(node, message.page)
 
@@ -521,7 +522,3 @@ class MainScreen(Screen[None]):
         self.query_one(RunHeader).set_events(f"{len(self.journal):,} events · following")
         if at_end:
             timeline.move_to(len(self.journal) - 1)
-
-    @property
-    def journal_path(self) -> Path:
-        return self.journal.path

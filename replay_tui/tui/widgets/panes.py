@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from ...analysis.search import ReplayMarks, event_marks, line_of
 from ...analysis.state import StateAt
 from ...journal import Event, Journal, JournalError, event_hash_of
 from .json_view import JsonDocument, JsonView
@@ -86,7 +87,7 @@ class EventDetail(Vertical):
     def view(self) -> JsonView:
         return self.query_one(JsonView)
 
-    def show_event(self, journal: Journal, position: int, event: Event | JournalError) -> None:
+    def show_event(self, journal: Journal, position: int, event: Event | JournalError, replay: ReplayMarks | None = None) -> None:
         if isinstance(event, JournalError):
             self.border_title = "Event (unreadable)"
             self.view.show(
@@ -99,10 +100,13 @@ class EventDetail(Vertical):
             return
         self.border_title = f"Event seq {event.seq} · {event.kind}"
         status, ok = hash_status(journal, position, event)
+        marks = sorted(event_marks(event, line_of(journal, position, event), replay))
         header = [
             (f"step {event.step_id or '–'} · parent {event.parent_event_id or '– (root)'}", ""),
             (f"id {event.event_id} · {event.recorded_at}", "json--punct"),
             (("✓ " if ok else "✗ ") + status, "json--status-ok" if ok else "json--status-bad"),
             ("payload:", "json--key"),
         ]
+        if marks:
+            header.insert(3, ("marks: " + ", ".join(marks), "json--status-bad" if "error" in marks or "divergent" in marks else ""))
         self.view.show(JsonDocument(event.payload, header=header, empty_text="{}"))

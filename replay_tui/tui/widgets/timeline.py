@@ -69,12 +69,9 @@ class Timeline(ScrollView, can_focus=True):
     # -- attributes set by the screen ---------------------------------------
     def set_count(self, count: int, indexing: bool) -> None:
         """More events are readable; grow the scrollable area (the cursor stays)."""
-        grew_from = self.count
         self.count = count
         self.indexing = indexing
         self.virtual_size = Size(1, count + (1 if indexing else 0))
-        if grew_from == 0 and count:
-            self.post_message(CursorMoved(self.cursor))
         self.refresh()
 
     def set_query(self, query: Query | None) -> None:
@@ -176,7 +173,11 @@ class Timeline(ScrollView, can_focus=True):
         return strip
 
     def _render_row(self, row: int, width: int, is_cursor: bool) -> Strip:
-        event = self.journal.try_event(row)
+        try:
+            event = self.journal.try_event(row)
+        except (OSError, IndexError):
+            # The journal is being reopened under us (follow mode saw it truncated or replaced).
+            return Strip([Segment(" …".ljust(width), self.rich_style)]).crop(0, width)
         line = line_of(self.journal, row, event)
         marks = event_marks(event, line, self.replay_marks)
         hit = self.query is not None and self.query.matches(event, line, self.replay_marks)
