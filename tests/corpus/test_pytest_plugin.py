@@ -131,3 +131,17 @@ def test_under_xdist(pytester: pytest.Pytester) -> None:
     output = result.stdout.str()
     assert "[gw0]" in output and "[gw1]" in output
     result.stdout.fnmatch_lines(["*Replay divergence at seq=7*"])
+
+
+def test_the_readme_pyproject_settings(pytester: pytest.Pytester) -> None:
+    """The [tool.pytest.ini_options] block of the README section, as written (agent path adapted)."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Turn an incident into a regression test"):]
+    block = section[section.index("```toml\n# pyproject.toml") + len("```toml\n"):]
+    block = block[: block.index("```")]
+    pytester.makefile(".toml", pyproject=block.replace('["src"]', f'["{REPO}"]'))
+    journals(pytester, CLEAN[0], BEFORE_HISTORY[0])
+    (pytester.path / "ignored.jsonl").write_bytes(CLEAN[1].read_bytes())
+    result = run(pytester, "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.no_fnmatch_line("*ignored.jsonl*")
