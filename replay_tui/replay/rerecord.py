@@ -54,13 +54,14 @@ class RerecordResult:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.out is not None or self.replay.status == MATCH else 1
+        """0 re-recorded, or nothing to do; otherwise the replay's own exit code (1, or 2 for bad input)."""
+        return 0 if self.out is not None else self.replay.exit_code
 
     def to_text(self) -> str:
         if self.out is None:
             if self.replay.status == MATCH:
                 return f"{self.replay.headline()}\nNothing to re-record: the journal already matches the current code."
-            return f"Cannot re-record: the replay did not diverge.\n\n{self.replay.to_text()}"
+            return f"Cannot re-record: the replay stopped before any divergence ({self.replay.status}).\n\n{self.replay.to_text()}"
         lines = [
             f"Re-recorded from seq={self.divergence_seq}: {self.served_from_journal} observations before it came from "
             f"{self.journal}, the rest ran live.",
@@ -210,9 +211,9 @@ def _continue_live(result: RerecordResult, live_config: Any, out: str, agent: st
             run_id=new_run_id,
             agent=agent_name,
         )
-    except (ConfigError, HarnessError) as error:
+    except (ConfigError, HarnessError, ValueError, ImportError) as error:  # a plugin refused its options
         sink.close()
-        raise RerecordError(str(error)) from None
+        raise RerecordError(f"{live_config.source}: {error}" if str(live_config.source) not in str(error) else str(error)) from None
     harness = recording.harness
     harness.sources = BeforeDivergence(harness, source, result.divergence_seq)
     with recording:

@@ -16,7 +16,7 @@ replay_journals_agent_path = {REPO}
 
 
 # the app tests' snapshot plugin expects its own session set-up, asyncio warns on a bare ini: both left out of inner runs
-NO_SNAPSHOTS = ("-p", "no:textual-snapshot", "-p", "no:asyncio", "-p", "no:cacheprovider")
+NO_SNAPSHOTS = ("-p", "no:textual-snapshot", "-p", "no:asyncio", "-p", "no:benchmark", "-p", "no:cacheprovider")
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

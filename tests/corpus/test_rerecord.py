@@ -108,3 +108,18 @@ def test_a_prefix_that_leaves_the_old_journal_is_stopped(tmp_path: Path) -> None
     with pytest.raises(PrefixMismatch, match="seq 4 differs from the old journal before the divergence at seq 5"):
         sink.emit(recorded[3].kind, changed, step_id=recorded[3].step_id, parent_event_id=f"{new_run}:3")
     sink.close()
+
+
+def test_unreplayable_journal_and_bad_live_plugin(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b"not json\n")
+    done = run_cli(str(garbage), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(tmp_path / "a.jsonl"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Cannot re-record: the replay stopped before any divergence (error)" in done.stdout
+    assert not (tmp_path / "a.jsonl").exists()
+    config = tmp_path / "bad-model.toml"
+    config.write_text('[[plugins]]\nid = "model"\ntype = "openai-compatible"\noptions = { base_url = "nowhere" }\n')
+    out = tmp_path / "b.jsonl"
+    done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--config", str(config), "--out", str(out))
+    assert done.returncode == 2 and "options.base_url must be an http(s) URL" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
