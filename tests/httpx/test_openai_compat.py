@@ -121,3 +121,28 @@ def test_bad_options_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="LOCAL_MODEL_KEY"):
         with build_harness(refund_config("http://127.0.0.1:9/v1", api_key_env="LOCAL_MODEL_KEY"), journal="/nonexistent/x.jsonl"):
             pass
+
+
+def test_the_readme_model_config(tmp_path: Path, refund_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's openai-compatible block, pointed at the loopback server: the key goes on the
+    wire, never into the journal; the block's host is what a model-live child may reach."""
+    from replay_tui.replay.hosts import hosts_in_config
+
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Record your agent in five minutes"):]
+    block = section[section.index("```toml\n") + len("```toml\n"):]
+    block = block[: block.index("```")]
+    original = tmp_path / "readme.toml"
+    original.write_text(block)
+    assert hosts_in_config(original) == ["127.0.0.1:8000"]
+    config = tmp_path / "model.toml"
+    config.write_text(block.replace("http://127.0.0.1:8000/v1", refund_server.url + "/v1") + (
+        '\n[[plugins]]\nid = "shop"\ntype = "python-tools"\noptions = { provider = "fixtures.corpus.agents:tools" }\n'))
+    key = "sk-readmeCANARY0123456789abcdefghijkl"
+    monkeypatch.setenv("LLM_KEY", key)
+    journal = tmp_path / "readme.jsonl"
+    outcome = record_run(config, "fixtures.corpus.agents:agent", [QUESTION], journal=journal)
+    assert outcome.status == "ok", outcome.error
+    assert refund_server.state.received[0].headers["authorization"] == f"Bearer {key}"
+    assert refund_server.state.received[0].body["model"] == "qwen2.5-7b-instruct"
+    assert key.encode() not in journal.read_bytes()
