@@ -173,7 +173,7 @@ def signature_of(outcome: ReplayOutcome) -> Signature | None:
     if report is None:
         detail = "-"
         if outcome.unused:
-            detail = "unused " + ",".join(sorted(outcome.unused.get("kinds") or {})) or "-"
+            detail = "unused " + ",".join(sorted(outcome.unused.get("kinds") or {}))
         elif outcome.error:
             detail = str(outcome.error.get("kind") or "-")
         return Signature(outcome.status, "-", detail)

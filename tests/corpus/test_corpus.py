@@ -121,3 +121,16 @@ def test_dotted_paths() -> None:
     assert _dotted("root['arguments']['include_history']") == "arguments.include_history"
     assert _dotted("root['request']['messages'][0]['content']") == "request.messages[0].content"
     assert _dotted("root") == "(payload)"
+
+
+def test_a_directory_is_a_corpus_unless_it_is_one_rotated_journal(tmp_path: Path) -> None:
+    from replay_tui.harness import record_run
+
+    rotated = tmp_path / "rotated-run"
+    record_run(REPO / "fixtures" / "corpus" / "refund-desk.toml", "fixtures.corpus.agents:agent", ["Refund A-101"], journal=rotated)
+    assert [path.name for path in rotated.iterdir()] == ["rotated-run.000001.jsonl"]
+    done = run_cli(str(rotated))
+    assert done.returncode == 0 and done.stdout.startswith("Replay matched: 15 of 15 events"), done.stdout
+    corpus = copy_corpus(tmp_path / "corpus", CLEAN[:2])
+    done = run_cli(str(corpus))
+    assert done.returncode == 0 and done.stdout.startswith(f"Corpus {corpus}: 2 journal(s), 2 matched"), done.stdout
