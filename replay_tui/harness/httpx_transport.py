@@ -21,6 +21,10 @@ never reach the journal, so the request hash does not depend on the key.
 Per-attempt headers the SDKs add (``x-stainless-*``, ``idempotency-key``,
 ``user-agent``...) are left out, so a replay on another machine hashes the same.
 
+Concurrent requests on one async client are exchanged one at a time while recording,
+so each response follows its request in the journal whatever order a server answers
+in; the seq order never depends on timing.
+
 In replay the same client serves the recorded response from the journal; nothing
 is sent. A recorded transport error (connect, timeout) is raised again as the same
 httpx exception, so the SDK's own retry logic sees what it saw. While recording, a
@@ -33,6 +37,7 @@ as ``httpx_module``, or let ``http_client`` pick httpx2 when it is installed.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib
 from dataclasses import dataclass
@@ -337,8 +342,20 @@ def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None
         def __init__(self) -> None:
             self.harness = h
             self.inner = inner
+            self._one_at_a_time: asyncio.Lock | None = None
+            self._lock_loop: asyncio.AbstractEventLoop | None = None
 
         async def handle_async_request(self, request: Any) -> Any:
+            # Concurrent requests are taken one at a time, so each request is followed by its own
+            # response in the journal whatever order the server answers in: the seq order never
+            # depends on timing, and a replay (which answers at once) writes the same order.
+            loop = asyncio.get_running_loop()
+            if self._one_at_a_time is None or self._lock_loop is not loop:
+                self._one_at_a_time, self._lock_loop = asyncio.Lock(), loop
+            async with self._one_at_a_time:
+                return await self._exchange(request)
+
+        async def _exchange(self, request: Any) -> Any:
             await request.aread()
             method, url, headers, body = _request_parts(request)
             request_event = _emit_request(h, recorded_request(method, url, headers, body))

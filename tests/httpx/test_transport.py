@@ -146,3 +146,12 @@ def test_recorded_request_keeps_body_fields_and_drops_attempt_headers() -> None:
     with pytest.raises(ValueError, match="not recorded by the httpx transport"):
         exchange_from_payload({"response": {"content": "hi"}})
     assert httpx  # the plain module is the test extra's, used by tests.httpx.agents
+
+
+def test_concurrent_async_requests_replay_in_the_recorded_order(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
+    journal, outcome = record(tmp_path, "sdk_anthropic", "parallel_agent", llm_server.url)
+    assert (outcome.status, outcome.output) == ("ok", ["Lisbon", "Oslo"])
+    kinds = [event.kind for event in events(journal) if event.kind.startswith("model.")]
+    assert kinds == ["model.request", "model.response"] * 2  # each response follows its own request
+    result = replay(journal)
+    assert result.status == "match", result.to_text()
