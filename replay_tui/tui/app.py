@@ -91,6 +91,8 @@ class ReplayApp(App[None]):
         entries = (
             ("Go to seq", "Jump to an event by its seq (:)", main.action_goto),
             ("Search", "Find events by words and field filters (/)", main.action_search),
+            ("Filter the timeline", "Show only events matching words and filters (&)", main.action_filter),
+            ("Clear filter or highlight", "Show every event again (escape)", main.action_cancel_search),
             ("Next search hit", "Repeat the last search forwards (n)", main.action_search_next),
             ("Previous search hit", "Repeat the last search backwards (N)", main.action_search_previous),
             ("Next error", "Jump to the next error or timeout (e)", main.action_next_error),

@@ -3,12 +3,13 @@ workers only ever post these (post_message is thread-safe)."""
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 from textual.message import Message
 
 from ..analysis.causal import ChildrenPage
-from ..analysis.search import ReplayMarks
+from ..analysis.search import Query, ReplayMarks
 from ..analysis.state import StateAt
 
 
@@ -78,6 +79,16 @@ class Notice(Message):
 
     text: str
     severity: str = "information"
+
+
+@dataclass
+class FilterProgress(Message):
+    """The filter worker found more matches; ``rows`` is the (growing) list of positions."""
+
+    query: Query
+    rows: array
+    scanned: int
+    complete: bool
 
 
 @dataclass

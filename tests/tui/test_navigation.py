@@ -435,3 +435,40 @@ async def test_a_directory_of_rotated_shards_is_one_journal(tmp_path: Path) -> N
         await pilot.press("colon", *"117", "enter")
         await settle(pilot)
         assert seq_at_cursor(screen) == 117
+
+
+async def test_filter_shows_only_matches_and_escape_restores(incident_path: Path) -> None:
+    app = make_app(incident_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await pilot.press("ampersand", *"kind:tool.call", "enter")
+        await settle(pilot)
+        journal = screen.journal
+        calls = [p for p in range(len(journal)) if journal.event(p).kind == "tool.call"]
+        assert list(screen.timeline.rows) == calls and screen.timeline.shown == len(calls)
+        assert screen.timeline.cursor == calls[0]  # the cursor moved onto the first shown event
+        await pilot.press("j")
+        assert screen.timeline.cursor == calls[1]
+        await pilot.press("G")
+        assert screen.timeline.cursor == calls[-1]
+        assert f"{len(calls)} of {len(journal)}" in str(screen.timeline.border_title)
+        await pilot.press("colon", *"1", "enter")
+        await settle(pilot)
+        assert screen.timeline.cursor == calls[0] and "hidden by the filter" in str(screen.status.render())
+        await pilot.press("escape")
+        assert screen.timeline.rows is None and screen.timeline.shown == len(journal)
+        await pilot.press("j")
+        assert screen.timeline.cursor == calls[0] + 1
+
+
+async def test_filter_with_no_match_says_so(incident_path: Path) -> None:
+    app = make_app(incident_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await pilot.press("ampersand", *"no-such-words", "enter")
+        await settle(pilot)
+        assert screen.timeline.shown == 0
+        assert "no event matches the filter" in screen.timeline.render_line(0).text
+        await pilot.press("j", "G")  # nothing to move to, nothing breaks
+        await pilot.press("escape")
+        assert screen.timeline.shown == len(screen.journal)

@@ -8,6 +8,7 @@ may read many events runs in a thread worker and reports back by message.
 from __future__ import annotations
 
 import time
+from array import array
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,7 +21,7 @@ from textual.widgets.tree import TreeNode, UnknownNodeID
 from textual.worker import get_current_worker
 
 from ...analysis.causal import CausalIndex
-from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, parse_query
+from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, matching_positions, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
 from ...journal import Event, Journal, JournalError
 from ..chain_check import ChainCheck
@@ -29,6 +30,7 @@ from ..messages import (
     ChainLoaded,
     ChildrenLoaded,
     CursorMoved,
+    FilterProgress,
     IndexFinished,
     IndexProgress,
     JournalGrew,
@@ -55,6 +57,7 @@ class MainScreen(Screen[None]):
     BINDINGS = [
         Binding("colon", "goto", "Go to seq"),
         Binding("slash", "search", "Search"),
+        Binding("ampersand", "filter", "Filter"),
         Binding("n", "search_next", "Next hit"),
         Binding("N", "search_previous", "Previous hit"),
         Binding("e", "next_error", "Next error"),
@@ -75,6 +78,7 @@ class MainScreen(Screen[None]):
         self.follow = follow
         self.replay_marks: ReplayMarks | None = None
         self.query_: Query | None = None
+        self.filter_query: Query | None = None
         self.watched: str | None = None
         self.last_state: StateAt | None = None
         self.indexing = True
@@ -303,8 +307,11 @@ class MainScreen(Screen[None]):
     @on(JumpTo)
     def _jump_to(self, message: JumpTo) -> None:
         self.timeline.move_to(message.position, center=True)
-        if message.reason:
-            self.status.say(message.reason)
+        reason = message.reason
+        if self.timeline.cursor != message.position and self.timeline.rows is not None:
+            reason += " — hidden by the filter, showing the next shown event (escape clears the filter)"
+        if reason:
+            self.status.say(reason)
 
     @on(Notice)
     def _notice(self, message: Notice) -> None:
@@ -343,8 +350,7 @@ class MainScreen(Screen[None]):
     def _goto_seq(self, seq: int) -> None:
         position = self._quick_position(seq)
         if position is not None:
-            self.timeline.move_to(position, center=True)
-            self.status.say(f"seq {seq}")
+            self._jump_to(JumpTo(position, f"seq {seq}"))
             return
         self.find_seq(seq)
 
@@ -395,13 +401,74 @@ class MainScreen(Screen[None]):
         self.run_search(ERROR_QUERY, self.timeline.cursor, -1, "previous error")
 
     def action_cancel_search(self) -> None:
-        """Escape: stop a running search, else clear the search highlight."""
-        if any(w.group == "search" and w.is_running for w in self.workers):
-            self.workers.cancel_group(self, "search")
-            self.status.say("search cancelled")
+        """Escape: stop a running search or filter, else clear the filter, else the highlight."""
+        running = [w for w in self.workers if w.group in ("search", "filter") and w.is_running]
+        if running:
+            for worker in running:
+                worker.cancel()
+            self.status.say("search cancelled" if running[0].group == "search" else "filter stopped (showing the matches found so far)")
+        elif self.timeline.rows is not None:
+            self.timeline.set_rows(None)
+            self.timeline.border_title = "Timeline"
+            self.status.say("filter cleared: every event is shown")
         elif self.timeline.query is not None:
             self.timeline.set_query(None)
             self.status.say("search highlight cleared (n/N still repeat the last search)")
+
+    # -- filter -------------------------------------------------------------
+    def action_filter(self) -> None:
+        def chosen(text: str | None) -> None:
+            if text is None:
+                return
+            if not text.strip():
+                self.action_cancel_search()
+                return
+            try:
+                query = parse_query(text)
+            except QueryError as error:
+                self.status.say(str(error))
+                self.notify(str(error), severity="warning")
+                return
+            self.filter_query = query
+            self.run_filter(query)
+
+        previous = self.filter_query.source if self.filter_query else ""
+        hint = "show only matching events (same words and filters as /); empty or escape-in-timeline clears"
+        self.app.push_screen(PromptScreen("Filter the timeline", hint, value=previous, placeholder="kind:tool is:error"), chosen)
+
+    @work(thread=True, exclusive=True, group="filter", exit_on_error=False)
+    def run_filter(self, query: Query) -> None:
+        worker = get_current_worker()
+        rows: array[int] = array("Q")
+        last_post = time.perf_counter()
+        scanned = 0
+
+        def progress(count: int) -> None:
+            nonlocal last_post, scanned
+            scanned = count
+            if time.perf_counter() - last_post > 0.2:
+                last_post = time.perf_counter()
+                self.post_message(FilterProgress(query, rows, count, complete=False))
+
+        self.post_message(FilterProgress(query, rows, 0, complete=False))
+        for position in matching_positions(self.journal, query, cancelled=lambda: worker.is_cancelled, replay=self.replay_marks, progress=progress):
+            rows.append(position)
+            if len(rows) == 200:  # the first screenful as soon as it exists
+                self.post_message(FilterProgress(query, rows, scanned, complete=False))
+        self.post_message(FilterProgress(query, rows, len(self.journal), complete=True))
+
+    @on(FilterProgress)
+    def _filter_progress(self, message: FilterProgress) -> None:
+        if message.query != self.filter_query:
+            return
+        self.timeline.set_rows(message.rows, complete=message.complete)
+        total = len(self.journal)
+        if message.complete:
+            self.timeline.border_title = f"Timeline · filter {message.query.source} · {len(message.rows):,} of {total:,}"
+            self.status.say(f"filter: {len(message.rows):,} matching events (escape shows all again)")
+        else:
+            self.timeline.border_title = f"Timeline · filtering {message.query.source}… {len(message.rows):,} so far"
+            self.status.say(f"filtering… {message.scanned:,} of {total:,} events scanned (escape stops)")
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def run_search(self, query: Query, start: int, direction: int, label: str) -> None:

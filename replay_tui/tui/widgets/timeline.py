@@ -7,6 +7,9 @@ scrolls like a short one. Rows appear while the index is still being built.
 
 from __future__ import annotations
 
+import bisect
+from array import array
+
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -57,8 +60,10 @@ class Timeline(ScrollView, can_focus=True):
     def __init__(self, journal: Journal, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.journal = journal
-        self.cursor = 0
-        self.count = 0
+        self.cursor = 0  # a position in the journal, filtered or not
+        self.count = 0  # events readable so far
+        self.rows: array[int] | None = None  # positions shown while a filter is on, in order
+        self.rows_complete = True
         self.replay_marks: ReplayMarks | None = None
         self.query: Query | None = None  # rows that match are underlined
         self.indexing = True
@@ -71,8 +76,36 @@ class Timeline(ScrollView, can_focus=True):
         """More events are readable; grow the scrollable area (the cursor stays)."""
         self.count = count
         self.indexing = indexing
-        self.virtual_size = Size(1, count + (1 if indexing else 0))
+        self._resize()
+
+    def set_rows(self, rows: array[int] | None, complete: bool = True) -> None:
+        """Show only these positions (a filter), or every event (None)."""
+        self.rows = rows
+        self.rows_complete = complete
+        self._resize()
+        if rows is None or (len(rows) and rows[self.row_of(self.cursor)] != self.cursor):
+            self.move_to(self.cursor, center=True)  # onto a shown row, and into view
+        else:
+            self._scroll_to_cursor(center=True)
+
+    def _resize(self) -> None:
+        busy = self.indexing if self.rows is None else not self.rows_complete
+        self.virtual_size = Size(1, self.shown + (1 if busy else 0))
         self.refresh()
+
+    @property
+    def shown(self) -> int:
+        """Rows in the timeline: every event, or the filter's matches."""
+        return self.count if self.rows is None else len(self.rows)
+
+    def position_at(self, row: int) -> int:
+        return row if self.rows is None else self.rows[row]
+
+    def row_of(self, position: int) -> int:
+        """The row showing ``position``, or the next row after it when filtered out."""
+        if self.rows is None:
+            return position
+        return min(bisect.bisect_left(self.rows, position), max(0, len(self.rows) - 1))
 
     def set_query(self, query: Query | None) -> None:
         if query != self.query:
@@ -97,59 +130,70 @@ class Timeline(ScrollView, can_focus=True):
 
     # -- cursor -----------------------------------------------------------
     def move_to(self, position: int, *, center: bool = False) -> None:
+        """Put the cursor on ``position`` (with a filter on: on the first shown row from it)."""
         if position >= self.count and position < len(self.journal):
             # The index worker has already read further than the last progress message said.
             self.set_count(len(self.journal), self.indexing)
-        if self.count == 0:
+        if self.shown == 0:
             return
         position = max(0, min(position, self.count - 1))
+        if self.rows is not None:
+            position = self.rows[self.row_of(position)]
         previous = self.cursor
         self.cursor = position
         self._scroll_to_cursor(center)
-        self.refresh_lines(previous)
-        self.refresh_lines(position)
+        self.refresh_lines(self.row_of(previous))
+        self.refresh_lines(self.row_of(position))
         if position != previous:
             self.post_message(CursorMoved(position))
+
+    def move_rows(self, delta: int) -> None:
+        if self.shown:
+            row = max(0, min(self.row_of(self.cursor) + delta, self.shown - 1))
+            self.move_to(self.position_at(row))
 
     def _scroll_to_cursor(self, center: bool) -> None:
         height = max(1, self.scrollable_content_region.height)
         top = self.scroll_offset.y
-        if center and not top <= self.cursor < top + height:
-            self.scroll_to(y=max(0, self.cursor - height // 2), animate=False, immediate=True)
-        elif self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+        row = self.row_of(self.cursor)
+        if center and not top <= row < top + height:
+            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
+        elif row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + height:
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
 
     @property
     def page(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
 
     def action_cursor_down(self) -> None:
-        self.move_to(self.cursor + 1)
+        self.move_rows(1)
 
     def action_cursor_up(self) -> None:
-        self.move_to(self.cursor - 1)
+        self.move_rows(-1)
 
     def action_first(self) -> None:
-        self.move_to(0)
+        if self.shown:
+            self.move_to(self.position_at(0))
 
     def action_last(self) -> None:
-        self.move_to(self.count - 1)
+        if self.shown:
+            self.move_to(self.position_at(self.shown - 1))
 
     def action_page_down(self) -> None:
         # The view and the cursor move together, so the cursor keeps its row on screen.
         self.scroll_to(y=self.scroll_offset.y + self.page, animate=False, immediate=True)
-        self.move_to(self.cursor + self.page)
+        self.move_rows(self.page)
 
     def action_page_up(self) -> None:
         self.scroll_to(y=max(0, self.scroll_offset.y - self.page), animate=False, immediate=True)
-        self.move_to(self.cursor - self.page)
+        self.move_rows(-self.page)
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is not None:
-            self.move_to(self.scroll_offset.y + offset.y)
+        if offset is not None and self.scroll_offset.y + offset.y < self.shown:
+            self.move_to(self.position_at(self.scroll_offset.y + offset.y))
 
     # -- rendering --------------------------------------------------------
     def _style(self, name: str) -> Style:
@@ -161,15 +205,18 @@ class Timeline(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         row = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        if row >= self.count:
-            if row == self.count and self.indexing:
-                text = " indexing…" if self.count else " opening journal…"
+        if row >= self.shown:
+            if row == self.shown and (self.indexing if self.rows is None else not self.rows_complete):
+                text = " opening journal…" if not self.count else " indexing…" if self.rows is None else " filtering…"
                 return Strip([Segment(text.ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(0, width)
+            if row == 0 and self.rows is not None:
+                return Strip([Segment(" no event matches the filter (escape clears it)".ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(0, width)
             return Strip.blank(width, self.rich_style)
-        key = (row, width, row == self.cursor, self._generation)
+        position = self.position_at(row)
+        key = (position, width, position == self.cursor, self._generation)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._strips[key] = self._render_row(row, width, row == self.cursor)
+            strip = self._strips[key] = self._render_row(position, width, position == self.cursor)
         return strip
 
     def _render_row(self, row: int, width: int, is_cursor: bool) -> Strip:
@@ -208,4 +255,4 @@ class Timeline(ScrollView, can_focus=True):
         return Strip(segments).crop_extend(0, width, base + cursor)
 
     def cursor_event(self) -> Event | JournalError | None:
-        return self.journal.try_event(self.cursor) if self.count else None
+        return self.journal.try_event(self.cursor) if self.shown else None
