@@ -48,14 +48,12 @@ def run(project: Project, *args: str) -> pytest.RunResult:
     return pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), time.perf_counter() - started)
 
 
-run_subprocess = run
-
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    project = tmp_path / "project"
-    project.mkdir()
-    return Project(project)
+    directory = tmp_path / "project"
+    directory.mkdir()
+    return Project(directory)
 
 
 def journals(project: Project, *sources: Path) -> None:
@@ -157,7 +155,7 @@ def test_sidecar_agent_override(project: Project) -> None:
 def test_under_xdist(project: Project) -> None:
     project.makeini(INI)
     journals(project, *CLEAN, BEFORE_HISTORY[0])
-    result = run_subprocess(project, "-n", "2", "-v")
+    result = run(project, "-n", "2", "-v")
     result.assert_outcomes(passed=len(CLEAN), failed=1)
     output = result.stdout.str()
     assert "[gw0]" in output and "[gw1]" in output
