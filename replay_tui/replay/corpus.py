@@ -198,6 +198,12 @@ def _tool_of(report: DivergenceReport) -> str:
 
 
 def _divergent_field(report: DivergenceReport) -> str:
+    if report.expected is None:
+        return "(the journal has no event here)"
+    if report.actual is None:
+        return "(the agent produced no event here)"
+    if report.expected.kind != report.actual.kind:  # the payloads of two kinds differ everywhere
+        return f"kind (the agent produced {report.actual.kind})"
     paths = sorted(_diff_paths(report.payload_diff))
     meaningful = [path for path in paths if path.split(".")[0].split("[")[0] not in DERIVED_KEYS]
     if meaningful or paths:

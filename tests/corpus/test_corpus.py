@@ -134,3 +134,21 @@ def test_a_directory_is_a_corpus_unless_it_is_one_rotated_journal(tmp_path: Path
     corpus = copy_corpus(tmp_path / "corpus", CLEAN[:2])
     done = run_cli(str(corpus))
     assert done.returncode == 0 and done.stdout.startswith(f"Corpus {corpus}: 2 journal(s), 2 matched"), done.stdout
+
+
+def test_signature_of_a_kind_mismatch_and_a_missing_event() -> None:
+    from replay_tui.replay.corpus import signature_of
+    from replay_tui.replay.report import DivergenceReport, EventRef
+    from replay_tui.replay.runner import ReplayOutcome
+
+    call = EventRef(7, "tool.call", "step-01", None, "callKey", "sha256:a")
+    request = EventRef(7, "model.request", "step-01", None, "requestHash", "sha256:b")
+    report = DivergenceReport(7, "kind differs", call, request, None, "step-01", mismatched=["kind"],
+                              expected_payload={"tool": "orders.lookup", "arguments": {}}, actual_payload={"request": {}})
+    outcome = ReplayOutcome(status="diverged", journal="j", mode="strict", divergence=report)
+    assert signature_of(outcome).to_json() == {"kind": "tool.call", "tool": "orders.lookup", "field": "kind (the agent produced model.request)"}
+    report = DivergenceReport(16, "the journal ends before this event", None, request, None, None, mismatched=["presence"])
+    outcome = ReplayOutcome(status="diverged", journal="j", mode="strict", divergence=report)
+    assert signature_of(outcome).to_json() == {"kind": "model.request", "tool": "-", "field": "(the journal has no event here)"}
+    unused = ReplayOutcome(status="unused_events", journal="j", mode="strict", unused={"count": 2, "kinds": {"run.ended": 1, "tool.call": 1}})
+    assert signature_of(unused).to_json() == {"kind": "unused_events", "tool": "-", "field": "unused run.ended,tool.call"}
