@@ -1,4 +1,5 @@
-"""`replay-tui replay JOURNAL`: strict replay (or an experiment) in an isolated child process."""
+"""`replay-tui replay JOURNAL`: strict replay (or an experiment) in an isolated child process;
+`replay DIR --jobs N` replays a corpus, `--rerecord-from-divergence` re-records from the first divergence."""
 
 from __future__ import annotations
 
@@ -67,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.timeout is not None and args.timeout <= 0:
         print("replay-tui replay: --timeout must be a positive number of seconds", file=sys.stderr)
+        return EXIT_USAGE
+    if args.config and not args.rerecord_from_divergence:
+        print("replay-tui replay: --config is for --rerecord-from-divergence (experiments take --model-config / --tools-config)", file=sys.stderr)
         return EXIT_USAGE
     if args.jobs is not None or (os.path.isdir(journal) and not is_shard_directory(Path(journal))):
         return _run_corpus(args, journal)
