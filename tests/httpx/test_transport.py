@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -62,6 +64,8 @@ def test_sdk_agent_records_and_replays_with_the_network_off(tmp_path: Path, llm_
     data = journal.read_bytes()
     for secret in (OPENAI_KEY.encode(), ANTHROPIC_KEY.encode(), b"CANARY", b"authorization", b"x-api-key", b"Bearer", b"session=abcdef"):
         assert secret not in data
+    scan = subprocess.run([sys.executable, "-m", "replay_tui", "scan", str(journal)], capture_output=True, text=True, timeout=60)
+    assert scan.returncode == 0, scan.stdout  # the secret scan finds nothing redaction missed
     kinds = [event.kind for event in events(journal)]
     assert kinds.count("model.request") == kinds.count("model.response") == 2
     responses = [event for event in events(journal) if event.kind == "model.response"]
