@@ -159,3 +159,20 @@ def test_concurrent_async_requests_replay_in_the_recorded_order(tmp_path: Path, 
     assert kinds == ["model.request", "model.response"] * 2  # each response follows its own request
     result = replay(journal)
     assert result.status == "match", result.to_text()
+
+
+def test_the_readme_sdk_config(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
+    """The README's SDK config block: records the fixture agent, keeps the usage details."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Record your agent in five minutes"):]
+    block = section[section.index("```toml\n# sdk_agent.toml") + len("```toml\n"):]
+    config = tmp_path / "sdk_agent.toml"
+    config.write_text(block[: block.index("```")])
+    journal = tmp_path / "sdk.jsonl"
+    outcome = record_run(config, "fixtures.agents.sdk_openai:agent", [{"question": "Weather in Lisbon?", "base_url": llm_server.url + "/v1"}],
+                         journal=journal)
+    assert outcome.status == "ok", outcome.error
+    usage = next(e for e in events(journal) if e.kind == "model.response").payload["response"]["usage"]
+    assert usage["prompt_tokens_details"] == {"cached_tokens": 0}
+    assert OPENAI_KEY.encode() not in journal.read_bytes()
+    assert replay(journal).status == "match"
