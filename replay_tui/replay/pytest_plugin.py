@@ -14,6 +14,7 @@ Settings (ini, ``[pytest]`` or ``[tool.pytest.ini_options]``)::
     replay_journals_glob = *.replay.jsonl           # one or more patterns
     replay_journals_agent_path = src                # added to the child's sys.path (rootdir always is)
     replay_journals_timeout = 600
+    replay_journals_verify_chain = true             # schema and hash chain first (a hand-edited journal fails)
 
 Expected failures. A sidecar ``NAME.replay.toml`` next to ``NAME.replay.jsonl``::
 
@@ -81,6 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default=[DEFAULT_GLOB])
     parser.addini("replay_journals_agent_path", "directories added to the replay child's sys.path", type="paths", default=[])
     parser.addini("replay_journals_timeout", "seconds before a replay is killed", default=str(DEFAULT_TIMEOUT_S))
+    parser.addini("replay_journals_verify_chain", "verify schema and hash chain before each replay", type="bool", default=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -161,7 +163,8 @@ class JournalItem(pytest.Item):
         config = self.config
         sys_path = [str(path) for path in config.getini("replay_journals_agent_path")] + [str(config.rootpath)]
         timeout = float(self.sidecar.get("timeout") or config.getini("replay_journals_timeout") or DEFAULT_TIMEOUT_S)
-        spec = ReplaySpec(journal=str(self.journal.resolve()), agent=self.sidecar.get("agent"), sys_path=sys_path)
+        spec = ReplaySpec(journal=str(self.journal.resolve()), agent=self.sidecar.get("agent"), sys_path=sys_path,
+                          verify_hash_chain=bool(config.getini("replay_journals_verify_chain")))
         outcome = ReplayRunner(spec, timeout_s=timeout, cwd=str(config.rootpath)).run()
         self.outcome = outcome
         self.user_properties.append(("replay_status", outcome.status))

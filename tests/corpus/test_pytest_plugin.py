@@ -174,3 +174,17 @@ def test_the_readme_pyproject_settings(project: Project) -> None:
     result = run(project, "-v")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.no_fnmatch_line("*ignored.jsonl*")
+
+
+def test_a_tampered_journal_fails_verification(project: Project) -> None:
+    project.makeini(INI)
+    data = CLEAN[0].read_bytes().replace(b'"order_id":"A-101"', b'"order_id":"A-102"', 1)
+    assert data != CLEAN[0].read_bytes()
+    (project.path / "tampered.replay.jsonl").write_bytes(data)
+    result = run(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["Replay not started: the journal failed verification.", "verification failed (seq *modified_event*"])
+    project.makeini(INI + "replay_journals_verify_chain = false\n")
+    result = run(project)
+    result.assert_outcomes(failed=1)  # still caught, now by the replay itself
+    result.stdout.no_fnmatch_line("*failed verification*")
