@@ -118,7 +118,7 @@ def test_sidecar_xfail_does_not_hide_a_broken_journal(project: Project) -> None:
     (project.path / "typo.replay.toml").write_text('[replay]\nxfial = "oops"\n')
     result = run(project)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*Replay failed (journal)*", "*typo.replay.toml: unknown key(s) ?'xfial'? in ?replay?*"])
+    result.stdout.fnmatch_lines(["*Replay not started: the journal failed verification.*", "*typo.replay.toml: unknown key(s) ?'xfial'? in ?replay?*"])
     assert "Traceback" not in result.stdout.str()
 
 
