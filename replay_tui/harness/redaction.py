@@ -46,7 +46,16 @@ DEFAULT_KEY_NAMES = (
     r"pass(?:word|wd|phrase)", r"secret", r"token", rf"api{SEP}key", rf"access{SEP}key", rf"private{SEP}key",
     r"credential", r"authorization", r"cookie", rf"session{SEP}id", r"bearer",
 )
-DEFAULT_KEY_ALLOW = ("tokenizer", "tokens", "max_tokens", "stop_tokens", "token_count", "token_usage")
+# Names that say "token" but count tokens: model usage blocks (OpenAI's
+# prompt_tokens_details is an object, so it would otherwise be redacted whole).
+DEFAULT_KEY_ALLOW = (
+    "tokenizer", "tokens", "max_tokens", "stop_tokens", "token_count", "token_usage",
+    "prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
+    "prompt_tokens_details", "completion_tokens_details", "input_tokens_details", "output_tokens_details",
+    "cached_tokens", "reasoning_tokens", "audio_tokens", "accepted_prediction_tokens",
+    "rejected_prediction_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+    "max_completion_tokens", "max_output_tokens",
+)
 
 #: The payload fields that hold user data, per kind; the rest is the harness's own.
 REDACTED_FIELDS: Mapping[str, tuple[str, ...]] = {

@@ -173,3 +173,18 @@ def test_redaction_is_idempotent_and_leaves_no_detected_secret(value):
     text = re.sub(r"\[REDACTED(:[a-z-]+)?\]", "", orjson.dumps(once["result"]).decode())  # markers are not secrets
     for canary in detector_canaries():
         assert not any(pattern.search(text) for name, pattern in redactor._detectors if name == canary.name)
+
+
+def test_model_usage_token_counts_are_not_redacted() -> None:
+    from replay_tui.harness.redaction import Redactor
+
+    usage = {
+        "prompt_tokens": 12,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 3},
+        "cache_read_input_tokens": 5,
+    }
+    payload = {"request_hash": "sha256:" + "0" * 64, "response": {"content": "ok", "usage": usage, "access_token": "abc123"}}
+    redacted = Redactor().redact("model.response", payload)
+    assert redacted["response"]["usage"] == usage
+    assert redacted["response"]["access_token"] != "abc123"
