@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("replay_tui.cli.export", "write a self-contained incident report (html or md)"),
     "replay": ("replay_tui.cli.replay", "re-run the agent against a journal in a network-isolated child; stop at the first divergence"),
     "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
+    "compare": ("replay_tui.cli.compare", "open two journals side by side in the app, aligned by step and call keys"),
     "redact-check": ("replay_tui.cli.redact_check", "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor"),
 }
 
@@ -49,6 +50,7 @@ def _app_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seq", type=int, help="select this seq when the app opens")
     parser.add_argument("--theme", help="theme name (see themes/)")
     parser.add_argument("--follow", action="store_true", help="live-tail the journal as it grows")
+    parser.add_argument("--agent", metavar="MODULE:ATTR", help="entry point `r` replays (default: the one run.started recorded)")
     parser.add_argument("--version", action="version", version=f"replay-tui {__version__}")
     return parser
 
@@ -75,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`replay-tui stats J | head`): stop quietly, as cat does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except Exception as error:  # the user gets one line, never a traceback
         if os.environ.get("REPLAY_TUI_DEBUG"):
             raise
