@@ -184,7 +184,6 @@ def _run_cli(argv: list[str]) -> str:
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "journals"
 
 
-@pytest.mark.skipif(not (FIXTURES / "crm-incident.jsonl").exists(), reason="harness fixtures not recorded yet")
 def test_recorded_crm_incident_fixture() -> None:
     journal = open_journal(FIXTURES / "crm-incident.jsonl")
     stats = compute_stats(journal)

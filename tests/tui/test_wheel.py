@@ -46,8 +46,6 @@ CHECK = textwrap.dedent(
 
 
 def test_installed_wheel_opens_the_bundled_demo(tmp_path: Path) -> None:
-    if not (REPO / "fixtures" / "journals" / "crm-incident.jsonl").exists():
-        pytest.skip("the incident fixture is not recorded in this checkout")
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, REPO], check=True, capture_output=True)
     venv = tmp_path / "venv"
