@@ -37,9 +37,11 @@ class ReplayApp(App[None]):
         start_seq: int | None = None,
         theme: str = DEFAULT_THEME,
         follow: bool = False,
+        replay_agent: str | None = None,
     ) -> None:
         super().__init__()
         self.journal = journal
+        self.replay_agent = replay_agent  # entry point `r` replays with (None: as recorded)
         self.start_seq = start_seq
         self.follow = follow
         for bundled in bundled_themes().values():
@@ -97,12 +99,22 @@ class ReplayApp(App[None]):
             ("Previous search hit", "Repeat the last search backwards (N)", main.action_search_previous),
             ("Next error", "Jump to the next error or timeout (e)", main.action_next_error),
             ("Previous error", "Jump to the previous error (E)", main.action_previous_error),
-            ("First divergence", "Jump to where the last replay diverged (d)", main.action_divergence),
+            ("Replay", "Strict replay of this journal in a network-isolated child (r; R to choose the agent)", main.action_replay),
+            ("Experiment", "model-live or tools-live with a chosen plugin config, then compare (x)", main.action_experiments),
+            ("Replay report", "Isolation, environment differences and child output of the last replay (v)", main.action_replay_report),
+            ("First divergence", "Jump to where the last replay diverged and explain it (d)", main.action_divergence),
             ("Watch path: next change", "Watch the state path under the cursor; next change (w)", main.action_watch_next),
             ("Watch path: previous change", "Previous change of the watched path (W)", main.action_watch_previous),
             ("First event", "Go to the first event (g)", main.timeline.action_first),
             ("Last event", "Go to the last event (G)", main.timeline.action_last),
             ("Unfold the event", "Show every folded value of the event (F)", main.action_unfold_all),
+            ("Follow the journal", "Show new events as the file grows; toggle (f)", main.action_toggle_follow),
+            ("Bookmark", "Bookmark the event under the cursor, or remove its bookmark (m)", main.action_toggle_bookmark),
+            ("Note", "Add or edit the note on the event under the cursor (a)", main.action_edit_note),
+            ("Next bookmark", "Go to the next bookmark (')", main.action_next_bookmark),
+            ("Presenter mode", "Step through the bookmarks with their notes and causal chains (p)", main.action_presenter),
+            ("Stats", "Events by kind, model usage, tool latency, errors, longest steps (s)", main.action_stats),
+            ("Export incident report", "Write the HTML or Markdown incident report next to the journal or to a chosen path", main.action_export_report),
             ("Next theme", "Cycle dark, light and high-contrast (t)", self.action_next_theme),
             ("Help", "Show all keys (?)", self.action_help),
         )

@@ -70,7 +70,7 @@ def launch_app(args: argparse.Namespace) -> int:
     from .app import ReplayApp
 
     try:
-        ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False))).run()
+        ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=getattr(args, "agent", None)).run()
     finally:
         journal.close()
     return 0

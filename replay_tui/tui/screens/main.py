@@ -33,7 +33,6 @@ from ..messages import (
     FilterProgress,
     IndexFinished,
     IndexProgress,
-    JournalGrew,
     JumpTo,
     Notice,
     ReplayMarksChanged,
@@ -43,8 +42,11 @@ from ..widgets.bars import RunHeader, StatusBar
 from ..widgets.causal_tree import CausalTree, NodeData
 from ..widgets.panes import EventDetail, StatePane
 from ..widgets.timeline import Timeline
+from ..widgets.replay_panel import ReplayPanel
 from .help import HelpScreen
 from .prompt import PromptScreen
+from .replay_actions import ReplayActions
+from ..walkthrough import WalkthroughScreen
 
 FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
@@ -53,7 +55,7 @@ SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
 ERROR_QUERY = parse_query("is:error")
 
 
-class MainScreen(Screen[None]):
+class MainScreen(ReplayActions, WalkthroughScreen):
     BINDINGS = [
         Binding("colon", "goto", "Go to seq"),
         Binding("slash", "search", "Search"),
@@ -63,6 +65,11 @@ class MainScreen(Screen[None]):
         Binding("e", "next_error", "Next error"),
         Binding("E", "previous_error", "Previous error"),
         Binding("d", "divergence", "First divergence"),
+        Binding("r", "replay", "Replay"),
+        Binding("R", "replay_dialog", "Replay with…", show=False),
+        Binding("x", "experiments", "Experiment"),
+        Binding("v", "replay_report", "Replay report", show=False),
+        Binding("c", "compare_last", "Compare experiment", show=False),
         Binding("w", "watch_next", "Watch path / next change"),
         Binding("W", "watch_previous", "Previous change"),
         Binding("F", "unfold_all", "Unfold event", show=False),
@@ -103,6 +110,7 @@ class MainScreen(Screen[None]):
             yield StatePane("before", id="state-before")
             yield StatePane("after", id="state-after")
             yield EventDetail(id="detail")
+        yield ReplayPanel(id="replay-panel")
         yield StatusBar(id="status")
 
     @property
@@ -173,8 +181,6 @@ class MainScreen(Screen[None]):
         if self.start_seq is not None:
             self._goto_seq(self.start_seq)
             self.start_seq = None
-        if self.follow:
-            self.set_interval(0.5, self.poll_journal)
 
     def _on_events_available(self) -> None:
         if self._have_first or len(self.journal) == 0:
@@ -401,7 +407,9 @@ class MainScreen(Screen[None]):
         self.run_search(ERROR_QUERY, self.timeline.cursor, -1, "previous error")
 
     def action_cancel_search(self) -> None:
-        """Escape: stop a running search or filter, else clear the filter, else the highlight."""
+        """Escape: cancel a running replay, else stop a running search or filter, else clear the filter, else the highlight."""
+        if self.cancel_replay():
+            return
         running = [w for w in self.workers if w.group in ("search", "filter") and w.is_running]
         if running:
             for worker in running:
@@ -511,6 +519,8 @@ class MainScreen(Screen[None]):
         self.set_replay_marks(message.marks)
 
     def action_divergence(self) -> None:
+        if self.open_divergence_view():
+            return
         if self.replay_marks is None:
             self.status.say("no replay results yet: run a replay of this journal to find its first divergence")
             return
@@ -564,28 +574,3 @@ class MainScreen(Screen[None]):
 
     def action_unfold_all(self) -> None:
         self.query_one(EventDetail).view.unfold_all()
-
-    # -- live tail ----------------------------------------------------------
-    @work(thread=True, exclusive=True, group="follow", exit_on_error=False)
-    def poll_journal(self) -> None:
-        try:
-            result = self.journal.refresh()
-        except JournalError as error:
-            self.post_message(Notice(f"follow: {error}", "error"))
-            return
-        if result.new_events or result.reset or result.new_shards:
-            self.post_message(JournalGrew(result.new_events, result.message))
-
-    @on(JournalGrew)
-    def _journal_grew(self, message: JournalGrew) -> None:
-        timeline = self.timeline
-        at_end = timeline.cursor >= timeline.count - 1
-        if message.message:
-            self.history = StateHistory(self.journal)
-            self.causal = CausalIndex(self.journal)
-            timeline.invalidate()
-            self.status.say(message.message)
-        timeline.set_count(len(self.journal), indexing=False)
-        self.query_one(RunHeader).set_events(f"{len(self.journal):,} events · following")
-        if at_end:
-            timeline.move_to(len(self.journal) - 1)

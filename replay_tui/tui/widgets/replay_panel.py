@@ -1,0 +1,285 @@
+"""The replay strip under the main screen: starts a replay child, follows it, cancels it.
+
+The agent never runs in this process: a ``ReplayRunner`` drives
+``python -m replay_tui.replay.child`` from a thread worker and its callbacks only
+post messages, so the timeline keeps answering keys while a long replay runs.
+When the child ends, the outcome, the replay marks for the timeline and the
+environment comparison arrive together in one ``ReplayFinished``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import ProgressBar, Static
+
+from ...analysis.search import ReplayMarks
+from ...replay.protocol import STRICT, ReplaySpec
+from ...replay.runner import (
+    CANCELLED,
+    CRASHED,
+    DIVERGED,
+    FAILED,
+    MATCH,
+    TIMEOUT,
+    UNRECORDED_CALL,
+    UNUSED_EVENTS,
+    Progress,
+    ReplayOutcome,
+    ReplayRunner,
+)
+from . import replay_format
+from .replay_environment import EnvironmentComparison, compare_environment
+
+DEFAULT_TIMEOUT_S = 600.0
+TICK_S = 0.2
+PHASE_LABELS = {"verify": "verifying the journal", "load": "child loading the journal", "fast-forward": "fast-forwarding", "replay": "replaying"}
+
+
+@dataclass
+class ReplayRequest:
+    """What the user asked for: a strict replay or an experiment, and how to run it."""
+
+    mode: str = STRICT
+    agent: str | None = None  # "module:attr"; None = the entry point run.started recorded
+    agent_path: list[str] = field(default_factory=list)
+    model_config: str | None = None
+    tools_config: str | None = None
+    out: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def label(self) -> str:
+        return "replay" if self.mode == STRICT else f"{self.mode} experiment"
+
+    def spec(self, journal: Path) -> ReplaySpec:
+        root = os.getcwd()  # where `replay-tui` was started: the agent's project, as for the CLI
+        return ReplaySpec(
+            journal=str(journal.resolve()),
+            agent=self.agent or None,
+            mode=self.mode,
+            out=self.out,
+            model_config=self.model_config,
+            tools_config=self.tools_config,
+            sys_path=[os.path.abspath(path) for path in self.agent_path] + [root],
+        )
+
+
+@dataclass
+class ReplayResult:
+    """A finished run as the app keeps it."""
+
+    request: ReplayRequest
+    outcome: ReplayOutcome
+    marks: ReplayMarks | None
+    environment: EnvironmentComparison | None
+
+
+@dataclass
+class ReplayProgressed(Message):
+    progress: Progress
+
+
+@dataclass
+class ReplayFinished(Message):
+    result: ReplayResult
+
+
+def marks_of(outcome: ReplayOutcome, label: str) -> ReplayMarks | None:
+    """Timeline marks for an outcome: consumed seqs, the divergent seq, unused seqs."""
+    divergent = frozenset({outcome.divergence.seq}) if outcome.divergence else frozenset()
+    if outcome.experiment is not None:  # an experiment's seqs belong to the new journal
+        return ReplayMarks(divergent=divergent, label=label) if divergent else None
+    end = outcome.divergence.seq - 1 if outcome.divergence else outcome.last_seq
+    consumed: frozenset[int] = frozenset()
+    if end is not None and outcome.consumed:
+        consumed = frozenset(range(max(1, end - outcome.consumed + 1), end + 1))
+    unused: frozenset[int] = frozenset()
+    if outcome.unused and outcome.unused.get("count") and outcome.unused.get("first_seq") is not None:
+        first = int(outcome.unused["first_seq"])
+        unused = frozenset(range(first, first + int(outcome.unused["count"]))) - divergent
+    if not (divergent or consumed or unused):
+        return None
+    return ReplayMarks(divergent=divergent, consumed=consumed, unused=unused, label=label)
+
+
+def failed_outcome(spec: ReplaySpec, error: BaseException) -> ReplayOutcome:
+    """The outcome when the child could not even be started."""
+    return ReplayOutcome(
+        status=FAILED,
+        journal=spec.journal,
+        mode=spec.mode,
+        error={"kind": "internal", "message": f"could not start the replay child: {type(error).__name__}: {error}", "traceback": []},
+    )
+
+
+STATUS_CLASSES = {
+    MATCH: "-ok",
+    DIVERGED: "-bad",
+    UNUSED_EVENTS: "-bad",
+    UNRECORDED_CALL: "-bad",
+    CANCELLED: "-warn",
+    TIMEOUT: "-bad",
+    CRASHED: "-bad",
+    FAILED: "-bad",
+}
+
+
+class ReplayPanel(Vertical):
+    """Progress of the running replay, then its one-line result. Hidden until the first run."""
+
+    DEFAULT_CSS = """
+    ReplayPanel {
+        height: auto;
+        display: none;
+        background: $panel;
+        padding: 0 1;
+    }
+    ReplayPanel.-shown { display: block; }
+    ReplayPanel #replay-line { height: 1; }
+    ReplayPanel #replay-phase { width: auto; min-width: 24; color: $foreground; }
+    ReplayPanel ProgressBar { width: 1fr; }
+    ReplayPanel ProgressBar Bar { width: 1fr; }
+    ReplayPanel #replay-count { width: auto; min-width: 22; color: $foreground-muted; }
+    ReplayPanel #replay-elapsed { width: auto; min-width: 14; color: $foreground-muted; }
+    ReplayPanel #replay-result { height: auto; }
+    ReplayPanel #replay-result.-ok { color: $success; }
+    ReplayPanel #replay-result.-bad { color: $error; text-style: bold; }
+    ReplayPanel #replay-result.-warn { color: $warning; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.runner: ReplayRunner | None = None
+        self.request: ReplayRequest | None = None
+        self.last: ReplayResult | None = None
+        self.started = 0.0
+        self._tick: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="replay-line"):
+            yield Static("", id="replay-phase", markup=False)
+            yield ProgressBar(total=None, show_eta=False, id="replay-bar")
+            yield Static("", id="replay-count", markup=False)
+            yield Static("", id="replay-elapsed", markup=False)
+        yield Static("", id="replay-result", markup=False)
+
+    @property
+    def running(self) -> bool:
+        return self.runner is not None
+
+    # -- start / cancel -----------------------------------------------------
+    def start(self, request: ReplayRequest, journal: Path) -> bool:
+        """Start a run unless one is running; False when one is."""
+        if self.running:
+            return False
+        spec = request.spec(journal)
+        self.request = request
+        self.runner = ReplayRunner(
+            spec,
+            timeout_s=request.timeout_s,
+            on_progress=lambda progress: self.post_message(ReplayProgressed(progress)),
+            cwd=os.getcwd(),
+        )
+        self.started = time.perf_counter()
+        self.add_class("-shown")
+        self.query_one("#replay-line").display = True
+        self.query_one("#replay-phase", Static).update(f"{request.label}: starting the child…")
+        self.query_one("#replay-count", Static).update("")
+        self.query_one(ProgressBar).update(total=None, progress=0)
+        result = self.query_one("#replay-result", Static)
+        result.set_classes("")
+        result.update(f"agent {request.agent or '(as recorded)'} · escape cancels")
+        self._tick = self.set_interval(TICK_S, self._show_elapsed)
+        self._show_elapsed()
+        self._run(self.runner, request, journal)
+        return True
+
+    def cancel(self) -> bool:
+        """Cancel the running child (its process group is killed); False when none runs."""
+        if self.runner is None:
+            return False
+        self.runner.cancel()
+        self.query_one("#replay-phase", Static).update("cancelling…")
+        return True
+
+    # -- the worker -------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
+    def _run(self, runner: ReplayRunner, request: ReplayRequest, journal: Path) -> None:
+        try:
+            outcome = runner.run()
+        except Exception as error:  # the child could not be spawned (bad python, fd limits)
+            outcome = failed_outcome(runner.spec, error)
+        marks = marks_of(outcome, request.label)
+        environment = None
+        if outcome.status not in (CANCELLED,):
+            environment = compare_environment(first_environment(journal), Path(os.getcwd()))
+        self.post_message(ReplayFinished(ReplayResult(request, outcome, marks, environment)))
+
+    # -- messages ----------------------------------------------------------------
+    @on(ReplayProgressed)
+    def _progressed(self, message: ReplayProgressed) -> None:
+        if self.runner is None:
+            return
+        progress = message.progress
+        phase = PHASE_LABELS.get(progress.phase, progress.phase)
+        self.query_one("#replay-phase", Static).update(f"{self.request.label if self.request else 'replay'}: {phase}")
+        if progress.phase in ("replay", "fast-forward") and progress.total:
+            self.query_one(ProgressBar).update(total=progress.total, progress=progress.consumed)
+            where = f" · seq {progress.seq}" if progress.seq is not None else ""
+            self.query_one("#replay-count", Static).update(f" {progress.consumed:,} of {progress.total:,} events{where}")
+
+    @on(ReplayFinished)
+    def _finished(self, message: ReplayFinished) -> None:
+        self.runner = None
+        if self._tick is not None:
+            self._tick.stop()
+            self._tick = None
+        self.last = message.result
+        outcome = message.result.outcome
+        if outcome.total:
+            self.query_one(ProgressBar).update(total=outcome.total, progress=outcome.consumed)
+            self.query_one("#replay-count", Static).update(f" {outcome.consumed:,} of {outcome.total:,} events")
+        else:
+            self.query_one(ProgressBar).update(total=1, progress=0)
+        self.query_one("#replay-phase", Static).update(f"{message.result.request.label}: {outcome.status}")
+        self._show_elapsed()  # as the user waited: start-up, replay and the environment check
+        result = self.query_one("#replay-result", Static)
+        result.set_classes(STATUS_CLASSES.get(outcome.status, ""))
+        result.update(Content(f"{outcome.headline()}  [{result_keys(message.result)}]"))
+
+    def _show_elapsed(self) -> None:
+        self.query_one("#replay-elapsed", Static).update(f" {replay_format.elapsed_text(time.perf_counter() - self.started)}")
+
+
+def result_keys(result: ReplayResult) -> str:
+    """The keys that do something with this result."""
+    keys = ["v report"]
+    if result.outcome.divergence is not None:
+        keys.append("d divergence")
+    if result.outcome.out:
+        keys.append("c compare")
+    keys.append("r replay again")
+    return " · ".join(keys)
+
+
+def first_environment(journal: Path) -> object:
+    """The environment recorded in the journal's run.started (None when absent or unreadable)."""
+    from ...journal import Event, Journal, JournalError
+
+    try:
+        with Journal(journal) as opened:
+            opened.index(cancelled=lambda: len(opened) > 0)
+            first = opened.try_event(0) if len(opened) else None
+    except JournalError:
+        return None
+    return first.payload.get("environment") if isinstance(first, Event) else None
