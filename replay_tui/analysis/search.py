@@ -139,19 +139,19 @@ class Filter:
             return payload.get("status") == self.value
         return _scalar_text(_dotted(event.raw, self.name)) == self.value
 
-    def may_match(self, line: bytes, lowered: bytes) -> bool:
-        """False only when no line like this can match (so it need not be parsed)."""
+    def prefilter(self) -> tuple[str, bytes] | None:
+        """How a line can be rejected without parsing: ("bytes", needle) that every
+        matching line contains, ("lower", needle) in its lowercase form, or
+        ("redaction", b"") for the redaction markers. None: it must be parsed."""
         if self.name in ("kind", "tool", "step", "call", "status") and self.value.isascii():
-            return self.value.rstrip(".*").encode() in line
+            return "bytes", self.value.rstrip(".*").encode()
         if self.name == "is" and self.value == REDACTED:
-            return has_redaction(line)
+            return "redaction", b""
         if self.name == "is" and self.value == TIMEOUT:
-            return not lowered or b"timeout" in lowered
-        if self.name == "seq" and ".." not in self.value:
-            return self.value.encode() in line
-        if "." in self.name and self.value.isascii():
-            return self.value.encode() in line
-        return True
+            return "lower", b"timeout"
+        if (self.name == "seq" and ".." not in self.value) or ("." in self.name and self.value.isascii()):
+            return "bytes", self.value.encode()
+        return None
 
 
 @dataclass(frozen=True)
@@ -174,17 +174,37 @@ class Query:
         return all(f.matches(event, line, replay) for f in self.filters)
 
     @cached_property
-    def _needs_lowercase(self) -> bool:
-        return bool(self.words) or any(f.name == "is" and f.value == TIMEOUT for f in self.filters)
+    def _plan(self) -> tuple[tuple[bytes, ...], tuple[bytes, ...], bool]:
+        """(needles in the line, needles in the lowercased line, needs a redaction marker)."""
+        exact: list[bytes] = []
+        lowered: list[bytes] = [word.encode() for word in self.words if word.isascii()]
+        redaction = False
+        for f in self.filters:
+            plan = f.prefilter()
+            if plan is None:
+                continue
+            kind, needle = plan
+            if kind == "bytes":
+                exact.append(needle)
+            elif kind == "lower":
+                lowered.append(needle)
+            else:
+                redaction = True
+        return tuple(exact), tuple(lowered), redaction
 
     def may_match(self, line: bytes) -> bool:
         """Byte-level test that never rejects a match (so parsing can be skipped)."""
-        lowered = line.lower() if self._needs_lowercase and line.isascii() else b""
-        for f in self.filters:
-            if not f.may_match(line, lowered):
+        exact, lowered, redaction = self._plan
+        for needle in exact:
+            if needle not in line:
                 return False
-        if self.words and lowered:
-            return all(word.encode() in lowered for word in self.words if word.isascii())
+        if redaction and not has_redaction(line):
+            return False
+        if lowered and line.isascii():
+            text = line.lower()
+            for needle in lowered:
+                if needle not in text:
+                    return False
         return True
 
 
