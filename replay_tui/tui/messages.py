@@ -4,7 +4,7 @@ workers only ever post these (post_message is thread-safe)."""
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from textual.message import Message
 
@@ -93,8 +93,19 @@ class FilterProgress(Message):
 
 @dataclass
 class JournalGrew(Message):
+    """Follow mode saw the journal change; ``message`` says so when it rotated or was reset."""
+
     new_events: int
     message: str | None = None
+    flagged_seqs: list[int] = field(default_factory=list)  # new events with a possible secret
+    reset: bool = False  # truncated or replaced: everything was reloaded
+
+
+@dataclass
+class SecretsScanned(Message):
+    """The secret scan at open finished: these seqs get the secret mark."""
+
+    seqs: list[int]
 
 
 @dataclass

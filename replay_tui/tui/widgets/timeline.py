@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
+from typing import Callable
 
 from rich.segment import Segment
 from rich.style import Style
@@ -46,7 +47,15 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--consumed",
         "timeline--hit",
         "timeline--placeholder",
+        "timeline--bookmark",
+        "timeline--note",
+        "timeline--secret",
     }
+    DEFAULT_CSS = """
+    Timeline > .timeline--bookmark { color: $accent; text-style: bold; }
+    Timeline > .timeline--note { color: $accent; }
+    Timeline > .timeline--secret { color: $warning; text-style: bold; }
+    """
 
     BINDINGS = [
         Binding("j,down", "cursor_down", "Down", show=False),
@@ -70,6 +79,8 @@ class Timeline(ScrollView, can_focus=True):
         self._strips: LRUCache[tuple[int, int, bool, int], Strip] = LRUCache(4096)
         self._styles: dict[str, Style] = {}
         self._generation = 0
+        # Extra marks shown first, e.g. bookmarks and secrets: (glyph, mark) pairs per event.
+        self.mark_source: Callable[[Event | JournalError], list[tuple[str, str]]] | None = None
 
     # -- attributes set by the screen ---------------------------------------
     def set_count(self, count: int, indexing: bool) -> None:
@@ -234,7 +245,7 @@ class Timeline(ScrollView, can_focus=True):
         def styled(text: str, part: str | None = None) -> Segment:
             return Segment(text, base + (self._style(part) if part else Style()) + cursor)
 
-        glyphs = [(glyph, mark) for mark, glyph in MARK_GLYPHS if mark in marks][:2]
+        glyphs = [*(self.mark_source(event) if self.mark_source is not None else ()), *((glyph, mark) for mark, glyph in MARK_GLYPHS if mark in marks)][:2]
         segments = [styled(" ")]
         segments.extend(styled(glyph, f"timeline--{mark}") for glyph, mark in glyphs)
         segments.append(styled(" " * (3 - len(glyphs))))

@@ -1,0 +1,113 @@
+"""Secret marks and run statistics that keep up with a growing journal.
+
+At open, one worker scans the events indexed then (``scan_opening``); follow mode
+scans each event it adds with ``scan_event`` (``scan_followed``), so the two never
+scan the same position and neither waits for the other. Statistics are collected
+only when the stats screen asks, and only over events not collected before: a
+``StatsCollector`` carries on from where it stopped, even after a cancel.
+Truncation or replacement of the journal (``reset``) starts both over.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from rich.console import Group
+
+from ..analysis.secrets import scan_event, scan_events
+from ..analysis.stats import PROGRESS_EVERY, RunStats, StatsCollector
+from ..analysis.stats_render import render_stats
+from ..journal import Event, Journal, JournalError
+
+CancelCheck = Callable[[], bool]
+ProgressCallback = Callable[[int, int], None]
+
+
+class LiveAnalysis:
+    """Thread-safe: workers add to it, the UI thread reads ``secret_seqs``."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.secret_seqs: set[int] = set()
+        self.generation = 0  # bumped by reset; a worker of an older generation drops its result
+        self.opening_scanned = False
+        self._claimed = False  # the opening scan has claimed its range; follow mode scans the rest
+        self._opening_end = 0  # positions before this belong to the opening scan
+        self._followed_end = 0  # follow mode has scanned up to here
+        self._lock = threading.Lock()
+        self._stats_lock = threading.RLock()
+        self._collector = StatsCollector(str(journal.path), journal.dialect)
+        self._stats_end = 0
+
+    def reset(self) -> None:
+        """The journal was truncated or replaced: forget everything."""
+        with self._lock, self._stats_lock:
+            self.generation += 1
+            self.secret_seqs.clear()  # in place: the timeline's marks hold this set
+            self.opening_scanned = self._claimed = False
+            self._opening_end = self._followed_end = 0
+            self._collector = StatsCollector(str(self.journal.path), self.journal.dialect)
+            self._stats_end = 0
+
+    # -- secrets ------------------------------------------------------------
+    def begin_opening_scan(self) -> tuple[int, int]:
+        """Claim the events indexed now for the opening scan: (generation, end position)."""
+        with self._lock:
+            self._opening_end = self._followed_end = max(self._followed_end, len(self.journal))
+            self._claimed = True
+            return self.generation, self._opening_end
+
+    def scan_opening(self, generation: int, end: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> list[int] | None:
+        """Scan positions [0, end) (the worker at open); None when cancelled or outdated."""
+        report = scan_events(self.journal.events(0, end), path=str(self.journal.path), total=end, progress=progress, cancelled=cancelled)
+        with self._lock:
+            if not report.complete or generation != self.generation:
+                return None
+            self.secret_seqs.update(report.flagged_seqs)
+            self.opening_scanned = True
+        return sorted(report.flagged_seqs)
+
+    def scan_followed(self) -> list[int]:
+        """Scan the events follow mode added since the last call; returns the newly flagged seqs."""
+        with self._lock:
+            start, end = self._followed_end, len(self.journal)
+            if not self._claimed:
+                return []  # nothing claimed yet: the opening scan will cover these
+            self._followed_end = end
+            generation = self.generation
+        flagged = [event.seq for event in self.journal.events(start, end) if isinstance(event, Event) and scan_event(event)]
+        with self._lock:
+            if generation != self.generation:
+                return []
+            self.secret_seqs.update(flagged)
+        return flagged
+
+    # -- stats --------------------------------------------------------------
+    def stats(self, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> RunStats | None:
+        """Collect the events not collected yet; the stats so far, or None when cancelled."""
+        with self._stats_lock:
+            collector, start, end = self._collector, self._stats_end, len(self.journal)
+            for position, item in enumerate(self.journal.events(start, end), start):
+                if isinstance(item, JournalError):
+                    collector.add_error(item)
+                else:
+                    collector.add(item)
+                self._stats_end = position + 1
+                if (position + 1 - start) % PROGRESS_EVERY == 0:
+                    if progress is not None:
+                        progress(position + 1, end)
+                    if cancelled is not None and cancelled():
+                        return None
+            return collector.result()
+
+    def render_stats(self, width: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> tuple[RunStats, Group] | None:
+        """Stats and their rendering, made under the lock so a later collect cannot change them mid-render."""
+        with self._stats_lock:
+            stats = self.stats(progress=progress, cancelled=cancelled)
+            return None if stats is None else (stats, render_stats(stats, width=width))
+
+    @property
+    def stats_collected(self) -> int:
+        """Events collected into the stats so far (the screen compares it with the journal)."""
+        return self._stats_end
