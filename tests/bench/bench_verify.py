@@ -98,8 +98,14 @@ def generate(path: Path, events: int) -> None:
         writer.append("run.ended", {"status": "ok", "output": "done"})
 
 
+def _cpu_seconds() -> float:
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
 def measure(path: Path) -> dict:
     # The baseline is the plainest fast Python pass: iterate the file, parse each line.
+    cpu_before = _cpu_seconds()
     started = time.perf_counter()
     parsed = 0
     loads = orjson.loads
@@ -108,10 +114,13 @@ def measure(path: Path) -> dict:
             loads(line)
             parsed += 1
     parse_s = time.perf_counter() - started
+    parse_cpu_s = _cpu_seconds() - cpu_before
 
+    cpu_before = _cpu_seconds()
     started = time.perf_counter()
     report = verify_journal(path)
     verify_s = time.perf_counter() - started
+    verify_cpu_s = _cpu_seconds() - cpu_before
     if not report.ok:
         raise SystemExit(f"benchmark journal does not verify: {report.to_text()}")
     return {
@@ -123,6 +132,9 @@ def measure(path: Path) -> dict:
         "parse_only_events_per_s": round(parsed / parse_s),
         "ratio": round(parse_s / verify_s, 3),
         "workers": report.workers,
+        # CPU seconds (all processes) tell the cost apart from the machine's load.
+        "verify_cpu_s": round(verify_cpu_s, 3),
+        "parse_only_cpu_s": round(parse_cpu_s, 3),
         # verify's worker processes stream too: the peak of any one process counts.
         "peak_rss_mb": round(
             max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024, 1
