@@ -142,7 +142,9 @@ class DivergenceScreen(Screen[int | None]):
             pane.query_one(".state-status", Static).update(f"state before: {self.report.state_before or 'unknown'} (no recorded event at this seq)")
         tree = self.query_one(CausalTree)
         if message.chain:
-            tree.show_chain(message.chain)
+            selected = tree.show_chain(message.chain)
+            if selected is not None:  # once the new nodes have lines, so the cursor lands on the divergent event
+                self.call_after_refresh(tree.move_cursor, selected)
 
     @on(Tree.NodeSelected)
     def _node_selected(self, message: Tree.NodeSelected[NodeData]) -> None:
