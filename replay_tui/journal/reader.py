@@ -179,7 +179,8 @@ class Journal:
         return True
 
     def known_bytes(self) -> int:
-        return sum(os.path.getsize(s.path) if not s.compressed else s.scanned for s in self.segments)
+        # From the open descriptors: a shard gzipped away since it was opened has no path any more.
+        return sum(s.size() for s in self.segments)
 
     def _rebuild_starts(self) -> None:
         starts, total = [], 0

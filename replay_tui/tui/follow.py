@@ -12,6 +12,7 @@ replacement; its message travels in ``JournalGrew.message`` for the screen to sh
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +21,7 @@ from textual.message import Message
 from watchfiles import Change, awatch
 
 from ..analysis.annotations import SIDECAR_SUFFIX
-from ..journal import Journal, JournalError, RefreshResult
+from ..journal import Journal, JournalError, JournalOpenError, RefreshResult
 from .live_analysis import LiveAnalysis
 from .messages import JournalGrew, Notice
 
@@ -43,12 +44,18 @@ def is_journal_change(journal: Journal) -> Callable[[Change, str], bool]:
     return lambda change, path: Path(path).name == name
 
 
-def refresh_once(journal: Journal, live: LiveAnalysis) -> tuple[RefreshResult, list[int]]:
-    """One refresh plus the secret scan of what it brought (runs in a thread)."""
-    result = journal.refresh()
+def refresh_once(journal: Journal, live: LiveAnalysis) -> tuple[RefreshResult, list[int], int]:
+    """One refresh plus the secret scan of what it brought, and the bytes of a line still
+    being written (runs in a thread)."""
+    try:
+        result = journal.refresh()
+    except JournalOpenError:
+        # A shard listed a moment before the writer gzipped it away: the .gz is there now.
+        time.sleep(0.05)
+        result = journal.refresh()
     if result.reset:
         live.reset()
-    return result, live.scan_followed()
+    return result, live.scan_followed(), journal.pending_tail_bytes()
 
 
 class Follower:
@@ -59,6 +66,7 @@ class Follower:
         self.live = live
         self.post = post
         self._stop: anyio.Event | None = None
+        self._pending_tail = 0
 
     async def run(self) -> None:
         self._stop = anyio.Event()
@@ -77,11 +85,12 @@ class Follower:
 
     async def _refresh(self) -> None:
         try:
-            result, flagged = await asyncio.to_thread(refresh_once, self.journal, self.live)
+            result, flagged, pending_tail = await asyncio.to_thread(refresh_once, self.journal, self.live)
         except (JournalError, OSError) as error:
             self.post(Notice(f"follow: {error}", "error"))
             return
-        if result.new_events or result.reset or result.new_shards or flagged:
+        tail_changed, self._pending_tail = pending_tail != self._pending_tail, pending_tail
+        if result.new_events or result.reset or result.new_shards or flagged or tail_changed:
             self.post(JournalGrew(result.new_events, result.message, flagged_seqs=flagged, reset=bool(result.reset)))
 
     def stop(self) -> None:

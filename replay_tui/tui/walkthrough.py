@@ -152,13 +152,9 @@ class WalkthroughScreen(Screen[None]):
         self.query_one(RunHeader).set_events(text + (" · following" if self.follow else ""))
 
     def _at_end(self) -> bool:
-        """The cursor is on the last row and the last row is on screen: the view sticks to the end."""
+        """The cursor is on the last row: the view sticks to the end (moving up unsticks it)."""
         timeline = self.timeline
-        if timeline.shown == 0:
-            return True
-        last_row = timeline.shown - 1
-        on_screen = timeline.scroll_offset.y + timeline.scrollable_content_region.height > last_row
-        return timeline.row_of(timeline.cursor) >= last_row and on_screen
+        return timeline.shown == 0 or timeline.row_of(timeline.cursor) >= timeline.shown - 1
 
     @on(JournalGrew)
     def _journal_grew(self, message: JournalGrew) -> None:
@@ -181,6 +177,8 @@ class WalkthroughScreen(Screen[None]):
             self.notify(message.message, title="follow", severity="warning" if message.reset else "information", timeout=6)
         if stick:
             timeline.move_to(len(self.journal) - 1)
+            # the new virtual height is laid out on the next refresh; scroll once it is
+            timeline.call_after_refresh(timeline.scroll_end, animate=False, immediate=True)
         elif message.new_events and not message.message:
             below = len(self.journal) - 1 - timeline.cursor
             self.status.say(f"following: {below:,} newer events below (G goes to the end and sticks to it again)")
