@@ -18,6 +18,11 @@ Steps, each in a fresh Python process so imports, caches and RSS do not mix:
    same file headless at the same size; its first frame is measured the same way,
    by wrapping ``LogLines.render_line`` to note the first row with a line in it.
 
+4. Keys during a replay: the counter agent's run of --replay-events events (default
+   100,000, recorded through the real harness by bench_replay's generator) is opened,
+   `r` starts the strict replay in the child, and j / page down are timed as above
+   while the child replays (``key_p95_during_replay_ms``, target <= 50 ms).
+
 First frames are the median of --runs runs of each, alternating. The last line
 printed is one JSON object with the figures.
 """
@@ -188,6 +193,82 @@ async def measure_replay_tui(path: Path, keys: bool) -> dict:
     return result
 
 
+async def measure_during_replay(path: Path) -> dict:
+    """Key latency (j and page down) while `r` replays ``path`` in the child process."""
+    import asyncio
+
+    from replay_tui.journal import Journal
+    from replay_tui.tui.app import ReplayApp
+    from replay_tui.tui.widgets.replay_panel import ReplayPanel
+    from replay_tui.tui.widgets.timeline import Timeline
+
+    os.chdir(REPO)  # the replay child imports the counter agent from the checkout
+    cursor_frames: dict[int, float] = {}
+    original = Timeline.render_line
+
+    def render_line(self: Timeline, y: int):  # type: ignore[no-untyped-def]
+        strip = original(self, y)
+        if self.scroll_offset.y + y == self.cursor:
+            cursor_frames[self.cursor] = time.perf_counter()
+        return strip
+
+    Timeline.render_line = render_line  # type: ignore[method-assign]
+    app = ReplayApp(Journal(path))
+    samples: list[float] = []
+    result: dict = {}
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen_stack[0]
+        # Index and chain check first (both are thread workers of the app): what is
+        # measured is what the replay adds, not the app's own start-up work.
+        while screen.indexing or any(worker.is_running for worker in app.workers):
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        panel = screen.query_one(ReplayPanel)
+        timeline = screen.timeline
+        started = time.perf_counter()
+        await pilot.press("r")
+        while panel.running and not panel.line.counts:
+            await asyncio.sleep(0.005)  # the child is starting; measure while it replays
+        replaying_from = time.perf_counter()
+        keys = ["j"] * 4 + ["pagedown"]
+        while panel.running:
+            key = keys[len(samples) % len(keys)]
+            before = timeline.cursor
+            t0 = time.perf_counter()
+            app._driver.send_message(key_event(key))
+            while time.perf_counter() - t0 < 10:
+                await asyncio.sleep(0.0005)
+                if timeline.cursor != before and cursor_frames.get(timeline.cursor, 0) > t0:
+                    break
+            if panel.running:  # only samples taken while the child was still replaying
+                samples.append((cursor_frames.get(timeline.cursor, t0) - t0) * 1000)
+            await asyncio.sleep(0.03)
+        while panel.last is None:
+            await asyncio.sleep(0.01)
+        outcome = panel.last.outcome
+        result["replay_status"] = outcome.status
+        result["replay_events"] = outcome.consumed
+        result["replay_wall_s"] = time.perf_counter() - started
+        result["replaying_s"] = time.perf_counter() - replaying_from
+    ordered = sorted(samples)
+    result["samples"] = len(ordered)
+    if os.environ.get("BENCH_TUI_SAMPLES"):
+        result["all_samples_ms"] = [round(value) for value in samples]
+    result["key_p50_during_replay_ms"] = statistics.median(ordered) if ordered else float("nan")
+    result["key_p95_during_replay_ms"] = ordered[int(0.95 * (len(ordered) - 1))] if ordered else float("nan")
+    return result
+
+
+def replay_journal(events: int) -> Path:
+    """The counter agent's run of ``events`` events, recorded through the real harness
+    by bench_replay's generator (cached with the other bench journals)."""
+    sys.path.insert(0, str(REPO / "tests" / "bench"))
+    from bench_replay import generated_run
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    return generated_run(CACHE, events)
+
+
 def key_event(key: str):  # type: ignore[no-untyped-def]
     """The Key event a terminal would send, as Pilot builds it (without its idle waits)."""
     from textual import events
@@ -197,10 +278,13 @@ def key_event(key: str):  # type: ignore[no-untyped-def]
     return event
 
 
-def child_main(path: Path, keys: bool) -> None:
+def child_main(path: Path, keys: bool, during_replay: bool = False) -> None:
     import asyncio
 
     sys.path.insert(0, str(REPO))
+    if during_replay:
+        print(json.dumps(asyncio.run(measure_during_replay(path))))
+        return
     print(json.dumps(asyncio.run(measure_replay_tui(path, keys))))
 
 
@@ -208,11 +292,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3, help="first-frame runs of each app (median)")
-    parser.add_argument("--child", choices=["first-frame", "full"], help=argparse.SUPPRESS)
+    parser.add_argument("--replay-events", type=int, default=100_000, help="size of the run replayed while keys are timed")
+    parser.add_argument("--child", choices=["first-frame", "full", "during-replay"], help=argparse.SUPPRESS)
     parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child_main(args.journal, keys=args.child == "full")
+        child_main(args.journal, keys=args.child == "full", during_replay=args.child == "during-replay")
         return
 
     path = ensure_journal(args.events)
@@ -233,6 +318,11 @@ def main() -> None:
             theirs.append(child_json([toolong, CACHE / "toolong_child.py", path])["first_frame_s"])
         if len(ours) < args.runs:
             ours.append(child_json([*me, "--child", "first-frame"])["first_frame_s"])
+    replayed = replay_journal(args.replay_events)
+    during = child_json([sys.executable, __file__, "--journal", replayed, "--child", "during-replay"])
+    print(f"keys during a {during['replay_events']:,}-event replay ({during['replay_status']}, {during['replaying_s']:.1f} s): "
+          f"p50 {during['key_p50_during_replay_ms']:.1f} ms p95 {during['key_p95_during_replay_ms']:.1f} ms "
+          f"({during['samples']} samples)", flush=True)
     first_frame = statistics.median(ours)
     toolong_first = statistics.median(theirs) if theirs else None
     print(f"first frame runs: replay-tui {[round(x, 3) for x in ours]}, toolong {[round(x, 3) for x in theirs]}", flush=True)
@@ -243,6 +333,10 @@ def main() -> None:
         "key_p50_ms": round(full["key_p50_ms"], 2),
         "key_p95_ms": round(full["key_p95_ms"], 2),
         "peak_rss_mb": round(full["peak_rss_mb"], 1),
+        "key_p95_during_replay_ms": round(during["key_p95_during_replay_ms"], 2),
+        "key_p50_during_replay_ms": round(during["key_p50_during_replay_ms"], 2),
+        "replay_events_during_keys": during["replay_events"],
+        "key_samples_during_replay": during["samples"],
         "toolong_first_frame_s": round(toolong_first, 4) if toolong_first is not None else None,
         "first_frame_ratio_vs_toolong": round(first_frame / toolong_first, 3) if toolong_first else None,
     }

@@ -44,7 +44,7 @@ async def test_r_replays_a_passing_journal_and_marks_every_event_consumed(tmp_pa
         assert marks.mark_of(100) == CONSUMED
         result_text = str(panel.query_one("#replay-result").render())
         assert "Replay matched: 175 of 175 events consumed" in result_text
-        assert "175 of 175 events" in str(panel.query_one("#replay-count").render())
+        assert "175 of 175 events" in panel.line.text
         await pilot.press("d")
         assert "no divergence" in str(screen.status.render())
         await pilot.press("v")
@@ -130,7 +130,7 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(tmp_path: Pat
         panel = panel_of(pilot)
         await wait_until(pilot, lambda: panel.runner is not None and panel.runner.pid is not None, what="the child")
         pid = panel.runner.pid
-        await wait_until(pilot, lambda: "events" in str(panel.query_one("#replay-count").render()), what="progress")
+        await wait_until(pilot, lambda: "events" in panel.line.text, what="progress")
         # Keys still work while the child runs.
         await pilot.press("j", "j")
         assert seq_at_cursor(screen) == 3

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 _CURRENT = """
-import json, sys
+import json, os, sys
+os.nice(10)  # background work: the app's keys come first
 from pathlib import Path
 from replay_tui.harness.environment import code_revision, current_locale, current_timezone, lockfile_hash, runtime
 base = Path(sys.argv[1])
