@@ -25,7 +25,7 @@ from ..journal import Journal, JournalError, JournalOpenError, RefreshResult
 from .live_analysis import LiveAnalysis
 from .messages import JournalGrew, Notice
 
-DEBOUNCE_MS = 50  # longest a burst of writes is gathered before the view catches up
+DEBOUNCE_MS = 100  # longest a burst of writes is gathered before the view catches up
 STEP_MS = 10
 IDLE_REFRESH_MS = 1000  # refresh even without a notification
 
