@@ -81,7 +81,7 @@ class CompareScreen(Screen[None]):
     CompareScreen #compare-table { height: 1fr; border: round $border-blurred; background: $surface; }
     CompareScreen #compare-table:focus { border: round $border; }
     CompareScreen #compare-detail { height: 1fr; }
-    CompareScreen .compare-side { width: 1fr; border: round $border-blurred; background: $surface; }
+    CompareScreen .compare-side { width: 1fr; border: round $border-blurred; border-title-color: $foreground-muted; background: $surface; }
     CompareScreen .compare-side:focus-within { border: round $border; }
     CompareScreen .compare-side-title { height: auto; color: $foreground-muted; padding: 0 1; }
     """

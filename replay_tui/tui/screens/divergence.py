@@ -9,6 +9,7 @@ tree. Enter on a tree node (or `g`) closes the view on that event in the timelin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -33,6 +34,16 @@ class DivergenceLoaded(Message):
     position: int | None
     chain: list[int]
     state: StateAt | None
+
+
+def sorted_keys(value: Any) -> Any:
+    """Objects with their keys in order, as the journal (canonical JSON) stores them,
+    so expected and actual line up key by key."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value
 
 
 def ref_text(ref: EventRef | None, missing: str) -> str:
@@ -62,13 +73,13 @@ class DivergenceScreen(Screen[int | None]):
     DivergenceScreen #divergence-header { height: auto; background: $panel; color: $error; padding: 0 1; }
     DivergenceScreen #divergence-sides { height: 1fr; }
     DivergenceScreen #divergence-lower { height: 1fr; }
-    DivergenceScreen .side { width: 1fr; border: round $border-blurred; background: $surface; }
+    DivergenceScreen .side { width: 1fr; border: round $border-blurred; border-title-color: $foreground-muted; background: $surface; }
     DivergenceScreen .side:focus-within { border: round $border; }
     DivergenceScreen .side-title { height: auto; color: $foreground-muted; padding: 0 1; }
-    DivergenceScreen #divergence-diff { width: 1fr; border: round $border-blurred; background: $surface; padding: 0 1; }
+    DivergenceScreen #divergence-diff { width: 1fr; border: round $border-blurred; border-title-color: $foreground-muted; background: $surface; padding: 0 1; }
     DivergenceScreen #divergence-diff-text { color: $warning; }
     DivergenceScreen #divergence-state { width: 1fr; }
-    DivergenceScreen #divergence-tree { width: 1fr; border: round $border-blurred; background: $surface; }
+    DivergenceScreen #divergence-tree { width: 1fr; border: round $border-blurred; border-title-color: $foreground-muted; background: $surface; }
     DivergenceScreen #divergence-tree:focus { border: round $border; }
     """
 
@@ -86,7 +97,7 @@ class DivergenceScreen(Screen[int | None]):
         with Horizontal(id="divergence-sides"):
             for side, ref, missing, payload, change_side in (
                 ("expected", report.expected, f"nothing: the journal has no event at seq {report.seq}", report.expected_payload, "before"),
-                ("actual", report.actual, "nothing: the agent produced no event here", report.actual_payload, "after"),
+                ("actual", report.actual, "nothing: the agent produced no event here", sorted_keys(report.actual_payload), "after"),
             ):
                 with Vertical(classes="side", id=f"divergence-{side}") as box:
                     box.border_title = "Expected (journal)" if side == "expected" else "Actual (agent now)"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...journal import Event
 from ...replay.runner import CRASHED, FAILED, TIMEOUT
-from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest
+from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest, ReplayResult
 from .compare import CompareScreen
 from .divergence import DivergenceScreen
 from .experiments import ExperimentsScreen, find_configs
@@ -93,7 +93,7 @@ class ReplayActions(_Base):
         outcome = result.outcome
         if outcome.experiment is None:
             self.set_replay_marks(result.marks)  # type: ignore[attr-defined]
-        self.status.say(outcome.headline())
+        self.status.say(next_steps(result))
         if outcome.status in (CRASHED, TIMEOUT, FAILED):
             self.notify(outcome.headline(), title=result.request.label, severity="error", timeout=10)
             self.app.push_screen(ReplayReportScreen(result))
@@ -132,3 +132,15 @@ class ReplayActions(_Base):
 
         self.app.push_screen(DivergenceScreen(self.journal, report, last.request.label), closed)
         return True
+
+
+def next_steps(result: ReplayResult) -> str:
+    """The status line after a run: what to look at next (the panel shows the headline)."""
+    outcome = result.outcome
+    if outcome.status in (CRASHED, TIMEOUT, FAILED):
+        return "the child failed: the report shows its error and last output (v shows it again)"
+    if outcome.experiment is not None:
+        return "c compares the two trajectories · v: report (isolation, environment, live calls)"
+    if outcome.divergence is not None:
+        return f"d: divergence view at seq {outcome.divergence.seq} · v: report (isolation, environment, child output)"
+    return "v: report (isolation, environment differences, child output) · r: replay again"
