@@ -57,6 +57,7 @@ class PresenterScreen(Screen[int | None]):
     }
     PresenterScreen #presenter-event { height: auto; color: $primary; text-style: bold; margin-bottom: 1; }
     PresenterScreen #presenter-chain { height: 1fr; border: round $border-blurred; padding: 0 1; }
+    PresenterScreen #presenter-chain-text { text-wrap: nowrap; text-overflow: ellipsis; }
     PresenterScreen #presenter-keys { height: 1; color: $foreground-muted; }
     """
 
@@ -116,9 +117,9 @@ class PresenterScreen(Screen[int | None]):
         self.query_one("#presenter-chain-text", Static).update(self.chain_text(message.chain))
 
     def chain_text(self, chain: list[int]) -> Text:
-        """Root first, the bookmarked event last and highlighted; a long middle is elided."""
+        """Root first, the bookmarked event last, starred and highlighted; a long middle is elided."""
         shown = chain if len(chain) <= CHAIN_SHOWN + 1 else [chain[0], -1, *chain[-CHAIN_SHOWN:]]
-        text = Text()
+        text = Text(no_wrap=True, overflow="ellipsis")  # one line per link, however long its summary
         bookmarked = {a.seq for a in self.bookmarks}
         for depth, position in enumerate(shown):
             if position == -1:
@@ -127,9 +128,9 @@ class PresenterScreen(Screen[int | None]):
             event = self.journal.try_event(position)
             last = position == chain[-1]
             arrow = "   " if depth == 0 else "└→ "
-            line = f"{'  ' * min(depth, 10)}{arrow}{describe(event)}  {summary_of(event)}"
+            line = f"{'★ ' if last else '  '}{'  ' * min(depth, 10)}{arrow}{describe(event)}  {summary_of(event)}"
             style = "bold reverse" if last else "bold" if isinstance(event, Event) and event.seq in bookmarked else ""
-            text.append(line + ("   ◀ this bookmark" if last else "") + "\n", style=style)
+            text.append(line + "\n", style=style)
         if len(chain) == 1:
             text.append("\n(a root event: nothing recorded caused it)", style="dim")
         return text
