@@ -70,6 +70,9 @@ class Follower:
 
     async def run(self) -> None:
         self._stop = anyio.Event()
+        # A writer may truncate the file to nothing and start over: while following, an empty
+        # journal is a moment between two runs, not an error.
+        self.journal.allow_empty = True
         await self._refresh()  # what arrived between indexing and now
         async for _changes in awatch(
             watched_directory(self.journal),

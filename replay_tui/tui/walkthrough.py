@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .widgets.timeline import Timeline
 
 
+UNCHECKED = "; later events not checked yet"
+
+
 def default_report_path(journal_path: Path) -> Path:
     """``session.jsonl`` → ``session.report.html`` beside it; a shard directory ``run/`` → ``run.report.html``."""
     name = journal_path.name
@@ -76,6 +79,8 @@ class WalkthroughScreen(Screen[None]):
     def on_mount(self) -> None:
         self.live = LiveAnalysis(self.journal)
         self.follower: Follower | None = None
+        self._unstuck = False  # the user moved away from the end while following
+        self._header_stale = False  # reset: the header shows a run that may be gone
         self.annotations, problem = AnnotationStore.open_lenient(self.journal.path)
         self.marks = WalkthroughMarks(self.annotations, self.live.secret_seqs)
         self.timeline.mark_source = self.marks.of
@@ -172,18 +177,43 @@ class WalkthroughScreen(Screen[None]):
             timeline.invalidate()
         timeline.set_count(len(self.journal), indexing=False)
         self._show_event_count()
-        if message.message:
-            self.status.say(f"follow: {message.message}")
-            self.notify(message.message, title="follow", severity="warning" if message.reset else "information", timeout=6)
+        self._update_header(message)
+        said = None
         if stick:
+            if self._unstuck:
+                self._unstuck = False
+                said = "following: back at the end, new events appear as they come"
             timeline.move_to(len(self.journal) - 1)
             # the new virtual height is laid out on the next refresh; scroll once it is
             timeline.call_after_refresh(timeline.scroll_end, animate=False, immediate=True)
-        elif message.new_events and not message.message:
+        elif message.new_events:
             below = len(self.journal) - 1 - timeline.cursor
-            self.status.say(f"following: {below:,} newer events below (G goes to the end and sticks to it again)")
+            said = f"following: {below:,} newer events below (G goes to the end and sticks to it again)"
+            self._unstuck = True
+        if message.message:  # rotation, truncation, replacement: said last, so it is what stays
+            said = f"follow: {message.message}"
+            self.notify(message.message, title="follow", severity="warning" if message.reset else "information", timeout=6)
+        if said:
+            self.status.say(said)
         if isinstance(self.app.screen, StatsScreen):
             self.app.screen.journal_grew()
+
+    def _update_header(self, message: JournalGrew) -> None:
+        """After a reset the run may be another one: its header and chain check start over;
+        events appended after a chain check are said to be unchecked."""
+        header = self.query_one(RunHeader)
+        if message.reset:
+            self._header_stale = True
+        if self._header_stale and len(self.journal):
+            self._header_stale = False
+            first = self.journal.try_event(0)
+            header.set_first_event(first if isinstance(first, Event) else None, self.journal.path.name)
+            header.set_chain("checking", "checking the hash chain…")
+            self.check_chain()  # type: ignore[attr-defined]  (the main screen's worker)
+        elif self._header_stale:
+            header.set_chain("checking", "the journal is empty: waiting for its first event")
+        elif message.new_events and header.chain[0] == "verified" and UNCHECKED not in header.chain[1]:
+            header.set_chain("verified", f"{header.chain[1]}{UNCHECKED}")
 
     # -- bookmarks and notes --------------------------------------------------
     def _event_under_cursor(self, action: str) -> Event | None:
