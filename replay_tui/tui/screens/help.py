@@ -35,6 +35,12 @@ KEYS = (
     ("enter / f", "fold or unfold the value under the cursor (state panes, event)"),
     ("F", "unfold everything in the event"),
     ("enter (tree)", "select that event in the timeline; expanding a node loads its effects"),
+    ("Following and walkthroughs", ""),
+    ("f", "follow the journal as it grows (sticks to the end until you move up; G sticks again)"),
+    ("m / a / '", "bookmark the event / add or edit its note / go to the next bookmark"),
+    ("p", "presenter mode: the bookmarks in order, each note large, its causal chain (→ ← escape)"),
+    ("s", "stats: kinds, model usage, tool latency, errors, longest steps"),
+    ("ctrl+p → Export", "write the incident report (HTML or Markdown) next to the journal or elsewhere"),
     ("Other", ""),
     ("t", "next theme (dark, light, high-contrast); ctrl+p → theme to pick any"),
     ("ctrl+p", "command palette: every action above"),
@@ -48,6 +54,8 @@ MARKS = (
     ("▒", "holds a redacted value"),
     ("≠", "divergent in the last replay"),
     ("· / ✓", "unused / consumed by the last replay"),
+    ("★ / ✎", "bookmarked / has a note"),
+    ("⚠", "may hold a secret that redaction missed (replay-tui scan lists them)"),
 )
 
 
