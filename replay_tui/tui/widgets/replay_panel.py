@@ -24,7 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.search import ReplayMarks
-from ...replay.protocol import STRICT, ReplaySpec
+from ...replay.protocol import HELLO, STRICT, ReplaySpec
 from ...replay.runner import (
     CANCELLED,
     CRASHED,
@@ -91,6 +91,13 @@ class ReplayResult:
 @dataclass
 class ReplayProgressed(Message):
     progress: Progress
+
+
+@dataclass
+class ReplayChildStarted(Message):
+    """The child said hello: it is isolated and about to load the journal."""
+
+    isolation: str
 
 
 @dataclass
@@ -164,6 +171,7 @@ class ReplayProgressLine(Widget):
         self.consumed = 0
         self.total = 0
         self.seq: int | None = None
+        self.unit = "events"  # or "bytes" while the child loads the journal
         self.elapsed = ""
 
     def set(self, **fields: object) -> None:
@@ -175,6 +183,8 @@ class ReplayProgressLine(Widget):
     def counts(self) -> str:
         if not self.total:
             return ""
+        if self.unit == "bytes":
+            return f"{self.consumed / 1e6:,.1f} of {self.total / 1e6:,.1f} MB read"
         where = f" · seq {self.seq}" if self.seq is not None else ""
         return f"{self.consumed:,} of {self.total:,} events{where}"
 
@@ -249,10 +259,16 @@ class ReplayPanel(Vertical):
                 last_post = now
                 self.post_message(ReplayProgressed(progress))
 
-        self.runner = ReplayRunner(spec, timeout_s=request.timeout_s, on_progress=on_progress, cwd=os.getcwd())
+        def on_message(message: dict[str, object]) -> None:  # on the worker thread
+            if message.get("type") == HELLO:
+                isolation = message.get("isolation")
+                summary = isolation.get("summary") if isinstance(isolation, dict) else None
+                self.post_message(ReplayChildStarted(str(summary or "isolation unknown")))
+
+        self.runner = ReplayRunner(spec, timeout_s=request.timeout_s, on_progress=on_progress, on_message=on_message, cwd=os.getcwd())
         self.started = time.perf_counter()
         self.add_class("-shown")
-        self.line.set(label=f"{request.label}: starting the child…", consumed=0, total=0, seq=None)
+        self.line.set(label=f"{request.label}: starting the child…", consumed=0, total=0, seq=None, unit="events")
         result = self.query_one("#replay-result", Static)
         result.set_classes("")
         result.update(f"agent {request.agent or '(as recorded)'} · escape cancels")
@@ -293,9 +309,16 @@ class ReplayPanel(Vertical):
         phase = PHASE_LABELS.get(progress.phase, progress.phase)
         label = f"{self.request.label if self.request else 'replay'}: {phase}"
         if progress.phase in ("replay", "fast-forward") and progress.total:
-            self.line.set(label=label, consumed=progress.consumed, total=progress.total, seq=progress.seq)
+            self.line.set(label=label, consumed=progress.consumed, total=progress.total, seq=progress.seq, unit="events")
+        elif progress.phase == "load" and progress.total:
+            self.line.set(label=label, consumed=progress.consumed, total=progress.total, seq=None, unit="bytes")
         else:
             self.line.set(label=label)
+
+    @on(ReplayChildStarted)
+    def _child_started(self, message: ReplayChildStarted) -> None:
+        if self.runner is not None and self.request is not None:
+            self.query_one("#replay-result", Static).update(f"isolation: {message.isolation} · agent {self.request.agent or '(as recorded)'} · escape cancels")
 
     @on(ReplayFinished)
     def _finished(self, message: ReplayFinished) -> None:
@@ -305,7 +328,7 @@ class ReplayPanel(Vertical):
             self._tick = None
         self.last = message.result
         outcome = message.result.outcome
-        self.line.set(label=f"{message.result.request.label}: {outcome.status}", consumed=outcome.consumed, total=outcome.total, seq=None)
+        self.line.set(label=f"{message.result.request.label}: {outcome.status}", consumed=outcome.consumed, total=outcome.total, seq=None, unit="events")
         self._show_elapsed()  # as the user waited: start-up, replay and the environment check
         result = self.query_one("#replay-result", Static)
         result.set_classes(STATUS_CLASSES.get(outcome.status, ""))
