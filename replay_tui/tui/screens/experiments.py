@@ -48,7 +48,7 @@ def default_out(journal: Path, mode: str) -> Path:
     return EXPERIMENT_DIR / f"{journal.name.split('.')[0]}.{mode}.{stamp}.{os.getpid()}.jsonl"
 
 
-def check_request(mode: str, config: str, out: str, journal: Path) -> str | None:
+def check_request(config: str, out: str, journal: Path) -> str | None:
     """What is wrong with the choices, or None."""
     if not config:
         return "choose a harness config (.toml) whose plugins go live"
@@ -122,7 +122,7 @@ class ExperimentsScreen(ModalScreen[ReplayRequest | None]):
         agent = self.query_one("#experiments-agent", Input).value.strip()
         timeout = parse_timeout(self.query_one("#experiments-timeout", Input).value)
         error = self.query_one("#experiments-error", Static)
-        problem = check_request(mode, config, out, self.journal)
+        problem = check_request(config, out, self.journal)
         if problem is None and timeout is None:
             problem = "the timeout is a number of seconds above 0, e.g. 600"
         if problem is None and agent and ":" not in agent.strip(":"):
