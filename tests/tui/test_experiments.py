@@ -102,3 +102,27 @@ async def test_the_experiment_dialog_refuses_bad_choices(tmp_path: Path) -> None
         assert "exists already" in str(error.render())
         await pilot.press("escape")
         assert not app.screen_stack[0].replay_panel.running
+
+
+async def test_a_config_the_child_cannot_load_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replay_tui.tui.screens.replay_report import ReplayReportScreen, report_sections
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    journal = fixture_copy("crm.jsonl", tmp_path)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[plugins]]\nid = 'model'\ntype = 'no-such-plugin-type'\n")
+    app = make_app(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        dialog = app.screen
+        dialog.query_one("#experiments-config").value = str(bad)
+        dialog.query_one("#experiments-out").value = str(tmp_path / "never.jsonl")
+        dialog.query_one("#experiments-timeout").focus()
+        await pilot.press("enter")
+        panel = await wait_for_replay(pilot)
+        assert panel.last.outcome.status == "error" and panel.last.outcome.error["kind"] == "usage"
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayReportScreen), what="the report")
+        error_lines = dict(report_sections(app.screen.result))["Child error"]
+        assert "no-such-plugin-type" in " ".join(error_lines)
+        assert not (tmp_path / "never.jsonl").exists()
