@@ -46,7 +46,7 @@ async def test_r_replays_a_passing_journal_and_marks_every_event_consumed(tmp_pa
         assert "Replay matched: 175 of 175 events consumed" in result_text
         assert "175 of 175 events" in panel.line.text
         await pilot.press("d")
-        assert "no divergence" in str(screen.status.render())
+        assert "no divergence to show: Replay matched" in str(screen.status.render())
         await pilot.press("v")
         assert isinstance(app.screen, ReplayReportScreen)
         titles = [title for title, _ in report_sections(app.screen.result)]
@@ -143,6 +143,8 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(tmp_path: Pat
             os.kill(pid, 0)  # reaped, and its process group killed
         assert "cancelled" in str(panel.query_one("#replay-result").render())
         assert screen.replay_marks is not None and screen.replay_marks.mark_of(1) == CONSUMED
+        await pilot.press("d")
+        assert "no divergence to show: Replay cancelled" in str(screen.status.render())
 
 
 async def test_a_crashing_agent_is_reported_with_its_last_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

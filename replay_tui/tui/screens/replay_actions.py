@@ -121,9 +121,12 @@ class ReplayActions(_Base):
     def open_divergence_view(self) -> bool:
         """`d` after a replay with a divergence report: jump there and open the view."""
         last = self.replay_panel.last
-        if last is None or last.outcome.divergence is None:
+        if last is None:
             return False
         report = last.outcome.divergence
+        if report is None:
+            self.status.say(f"no divergence to show: {last.outcome.headline()}")
+            return True
         self._goto_seq(report.seq)  # type: ignore[attr-defined]  # a recorded seq, for experiments too
 
         def closed(position: int | None) -> None:
