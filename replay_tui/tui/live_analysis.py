@@ -37,7 +37,7 @@ class LiveAnalysis:
         self._followed_end = 0  # follow mode has scanned up to here
         self._lock = threading.Lock()
         self._stats_lock = threading.RLock()
-        self._collector = StatsCollector(str(journal.path), journal.dialect)
+        self._collector = StatsCollector(journal.path.name, journal.dialect)  # the name: the screen is narrow
         self._stats_end = 0
 
     def reset(self) -> None:
@@ -47,7 +47,7 @@ class LiveAnalysis:
             self.secret_seqs.clear()  # in place: the timeline's marks hold this set
             self.opening_scanned = self._claimed = False
             self._opening_end = self._followed_end = 0
-            self._collector = StatsCollector(str(self.journal.path), self.journal.dialect)
+            self._collector = StatsCollector(self.journal.path.name, self.journal.dialect)
             self._stats_end = 0
 
     # -- secrets ------------------------------------------------------------

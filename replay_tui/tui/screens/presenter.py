@@ -56,7 +56,7 @@ class PresenterScreen(Screen[int | None]):
         text-style: bold; color: $foreground; content-align: center middle;
     }
     PresenterScreen #presenter-event { height: auto; color: $primary; text-style: bold; margin-bottom: 1; }
-    PresenterScreen #presenter-chain { height: 1fr; border: round $border-blurred; padding: 0 1; }
+    PresenterScreen #presenter-chain { height: 1fr; border: round $border; border-title-color: $accent; padding: 0 1; }
     PresenterScreen #presenter-chain-text { text-wrap: nowrap; text-overflow: ellipsis; }
     PresenterScreen #presenter-keys { height: 1; color: $foreground-muted; }
     """
