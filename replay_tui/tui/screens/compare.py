@@ -158,7 +158,7 @@ class CompareScreen(Screen[None]):
             )
         focused_row = self._row_of(self.focused_pair)
         if focused_row is not None:
-            table.move_cursor(row=focused_row, scroll=True)
+            self._focus_row(focused_row)
         self._show_pair(table.cursor_row)
 
     @on(DataTable.RowHighlighted)
@@ -183,7 +183,7 @@ class CompareScreen(Screen[None]):
         candidates = range(start + 1, len(self.rows)) if direction > 0 else range(start - 1, -1, -1)
         for row in candidates:
             if self.rows[row].status != "same":
-                table.move_cursor(row=row, scroll=True)
+                self._focus_row(row)
                 return
         self.notify("no further difference in that direction", timeout=2)
 
@@ -196,13 +196,23 @@ class CompareScreen(Screen[None]):
     def action_first_decision(self) -> None:
         row = self._row_of(self.focused_pair)
         if row is not None:
-            self.query_one(DataTable).move_cursor(row=row, scroll=True)
+            self._focus_row(row)
 
     def action_close(self) -> None:
         if self.app.screen_stack[0] is self:  # `replay-tui compare A B`: this is the app
             self.app.exit()
         else:
             self.dismiss()
+
+    def _focus_row(self, row: int) -> None:
+        """Cursor on ``row``, scrolled to the middle so the rows before it show the lead-up."""
+        table = self.query_one(DataTable)
+        table.move_cursor(row=row, scroll=False)
+
+        def center() -> None:
+            table.scroll_to(y=max(0, row - table.scrollable_content_region.height // 2), animate=False)
+
+        self.call_after_refresh(center)
 
     def _row_of(self, pair: AlignedPair | None) -> int | None:
         return next((number for number, row in enumerate(self.rows) if row is pair), None)
