@@ -165,7 +165,7 @@ async def test_rotation_into_new_shards_is_followed_with_a_message(tmp_path: Pat
 
 async def test_f_turns_following_on_and_off(tmp_path: Path) -> None:
     path, go = tmp_path / "live.jsonl", tmp_path / "go"
-    writer = start_writer(path, go, events=100, rate=200)
+    writer = start_writer(path, go, events=300, rate=100)
     try:
         app = make_app(path)
         async with app.run_test(size=SIZE) as pilot:
@@ -178,11 +178,12 @@ async def test_f_turns_following_on_and_off(tmp_path: Path) -> None:
             await pilot.press("f")
             assert "following" not in header_text(screen)
             assert not [w for w in app.workers if w.group == "follow" and w.is_running]
-            assert writer.wait(10) == 0
             stopped_at = screen.timeline.count
-            await pilot.pause(0.5)
-            assert screen.timeline.count == stopped_at < 101
+            await pilot.pause(0.6)
+            assert len(path.read_bytes().splitlines()) > stopped_at, "the writer went on"
+            assert screen.timeline.count == stopped_at, "but the view did not"
             await pilot.press("f")
-            await wait_for(pilot, lambda: screen.timeline.count == 101)
+            await wait_for(pilot, lambda: screen.timeline.count == 301)
+            assert writer.wait(10) == 0
     finally:
         writer.kill()
