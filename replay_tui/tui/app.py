@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -12,6 +13,7 @@ from textual.theme import Theme
 from ..analysis.search import ReplayMarks
 from ..journal import Journal
 from .screens.help import HelpScreen
+from .input_clock import UserInputClock
 from .screens.main import MainScreen
 from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths
 
@@ -44,6 +46,7 @@ class ReplayApp(App[None]):
         self.replay_agent = replay_agent  # entry point `r` replays with (None: as recorded)
         self.start_seq = start_seq
         self.follow = follow
+        self.input_clock = UserInputClock()
         for bundled in bundled_themes().values():
             self.register_theme(bundled.theme)
         self.theme = theme
@@ -52,8 +55,13 @@ class ReplayApp(App[None]):
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
+            self.input_clock.touch()  # long scans pause while keys arrive
+        await super().on_event(event)
+
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(self.journal, start_seq=self.start_seq, follow=self.follow)
+        return MainScreen(self.journal, start_seq=self.start_seq, follow=self.follow, input_clock=self.input_clock)
 
     @property
     def main(self) -> MainScreen:

@@ -74,6 +74,14 @@ class JumpTo(Message):
 
 
 @dataclass
+class SearchFinished(Message):
+    """A search worker ended: the hit's position (None: no match), and what to tell the user."""
+
+    position: int | None
+    reason: str
+
+
+@dataclass
 class Notice(Message):
     """Something to tell the user in the status bar."""
 

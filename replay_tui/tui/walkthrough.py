@@ -24,6 +24,7 @@ from ..analysis.export import ExportError, build_report, write_report
 from ..analysis.state import StateHistory
 from ..journal import Event, JournalError
 from .follow import Follower
+from .input_clock import UserInputClock
 from .live_analysis import LiveAnalysis
 from .messages import CursorMoved, IndexFinished, JournalGrew, Notice, SecretsScanned
 from .screens.presenter import PresenterScreen
@@ -71,6 +72,7 @@ class WalkthroughScreen(Screen[None]):
     causal: CausalIndex
     timeline: Timeline
     status: StatusBar
+    input_clock: UserInputClock
 
     def _goto_seq(self, seq: int) -> None:
         raise NotImplementedError
@@ -104,7 +106,8 @@ class WalkthroughScreen(Screen[None]):
         worker = get_current_worker()
         generation, end = self.live.begin_opening_scan()
         try:
-            seqs = self.live.scan_opening(generation, end, cancelled=lambda: worker.is_cancelled)
+            # The scan steps aside while keys arrive (input_clock is the main screen's).
+            seqs = self.live.scan_opening(generation, end, cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
         except (JournalError, OSError):
             return  # the journal was reset under the scan; follow mode starts a new one
         if seqs is not None:

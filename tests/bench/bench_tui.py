@@ -9,10 +9,13 @@ Steps, each in a fresh Python process so imports, caches and RSS do not mix:
 2. replay-tui runs headless (``App.run_test``, 160x45). *First frame* is the time
    from constructing the app to the first timeline row holding an event being
    rendered (``Timeline.render_line`` is wrapped to note it). *Index* is the time
-   until the index worker reports the whole file. Key latency is ``pilot.press``
-   plus one ``pilot.pause()`` (the key handled, its messages processed, the
-   screen refreshed) for j, G, g, page down and `:` goto (the goto sample is the
-   enter that jumps). *Peak RSS* is ``ru_maxrss`` of that process.
+   until the index worker reports the whole file. Key latency is key to frame: the
+   Key event is handed to the app as a terminal driver would (no Pilot idle waits),
+   and the sample ends when the timeline has drawn the cursor on its new row; keys
+   come 30 ms apart (a fast key repeat). Keys: j, G, g, page down and `:` goto (the
+   goto sample is the enter that jumps). Then j again while a search scans the
+   whole journal (``key_p95_during_search_ms``). *Peak RSS* is ``ru_maxrss`` of
+   that process.
 3. toolong (PyPI ``toolong``, which pins Textual 0.58, so it lives in its own venv
    at ~/.cache/replay-tui-bench/toolong, created with pip on first use) opens the
    same file headless at the same size; its first frame is measured the same way,

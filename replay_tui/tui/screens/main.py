@@ -25,6 +25,7 @@ from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_
 from ...analysis.state import StateAt, StateHistory, find_change
 from ...journal import Event, Journal, JournalError
 from ..chain_check import ChainCheck
+from ..input_clock import UserInputClock
 from ..messages import (
     ChainChecked,
     ChainLoaded,
@@ -36,6 +37,7 @@ from ..messages import (
     JumpTo,
     Notice,
     ReplayMarksChanged,
+    SearchFinished,
     StateComputed,
 )
 from ..widgets.bars import RunHeader, StatusBar
@@ -76,9 +78,12 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         Binding("escape", "cancel_search", "Cancel search / clear highlight", show=False),
     ]
 
-    def __init__(self, journal: Journal, *, start_seq: int | None = None, follow: bool = False) -> None:
+    def __init__(
+        self, journal: Journal, *, start_seq: int | None = None, follow: bool = False, input_clock: UserInputClock | None = None
+    ) -> None:
         super().__init__()
         self.journal = journal
+        self.input_clock = input_clock or UserInputClock()
         self.history = StateHistory(journal)
         self.causal = CausalIndex(journal)
         self.start_seq = start_seq
@@ -86,6 +91,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         self.replay_marks: ReplayMarks | None = None
         self.query_: Query | None = None
         self.filter_query: Query | None = None
+        self._queued_repeats = 0  # n/N pressed while a search was running
         self.watched: str | None = None
         self.last_state: StateAt | None = None
         self.indexing = True
@@ -398,7 +404,23 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         if self.query_ is None:
             self.status.say("no search yet: press / to search")
             return
+        if any(w.group == "search" and w.is_running for w in self.workers):
+            # n n n while a search runs: each press counts, the hits are visited in turn.
+            self._queued_repeats += direction
+            return
         self.run_search(self.query_, self.timeline.cursor, direction, f"/{self.query_.source}")
+
+    @on(SearchFinished)
+    def _search_finished(self, message: SearchFinished) -> None:
+        if message.position is None:
+            self._queued_repeats = 0
+            self.status.say(message.reason)
+            return
+        self._jump_to(JumpTo(message.position, message.reason))
+        if self._queued_repeats and self.query_ is not None:
+            direction = 1 if self._queued_repeats > 0 else -1
+            self._queued_repeats -= direction
+            self.run_search(self.query_, self.timeline.cursor, direction, f"/{self.query_.source}")
 
     def action_next_error(self) -> None:
         self.run_search(ERROR_QUERY, self.timeline.cursor, 1, "next error")
@@ -412,6 +434,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
             return
         running = [w for w in self.workers if w.group in ("search", "filter") and w.is_running]
         if running:
+            self._queued_repeats = 0
             for worker in running:
                 worker.cancel()
             self.status.say("search cancelled" if running[0].group == "search" else "filter stopped (showing the matches found so far)")
@@ -459,7 +482,8 @@ class MainScreen(ReplayActions, WalkthroughScreen):
                 self.post_message(FilterProgress(query, rows, count, complete=False))
 
         self.post_message(FilterProgress(query, rows, 0, complete=False))
-        for position in matching_positions(self.journal, query, cancelled=lambda: worker.is_cancelled, replay=self.replay_marks, progress=progress):
+        cancelled = self.input_clock.politely(lambda: worker.is_cancelled)
+        for position in matching_positions(self.journal, query, cancelled=cancelled, replay=self.replay_marks, progress=progress):
             rows.append(position)
             if len(rows) == 200:  # the first screenful as soon as it exists
                 self.post_message(FilterProgress(query, rows, scanned, complete=False))
@@ -491,20 +515,19 @@ class MainScreen(ReplayActions, WalkthroughScreen):
                 last_report = time.perf_counter()
                 self.post_message(Notice(f"{label}: searching… {min(scanned, total):,} of {total:,} events (escape cancels)"))
 
-        position = find_next(
-            self.journal, query, start, direction, wrap=True, cancelled=lambda: worker.is_cancelled, replay=self.replay_marks, progress=progress
-        )
+        cancelled = self.input_clock.politely(lambda: worker.is_cancelled)
+        position = find_next(self.journal, query, start, direction, wrap=True, cancelled=cancelled, replay=self.replay_marks, progress=progress)
         if worker.is_cancelled:
             return
         scope = " (index still building: searched the events indexed so far)" if self.indexing else ""
         if position is None:
-            self.post_message(Notice(f"{label}: no match{scope}"))
+            self.post_message(SearchFinished(None, f"{label}: no match{scope}"))
             return
         wrapped = (position <= start) if direction > 0 else (position >= start)
         event = self.journal.try_event(position)
         where = f"seq {event.seq}" if isinstance(event, Event) else f"position {position + 1}"
         note = " (wrapped around)" if wrapped and position != start else " (the only match)" if position == start else ""
-        self.post_message(JumpTo(position, f"{label}: {where}{note}{scope}"))
+        self.post_message(SearchFinished(position, f"{label}: {where}{note}{scope}"))
 
     # -- divergence (fed by replay results) ------------------------------------
     def set_replay_marks(self, marks: ReplayMarks | None) -> None:
@@ -562,7 +585,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         worker = get_current_worker()
         label = f"watching {pointer or '/ (whole state)'}"
         self.post_message(Notice(f"{label}: looking for the {'next' if direction > 0 else 'previous'} change…"))
-        position = find_change(self.journal, pointer, start, direction, cancelled=lambda: worker.is_cancelled)
+        position = find_change(self.journal, pointer, start, direction, cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
         if worker.is_cancelled:
             return
         if position is None:
