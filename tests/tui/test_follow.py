@@ -26,9 +26,8 @@ def start_writer(path: Path, go: Path, events: int, rate: float = 500, **options
         argv += [f"--{name.replace('_', '-')}", str(value)]
     process = subprocess.Popen(argv)
     deadline = time.monotonic() + 10
-    probe = path if "rotate_bytes" not in options else path
     while time.monotonic() < deadline:  # run.started is on disk: the app can open it
-        if probe.is_file() and probe.stat().st_size > 0 or probe.is_dir() and any(probe.glob("*.jsonl")):
+        if path.is_file() and path.stat().st_size > 0 or path.is_dir() and any(path.glob("*.jsonl")):
             return process
         time.sleep(0.02)
     process.kill()
