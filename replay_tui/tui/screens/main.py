@@ -497,7 +497,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         total = len(self.journal)
         if message.complete:
             self.timeline.border_title = f"Timeline · filter {message.query.source} · {len(message.rows):,} of {total:,}"
-            self.status.say(f"filter: {len(message.rows):,} matching events (escape shows all again)")
+            self.status.say(f"filter: {len(message.rows):,} matching event{'' if len(message.rows) == 1 else 's'} (escape shows all again)")
         else:
             self.timeline.border_title = f"Timeline · filtering {message.query.source}… {len(message.rows):,} so far"
             self.status.say(f"filtering… {message.scanned:,} of {total:,} events scanned (escape stops)")
