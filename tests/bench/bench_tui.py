@@ -245,14 +245,9 @@ async def measure_during_replay(path: Path) -> dict:
         await pilot.pause(0.3)
         panel = screen.query_one(ReplayPanel)
         timeline = screen.timeline
-        started = time.perf_counter()
-        await pilot.press("r")
-        while panel.running and not (panel.line.unit == "events" and panel.line.total):
-            await asyncio.sleep(0.005)  # the child is starting; measure while it replays
-        replaying_from = time.perf_counter()
         keys = ["j"] * 4 + ["pagedown"]
-        while panel.running:
-            key = keys[len(samples) % len(keys)]
+
+        async def timed_key(key: str) -> float:
             before = timeline.cursor
             t0 = time.perf_counter()
             app._driver.send_message(key_event(key))
@@ -260,8 +255,24 @@ async def measure_during_replay(path: Path) -> dict:
                 await asyncio.sleep(0.0005)
                 if timeline.cursor != before and cursor_frames.get(timeline.cursor, 0) > t0:
                     break
+            return (cursor_frames.get(timeline.cursor, t0) - t0) * 1000
+
+        # The control: the same keys for as long, with no replay running.
+        control: list[float] = []
+        control_until = time.perf_counter() + 2.5
+        while time.perf_counter() < control_until:
+            control.append(await timed_key(keys[len(control) % len(keys)]))
+            await asyncio.sleep(0.03)
+        await pilot.press("g")
+        started = time.perf_counter()
+        await pilot.press("r")
+        while panel.running and not (panel.line.unit == "events" and panel.line.total):
+            await asyncio.sleep(0.005)  # the child is starting; measure while it replays
+        replaying_from = time.perf_counter()
+        while panel.running:
+            latency = await timed_key(keys[len(samples) % len(keys)])
             if panel.running:  # only samples taken while the child was still replaying
-                samples.append((cursor_frames.get(timeline.cursor, t0) - t0) * 1000)
+                samples.append(latency)
             await asyncio.sleep(0.03)
         while panel.last is None:
             await asyncio.sleep(0.01)
@@ -270,6 +281,8 @@ async def measure_during_replay(path: Path) -> dict:
         result["replay_events"] = outcome.consumed
         result["replay_wall_s"] = time.perf_counter() - started
         result["replaying_s"] = time.perf_counter() - replaying_from
+    control.sort()
+    result["key_p95_same_keys_no_replay_ms"] = control[int(0.95 * (len(control) - 1))] if control else float("nan")
     ordered = sorted(samples)
     result["samples"] = len(ordered)
     if os.environ.get("BENCH_TUI_SAMPLES"):
@@ -345,7 +358,7 @@ def main() -> None:
         run = child_json([sys.executable, __file__, "--journal", replayed, "--child", "during-replay"])
         print(f"keys during a {run['replay_events']:,}-event replay ({run['replay_status']}, {run['replaying_s']:.1f} s): "
               f"p50 {run['key_p50_during_replay_ms']:.1f} ms p95 {run['key_p95_during_replay_ms']:.1f} ms "
-              f"({run['samples']} samples)", flush=True)
+              f"({run['samples']} samples); the same keys with no replay: p95 {run['key_p95_same_keys_no_replay_ms']:.1f} ms", flush=True)
         runs.append(run)
     during = sorted(runs, key=lambda run: run["key_p95_during_replay_ms"])[len(runs) // 2]
     first_frame = statistics.median(ours)
@@ -363,6 +376,7 @@ def main() -> None:
         "key_p50_during_replay_ms": round(during["key_p50_during_replay_ms"], 2),
         "replay_events_during_keys": during["replay_events"],
         "key_samples_during_replay": during["samples"],
+        "key_p95_same_keys_no_replay_ms": round(during["key_p95_same_keys_no_replay_ms"], 2),
         "toolong_first_frame_s": round(toolong_first, 4) if toolong_first is not None else None,
         "first_frame_ratio_vs_toolong": round(first_frame / toolong_first, 3) if toolong_first else None,
     }
