@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,26 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
         assert panel.last.outcome.status == "timeout"
         assert "timed out after 2 s" in panel.last.outcome.headline()
         await wait_until(pilot, lambda: isinstance(app.screen, ReplayReportScreen), what="the report")
+
+
+async def test_quitting_mid_replay_kills_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    journal = record_wobbly(tmp_path / "wobbly.jsonl", 60)
+    monkeypatch.setenv("WOBBLY_SLEEP_S", "0.3")
+    app = make_app(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        panel = panel_of(pilot)
+        await wait_until(pilot, lambda: panel.runner is not None and panel.runner.pid is not None, what="the child")
+        pid = panel.runner.pid
+        started = time.monotonic()
+        await pilot.press("q")
+    assert time.monotonic() - started < 10  # not the ~18 s the replay would take
+    deadline = time.monotonic() + 5  # the worker thread kills and reaps the child as it ends
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"replay child {pid} still exists after the app quit")

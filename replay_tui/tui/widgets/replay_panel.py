@@ -287,6 +287,11 @@ class ReplayPanel(Vertical):
         self.line.set(label="cancelling…")
         return True
 
+    def on_unmount(self) -> None:
+        """Quitting the app mid-run kills the child too (and lets the worker thread end)."""
+        if self.runner is not None:
+            self.runner.cancel()
+
     # -- the worker -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def _run(self, runner: ReplayRunner, request: ReplayRequest, journal: Path) -> None:
