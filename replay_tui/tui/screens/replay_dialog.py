@@ -40,7 +40,7 @@ class ReplayDialog(ModalScreen[ReplayRequest | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="replay-dialog") as box:
             box.border_title = "Strict replay in a network-isolated child"
-            yield Label(f"Agent entry point (module:attr; empty = as recorded: {self.recorded_agent or 'unknown'})")
+            yield Label("Agent entry point, module:attr (empty: the one the journal recorded)")
             yield Input(value=self.request.agent or "", placeholder=self.recorded_agent or "package.module:agent", id="replay-agent", compact=True)
             yield Label("Extra import path for the agent (optional; the current directory is always on it)")
             yield Input(value=" ".join(self.request.agent_path), placeholder="src", id="replay-agent-path", compact=True)

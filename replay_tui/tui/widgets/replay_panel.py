@@ -174,6 +174,7 @@ class ReplayProgressLine(Widget):
         self.total = 0
         self.seq: int | None = None
         self.unit = "events"  # or "bytes" while the child loads the journal
+        self.failed = False  # the run ended badly: the bar turns to the error colour
         self.elapsed = ""
 
     def set(self, **fields: object) -> None:
@@ -200,7 +201,7 @@ class ReplayProgressLine(Widget):
         share = f" {100 * self.consumed / self.total:3.0f}%" if self.total else "     "
         return Content.assemble(
             (f"{self.label:<36.36} ", "bold"),
-            ("━" * filled, "$success"),
+            ("━" * filled, "$error" if self.failed else "$success"),
             ("━" * (BAR_WIDTH - filled), "$foreground 20%"),
             (share, ""),
             (f"  {self.counts:<34}", "$foreground-muted"),
@@ -270,7 +271,7 @@ class ReplayPanel(Vertical):
         self.runner = ReplayRunner(spec, timeout_s=request.timeout_s, on_progress=on_progress, on_message=on_message, cwd=os.getcwd())
         self.started = time.perf_counter()
         self.add_class("-shown")
-        self.line.set(label=f"{request.label}: starting the child…", consumed=0, total=0, seq=None, unit="events")
+        self.line.set(label=f"{request.label}: starting the child…", consumed=0, total=0, seq=None, unit="events", failed=False)
         result = self.query_one("#replay-result", Static)
         result.set_classes("")
         result.update(f"agent {request.agent or '(as recorded)'} · escape cancels")
@@ -336,7 +337,14 @@ class ReplayPanel(Vertical):
             self._tick = None
         self.last = message.result
         outcome = message.result.outcome
-        self.line.set(label=f"{message.result.request.label}: {outcome.status}", consumed=outcome.consumed, total=outcome.total, seq=None, unit="events")
+        self.line.set(
+            label=f"{message.result.request.label}: {outcome.status}",
+            consumed=outcome.consumed,
+            total=outcome.total,
+            seq=None,
+            unit="events",
+            failed=STATUS_CLASSES.get(outcome.status) == "-bad",
+        )
         self._show_elapsed()  # as the user waited: start-up, replay and the environment check
         result = self.query_one("#replay-result", Static)
         result.set_classes(STATUS_CLASSES.get(outcome.status, ""))
