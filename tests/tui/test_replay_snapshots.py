@@ -82,3 +82,24 @@ def test_model_live_comparison(snap_compare, tmp_path: Path) -> None:
         await idle(pilot)
 
     assert snap_compare(make_app(journal), terminal_size=SIZE, run_before=experiment)
+
+
+def test_tools_live_comparison(snap_compare, tmp_path: Path) -> None:
+    journal = fixture_copy("crm.jsonl", tmp_path)
+    out = tmp_path / "crm.tools-live.jsonl"
+
+    async def experiment(pilot) -> None:  # type: ignore[no-untyped-def]
+        await settle(pilot)
+        await idle(pilot)
+        await pilot.press("x")
+        dialog = pilot.app.screen
+        dialog.query_one("#mode-tools-live").value = True
+        dialog.query_one("#experiments-config").value = str(CONFIGS / "crm.toml")
+        dialog.query_one("#experiments-out").value = str(out)
+        dialog.query_one("#experiments-timeout").focus()
+        await pilot.press("enter")
+        await wait_for_replay(pilot)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen) and pilot.app.screen.alignment is not None, what="the comparison")
+        await idle(pilot)
+
+    assert snap_compare(make_app(journal), terminal_size=SIZE, run_before=experiment)

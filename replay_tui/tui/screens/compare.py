@@ -171,7 +171,8 @@ class CompareScreen(Screen[None]):
         pair = self.rows[row]
         a_payload = strip_diagnostics(pair.a.payload) if pair.a else None
         b_payload = strip_diagnostics(pair.b.payload) if pair.b else None
-        diff = diff_values(a_payload, b_payload) if pair.status != "same" else None
+        # Also on a "same" row: run.started setup fields (plugins, config hash) differ without counting.
+        diff = diff_values(a_payload, b_payload) if a_payload != b_payload else None
         for side, event, payload, change_side in (("a", pair.a, a_payload, "before"), ("b", pair.b, b_payload, "after")):
             title = self.query_one(f"#compare-{side}-title", Static)
             title.update(f"seq {event.seq} · {event.kind} · {event.step_id or 'run level'}" if event else "no counterpart in this journal")
