@@ -1,6 +1,6 @@
 """Secret marks and run statistics that keep up with a growing journal.
 
-At open, one worker scans the events indexed then (``scan_opening``); follow mode
+At open, a child process scans the events indexed then (``scan_opening``); follow mode
 scans each event it adds with ``scan_event`` (``scan_followed``), so the two never
 scan the same position and neither waits for the other. Statistics are collected
 only when the stats screen asks, and only over events not collected before: a
@@ -10,18 +10,70 @@ Truncation or replacement of the journal (``reset``) starts both over.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Callable
 
 from rich.console import Group
 
-from ..analysis.secrets import scan_event, scan_events
+from ..analysis.secrets import scan_event
 from ..analysis.stats import PROGRESS_EVERY, RunStats, StatsCollector
 from ..analysis.stats_render import render_stats
 from ..journal import Event, Journal, JournalError
 
 CancelCheck = Callable[[], bool]
 ProgressCallback = Callable[[int, int], None]
+
+
+# The scan runs niced, like the chain check, so on a busy machine the UI gets the CPU first.
+CHILD_NICENESS = 10
+_SCAN_CHILD = (
+    f"import json, os, sys\nos.nice({CHILD_NICENESS})\n"
+    "from replay_tui.journal import open_journal\n"
+    "from replay_tui.analysis.secrets import scan_events\n"
+    "journal = open_journal(sys.argv[1])\n"
+    "report = scan_events(journal.events(0, int(sys.argv[2])))\n"
+    "print(json.dumps(sorted(report.flagged_seqs)))\n"
+)
+POLL_S = 0.2
+
+
+class SecretScanChild:
+    """``analysis.secrets.scan_events`` over the first ``end`` events, in a child Python."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._cancelled = False
+
+    def flagged_seqs(self, path: Path, end: int, *, cancelled: CancelCheck | None = None) -> list[int] | None:
+        if self._cancelled:
+            return None
+        process = self._process = subprocess.Popen(
+            [sys.executable, "-c", _SCAN_CHILD, str(path), str(end)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        while True:
+            try:
+                out, _err = process.communicate(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if self._cancelled or (cancelled is not None and cancelled()):
+                    process.kill()
+                    process.communicate()
+                    return None
+        if process.returncode != 0:
+            return None  # the journal changed under it (follow mode rescans) or cannot be read (the app says so)
+        return [int(seq) for seq in json.loads(out)]
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
 
 
 class LiveAnalysis:
@@ -39,6 +91,7 @@ class LiveAnalysis:
         self._stats_lock = threading.RLock()
         self._collector = StatsCollector(journal.path.name, journal.dialect)  # the name: the screen is narrow
         self._stats_end = 0
+        self._scanner = SecretScanChild()
 
     def reset(self) -> None:
         """The journal was truncated or replaced: forget everything."""
@@ -58,15 +111,21 @@ class LiveAnalysis:
             self._claimed = True
             return self.generation, self._opening_end
 
-    def scan_opening(self, generation: int, end: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> list[int] | None:
-        """Scan positions [0, end) (the worker at open); None when cancelled or outdated."""
-        report = scan_events(self.journal.events(0, end), path=str(self.journal.path), total=end, progress=progress, cancelled=cancelled)
+    def scan_opening(self, generation: int, end: int, *, cancelled: CancelCheck | None = None) -> list[int] | None:
+        """Scan positions [0, end) in a child process (blocking: call from a thread worker);
+        None when cancelled or outdated. A million events take the child about 20 s of CPU,
+        which in a thread would hold the interpreter lock the UI needs for every key."""
+        seqs = self._scanner.flagged_seqs(self.journal.path, end, cancelled=cancelled)
         with self._lock:
-            if not report.complete or generation != self.generation:
+            if seqs is None or generation != self.generation:
                 return None
-            self.secret_seqs.update(report.flagged_seqs)
+            self.secret_seqs.update(seqs)
             self.opening_scanned = True
-        return sorted(report.flagged_seqs)
+        return seqs
+
+    def cancel(self) -> None:
+        """Stop the opening scan's child (the app is closing)."""
+        self._scanner.cancel()
 
     def scan_followed(self) -> list[int]:
         """Scan the events follow mode added since the last call; returns the newly flagged seqs."""

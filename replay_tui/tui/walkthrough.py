@@ -92,6 +92,7 @@ class WalkthroughScreen(Screen[None]):
     def on_unmount(self) -> None:
         if self.follower is not None:
             self.follower.stop()
+        self.live.cancel()
 
     @on(IndexFinished)
     def _walkthrough_index_finished(self, message: IndexFinished) -> None:
