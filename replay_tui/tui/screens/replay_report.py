@@ -45,7 +45,8 @@ def report_sections(result: ReplayResult) -> list[tuple[str, list[str]]]:
         lines += list(error.get("traceback") or [])[-SHOWN_LINES:]
         sections.append(("Child error", lines))
     if outcome.divergence is not None:
-        sections.append(("Divergence (d opens the divergence view)", outcome.divergence.to_text().splitlines()[:SHOWN_LINES]))
+        lines = [line.replace("(see --json)", "(d shows the whole chain)") for line in outcome.divergence.to_text().splitlines()]
+        sections.append(("Divergence (d opens the divergence view)", lines[:SHOWN_LINES]))
     if outcome.experiment:
         experiment = outcome.experiment
         lines = [str(experiment.get("summary"))]
