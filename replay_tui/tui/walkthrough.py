@@ -9,6 +9,8 @@ keeps its own state: the annotation store, the live analysis and the follower.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +22,6 @@ from textual.worker import get_current_worker
 
 from ..analysis.annotations import AnnotationError, AnnotationStore
 from ..analysis.causal import CausalIndex
-from ..analysis.export import ExportError, build_report, write_report
 from ..analysis.state import StateHistory
 from ..journal import Event, JournalError
 from .follow import Follower
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 
 UNCHECKED = "; later events not checked yet"
+# The export child runs niced, like the chain check, so the UI gets the CPU first.
+_EXPORT_CHILD = "import os, sys\nos.nice(10)\nfrom replay_tui.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def default_report_path(journal_path: Path) -> Path:
@@ -336,20 +339,27 @@ class WalkthroughScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def export_report(self, target: Path, fmt: str) -> None:
+        """`replay-tui export` in a niced child: a big journal's report reads and hashes every
+        line, which in a thread would take the interpreter lock from the UI for the duration."""
         worker = get_current_worker()
         started = time.perf_counter()
-
-        def progress(stage: str, fraction: float) -> None:
-            self.post_message(Notice(f"export: {stage}… {fraction:.0%}"))
-
-        try:
-            report = build_report(self.journal, progress=progress, cancelled=lambda: worker.is_cancelled)
-            size = write_report(report, target, fmt)  # type: ignore[arg-type]
-        except ExportError as error:
-            self.post_message(Notice(f"export: {error}", "error"))
+        self.post_message(Notice(f"export: writing {target}… (the app stays usable)"))
+        argv = [sys.executable, "-c", _EXPORT_CHILD, "export", str(self.journal.path), "--format", fmt, "-o", str(target)]
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while True:
+            try:
+                out, err = process.communicate(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if worker.is_cancelled:
+                    process.kill()
+                    process.communicate()
+                    return
+        if process.returncode != 0:
+            why = (err.decode(errors="replace").strip().splitlines() or [f"exit status {process.returncode}"])[-1]
+            reason = why.removeprefix("replay-tui export: ").removeprefix("replay-tui: ")
+            self.post_message(Notice(f"export failed: {reason}", "error"))
             return
-        except (JournalError, OSError) as error:
-            self.post_message(Notice(f"export failed: {error}", "error"))
-            return
-        self.post_message(Notice(f"incident report written: {target} ({size / 1024:,.0f} KiB, {time.perf_counter() - started:.1f} s)", "information"))
-        self.app.call_from_thread(self.notify, f"{target}", title="incident report written", timeout=8)
+        summary = out.decode(errors="replace").strip().splitlines()[-1] if out.strip() else f"wrote {target}"
+        self.post_message(Notice(f"incident report: {summary} in {time.perf_counter() - started:.1f} s", "information"))
+        self.app.call_from_thread(self.notify, str(target), title="incident report written", timeout=8)

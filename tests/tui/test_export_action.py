@@ -44,12 +44,14 @@ async def test_export_writes_the_html_report_next_to_the_journal(incident_path: 
         screen = await settle(pilot)
         await pilot.press("colon", "1", "2", "enter", "m")
         await run_export_from_palette(pilot, None)
-        said = await wait_for_notice(pilot, screen, "incident report written")
+        said = await wait_for_notice(pilot, screen, "incident report: wrote")
     report = default_report_path(incident_path)
     assert report == incident_path.with_name("incident.report.html") and str(report) in said
     html = report.read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "run-crm-0001" in html
     assert "Content-Security-Policy" in html
+    bookmarks = html[html.index("<h2>Bookmarks and notes</h2>"):]
+    assert "No bookmarks" not in bookmarks[:400] and "12" in bookmarks[:2000], "the bookmark made with m is in the report"
     assert hashlib.sha256(incident_path.read_bytes()).hexdigest() == before
 
 
@@ -60,7 +62,7 @@ async def test_export_to_a_chosen_markdown_path(incident_path: Path, tmp_path: P
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         await run_export_from_palette(pilot, str(target))
-        await wait_for_notice(pilot, screen, "incident report written")
+        await wait_for_notice(pilot, screen, "incident report: wrote")
     text = target.read_text()
     assert text.startswith("#") and "run-crm-0001" in text
 
