@@ -55,10 +55,10 @@ class PresenterScreen(Screen[int | None]):
         border: heavy $accent; padding: 1 3; margin: 1 0;
         text-style: bold; color: $foreground; content-align: center middle;
     }
-    PresenterScreen #presenter-event { height: auto; color: $primary; text-style: bold; margin-bottom: 1; }
+    PresenterScreen #presenter-event { height: 1; color: $primary; text-style: bold; margin-bottom: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     PresenterScreen #presenter-chain { height: 1fr; border: round $border; border-title-color: $accent; padding: 0 1; }
     PresenterScreen #presenter-chain-text { text-wrap: nowrap; text-overflow: ellipsis; }
-    PresenterScreen #presenter-keys { height: 1; color: $foreground-muted; }
+    PresenterScreen #presenter-keys { height: 1; color: $foreground-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, journal: Journal, causal: CausalIndex, bookmarks: list[Annotation], start: int = 0) -> None:
