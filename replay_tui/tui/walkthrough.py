@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from ..analysis.annotations import AnnotationError, AnnotationStore
+from ..analysis.annotations import Annotation, AnnotationError, AnnotationStore, annotation_key
 from ..analysis.causal import CausalIndex
 from ..analysis.state import StateHistory
 from ..journal import Event, JournalError
@@ -269,12 +269,22 @@ class WalkthroughScreen(Screen[None]):
         hint = "enter saves · empty text removes the note · escape cancels · m bookmarks the event for presenter mode"
         self.app.push_screen(PromptScreen(f"Note on seq {event.seq} ({event.kind})", hint, value=current.note if current else "", placeholder="what happened here, for the team"), chosen)
 
+    def _in_this_journal(self, annotation: Annotation) -> bool:
+        """The annotated event is at its seq here (not one made on another journal at this path)."""
+        position = self.journal.position_of_seq(annotation.seq)
+        event = self.journal.try_event(position) if position is not None else None
+        return isinstance(event, Event) and annotation_key(event) == annotation.key
+
     def action_next_bookmark(self) -> None:
         self.annotations.refresh()
         event = self.timeline.cursor_event()
         current = event.seq if isinstance(event, Event) else None
         mark = self.annotations.next_bookmark(current)
-        if mark is None:
+        for _ in range(len(self.annotations)):  # skip bookmarks of another journal at this path
+            if mark is None or self._in_this_journal(mark):
+                break
+            mark = self.annotations.next_bookmark(mark.seq)
+        if mark is None or not self._in_this_journal(mark):
             self.status.say("no bookmarks yet: m bookmarks the event under the cursor")
             return
         if mark.seq == current:
@@ -300,7 +310,7 @@ class WalkthroughScreen(Screen[None]):
     # -- presenter, stats -------------------------------------------------------
     def action_presenter(self) -> None:
         self.annotations.refresh()
-        marks = [a for a in self.annotations.bookmarks() if self.journal.position_of_seq(a.seq) is not None]
+        marks = [a for a in self.annotations.bookmarks() if self._in_this_journal(a)]
         if not marks:
             self.status.say("nothing to present: m bookmarks the event under the cursor, a adds a note to it")
             return

@@ -117,3 +117,31 @@ async def test_an_unreadable_sidecar_is_reported_and_the_journal_still_opens(inc
     kept_aside = list(incident_path.parent.glob("*.corrupt-*"))
     assert len(kept_aside) == 1 and kept_aside[0].read_text() == "{not json"
     assert len(AnnotationStore.open(incident_path).bookmarks()) == 1
+
+
+async def test_bookmarks_made_on_another_journal_at_this_path_are_reported(incident_path: Path, tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
+    from journal_factory import write_bulk
+
+    app = make_app(incident_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await goto(pilot, screen, 12)
+        await pilot.press("m")
+    other = write_bulk(tmp_path / "other.jsonl", 100)
+    other.replace(incident_path)  # another run now has this name; the sidecar stays
+    reopened = make_app(incident_path)
+    async with reopened.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        for _ in range(100):
+            if "another journal" in str(screen.status.render()):
+                break
+            await pilot.pause(0.05)
+        assert "1 bookmark(s)/note(s) were made on another journal at this path (seq 12)" in str(screen.status.render())
+        assert screen.marks.of(screen.journal.event(11)) == []
+        await pilot.press("apostrophe")
+        assert "no bookmarks yet" in str(screen.status.render()), "a bookmark of the old journal is not visited"
+        await pilot.press("p")
+        assert "nothing to present" in str(screen.status.render())
