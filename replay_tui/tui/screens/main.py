@@ -261,6 +261,9 @@ class MainScreen(ReplayActions, WalkthroughScreen):
     def _chain_loaded(self, message: ChainLoaded) -> None:
         if message.position != self.timeline.cursor:
             return
+        # A new chain makes every pending children scan stale: stop them now, so
+        # holding a key does not leave a pile of scans competing with the UI.
+        self.workers.cancel_group(self, "children")
         selected = self.tree.show_chain(message.chain)
         if selected is not None:
             self._load_children_of(selected)
@@ -280,7 +283,8 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         def stale() -> bool:
             return worker.is_cancelled or generation != self.tree.generation
 
-        page = self.causal.children(position, start=start, cancelled=stale)
+        # Scans for children pause while keys arrive, like search does.
+        page = self.causal.children(position, start=start, cancelled=self.input_clock.politely(stale))
         if not stale():
             self.post_message(ChildrenLoaded(node_id, page, generation))
 
