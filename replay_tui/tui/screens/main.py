@@ -380,15 +380,21 @@ class MainScreen(ReplayActions, WalkthroughScreen):
             self.post_message(JumpTo(position, f"seq {seq}"))
 
     # -- search -------------------------------------------------------------
+    def _parse_or_warn(self, text: str) -> Query | None:
+        """The query typed, or None after telling the user which term is wrong."""
+        try:
+            return parse_query(text)
+        except QueryError as error:
+            self.status.say(str(error))
+            self.notify(str(error), severity="warning")
+            return None
+
     def action_search(self) -> None:
         def chosen(text: str | None) -> None:
             if text is None or not text.strip():
                 return
-            try:
-                query = parse_query(text)
-            except QueryError as error:
-                self.status.say(str(error))
-                self.notify(str(error), severity="warning")
+            query = self._parse_or_warn(text)
+            if query is None:
                 return
             self.query_ = query
             self.timeline.set_query(query)
@@ -458,11 +464,8 @@ class MainScreen(ReplayActions, WalkthroughScreen):
             if not text.strip():
                 self.action_cancel_search()
                 return
-            try:
-                query = parse_query(text)
-            except QueryError as error:
-                self.status.say(str(error))
-                self.notify(str(error), severity="warning")
+            query = self._parse_or_warn(text)
+            if query is None:
                 return
             self.filter_query = query
             self.run_filter(query)
