@@ -28,6 +28,16 @@ def plain(screen: StatsScreen) -> str:
     return "\n".join(strip.text for strip in screen._compositor.render_strips())
 
 
+async def until_drawn(pilot, screen: StatsScreen, text: str) -> str:  # type: ignore[no-untyped-def]
+    """The screen's text once it shows ``text``: the count can change a frame before the drawing does."""
+    for _ in range(60):
+        shown = plain(screen)
+        if text in shown:
+            return shown
+        await pilot.pause(0.05)
+    return plain(screen)
+
+
 async def test_s_shows_the_stats_of_the_journal(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -36,7 +46,7 @@ async def test_s_shows_the_stats_of_the_journal(incident_path: Path) -> None:
         screen = app.screen
         assert isinstance(screen, StatsScreen)
         await until_ready(pilot, screen, 26)
-        text = plain(screen)
+        text = await until_drawn(pilot, screen, "customer_query")
         for expected in ("tool.result", "customer_query", "charges_query", "refund", "timeout"):
             assert expected in text, expected
         assert "█" in text or "▇" in text, "bars are drawn"
@@ -59,7 +69,7 @@ async def test_stats_keep_up_while_following(tmp_path: Path) -> None:
             await until_ready(pilot, screen, 1)
             go.touch()
             await until_ready(pilot, screen, 301)
-            assert "customer_query" in plain(screen)
+            assert "customer_query" in await until_drawn(pilot, screen, "customer_query")
             assert main.live.stats_collected == 301, "each event collected once"
     finally:
         writer.kill()
