@@ -16,7 +16,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -239,10 +239,7 @@ def _check_range(part: _Range, max_line_bytes: int) -> _RangeResult:
                     claimed = obj.pop("event_hash", None)
                 try:
                     body = dumps(obj, option=_SORTED)
-                    # The common case inline; orjson_is_canonical decides the rest.
-                    if not (
-                        body.isascii() and b"+" not in body and body.find(b".0") < 0 and body.rfind(b"e-6") < 0
-                    ) and not orjson_is_canonical(body):
+                    if not orjson_is_canonical(body):
                         body = canonical_json_of_parsed(obj)
                 except (CanonicalizationError, orjson.JSONEncodeError):
                     try:
