@@ -48,6 +48,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, metavar="N", help="JOURNAL is a corpus directory: replay its journals, N at a time")
     parser.add_argument("--glob", default=None, metavar="PATTERN", help="file names of a corpus's journals (default *.jsonl)")
     parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where a corpus's journals replay: local children (default) or one Ray task each",
+    )
+    parser.add_argument(
+        "--address",
+        metavar="auto|ray://HOST:PORT",
+        help="the Ray cluster for --executor ray (default: $RAY_ADDRESS, else a new local cluster)",
+    )
+    parser.add_argument(
         "--rerecord-from-divergence",
         action="store_true",
         help="replay up to the first divergence, then continue live (plugins of --config) into --out; the journal is untouched",
@@ -72,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config and not args.rerecord_from_divergence:
         print("replay-tui replay: --config is for --rerecord-from-divergence (experiments take --model-config / --tools-config)", file=sys.stderr)
         return EXIT_USAGE
-    if args.jobs is not None or (os.path.isdir(journal) and not is_shard_directory(Path(journal))):
+    if args.jobs is not None or args.executor == "ray" or (os.path.isdir(journal) and not is_shard_directory(Path(journal))):
         return _run_corpus(args, journal)
     if args.rerecord_from_divergence:
         return _run_rerecord(args, journal)
@@ -117,26 +128,33 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
     if args.mode not in (STRICT, NEW_CODE) or args.out or args.rerecord_from_divergence or args.from_seq:
         print("replay-tui replay: a corpus directory is replayed strictly (no --mode experiment, --out, --from-seq or re-record)", file=sys.stderr)
         return EXIT_USAGE
-    jobs = args.jobs if args.jobs is not None else 1
+    from ..replay.executors import ExecutorError, make_executor
+
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1 if args.executor == "ray" else 1)
     if jobs < 1:
         print("replay-tui replay: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    executor = None
     try:
         journals = find_journals(root, args.glob or DEFAULT_GLOB)
         if not journals:
             raise CorpusError(f"{root}: no journal matches {args.glob or DEFAULT_GLOB!r}")
         show_progress = not args.quiet and not args.json and sys.stderr.isatty()
+        executor = make_executor(args.executor, jobs=jobs, address=args.address)
         result = replay_corpus(
             journals,
-            jobs=jobs,
             root=root,
             spec_for=lambda journal: _spec(args, journal),
             timeout_s=args.timeout,
             on_done=_corpus_progress if show_progress else None,
+            executor=executor,
         )
-    except CorpusError as error:
+    except (CorpusError, ExecutorError) as error:
         print(f"replay-tui replay: {error}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        if executor is not None and hasattr(executor, "shutdown"):
+            executor.shutdown()
     if show_progress:
         sys.stderr.write("\r\033[K")
     if args.json:

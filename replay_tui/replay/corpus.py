@@ -17,14 +17,16 @@ import fnmatch
 import os
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .protocol import ReplaySpec
 from .report import DERIVED_KEYS, DivergenceReport
-from .runner import DIVERGED, MATCH, ReplayOutcome, ReplayRunner
+from .runner import DIVERGED, MATCH, ReplayOutcome
+
+if TYPE_CHECKING:
+    from .executors import CorpusExecutor
 
 DEFAULT_GLOB = "*.jsonl"
 DEFAULT_TIMEOUT_S = 600.0
@@ -242,41 +244,33 @@ def replay_corpus(
     spec_for: Callable[[str], ReplaySpec] | None = None,
     timeout_s: float | None = DEFAULT_TIMEOUT_S,
     on_done: Callable[[CorpusEntry, int, int], None] | None = None,
+    executor: "CorpusExecutor | None" = None,
 ) -> CorpusResult:
-    """Replay every journal, at most ``jobs`` child processes at a time.
+    """Replay every journal on ``executor`` (default: local children, ``jobs`` at a time).
 
     ``spec_for(journal)`` builds each spec (default: strict replay of the recorded
     entry point); ``on_done(entry, done, total)`` is called as each one finishes.
     """
-    if jobs < 1:
-        raise CorpusError("--jobs must be at least 1")
+    from .executors import ExecutorError, LocalExecutor
+
+    try:
+        runner = executor if executor is not None else LocalExecutor(jobs)
+    except ExecutorError as error:
+        raise CorpusError(str(error)) from None
     make_spec = spec_for or (lambda journal: ReplaySpec(journal=journal))
     paths = [os.path.abspath(journal) for journal in journals]
+    specs = [make_spec(path) for path in paths]
     entries: list[CorpusEntry | None] = [None] * len(paths)
     done = 0
     started = time.perf_counter()
 
-    runners: list[ReplayRunner] = []
+    def finished(position: int, outcome: ReplayOutcome) -> None:
+        nonlocal done
+        entry = CorpusEntry(paths[position], outcome, signature_of(outcome))
+        entries[position] = entry
+        done += 1
+        if on_done is not None:
+            on_done(entry, done, len(paths))
 
-    def replay_one(position: int) -> tuple[int, CorpusEntry]:
-        runner = ReplayRunner(make_spec(paths[position]), timeout_s=timeout_s)
-        runners.append(runner)
-        outcome = runner.run()
-        return position, CorpusEntry(paths[position], outcome, signature_of(outcome))
-
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="replay-corpus") as pool:
-        futures = [pool.submit(replay_one, position) for position in range(len(paths))]
-        try:
-            for future in as_completed(futures):
-                position, entry = future.result()
-                entries[position] = entry
-                done += 1
-                if on_done is not None:
-                    on_done(entry, done, len(paths))
-        except BaseException:  # Ctrl-C: no child is left running
-            for future in futures:
-                future.cancel()
-            for runner in list(runners):
-                runner.cancel()
-            raise
-    return CorpusResult(str(root), jobs, [entry for entry in entries if entry is not None], time.perf_counter() - started)
+    runner.run_all(specs, timeout_s, finished)
+    return CorpusResult(str(root), runner.workers, [entry for entry in entries if entry is not None], time.perf_counter() - started)

@@ -15,6 +15,8 @@ Settings (ini, ``[pytest]`` or ``[tool.pytest.ini_options]``)::
     replay_journals_agent_path = src                # added to the child's sys.path (rootdir always is)
     replay_journals_timeout = 600
     replay_journals_verify_chain = true             # schema and hash chain first (a hand-edited journal fails)
+    replay_journals_executor = ray                  # or local (default); also --replay-executor
+    replay_journals_ray_address = auto              # the cluster for ray (default $RAY_ADDRESS or a local one)
 
 Expected failures. A sidecar ``NAME.replay.toml`` next to ``NAME.replay.jsonl``::
 
@@ -83,6 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("replay_journals_agent_path", "directories added to the replay child's sys.path", type="paths", default=[])
     parser.addini("replay_journals_timeout", "seconds before a replay is killed", default=str(DEFAULT_TIMEOUT_S))
     parser.addini("replay_journals_verify_chain", "verify schema and hash chain before each replay", type="bool", default=True)
+    group.addoption("--replay-executor", choices=("local", "ray"), default=None,
+                    help="where each journal replays: a local child (default) or a task on a Ray cluster")
+    group.addoption("--replay-ray-address", default=None, metavar="ADDRESS", help="Ray cluster for --replay-executor ray")
+    parser.addini("replay_journals_executor", "local or ray", default="local")
+    parser.addini("replay_journals_ray_address", "Ray cluster address for the ray executor", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -165,7 +172,10 @@ class JournalItem(pytest.Item):
         timeout = float(self.sidecar.get("timeout") or config.getini("replay_journals_timeout") or DEFAULT_TIMEOUT_S)
         spec = ReplaySpec(journal=str(self.journal.resolve()), agent=self.sidecar.get("agent"), sys_path=sys_path,
                           verify_hash_chain=bool(config.getini("replay_journals_verify_chain")))
-        outcome = ReplayRunner(spec, timeout_s=timeout, cwd=str(config.rootpath)).run()
+        if _executor_name(config) == "ray":
+            outcome = _run_on_ray(config, spec, timeout)
+        else:
+            outcome = ReplayRunner(spec, timeout_s=timeout, cwd=str(config.rootpath)).run()
         self.outcome = outcome
         self.user_properties.append(("replay_status", outcome.status))
         if outcome.divergence is not None:
@@ -183,3 +193,26 @@ class JournalItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"replay {self.journal.name}"
+
+
+def _executor_name(config: pytest.Config) -> str:
+    return str(config.getoption("replay_executor") or config.getini("replay_journals_executor") or "local")
+
+
+_ray_executors: dict[str, Any] = {}
+
+
+def _run_on_ray(config: pytest.Config, spec: Any, timeout: float) -> "ReplayOutcome":
+    """One journal as one task on the Ray cluster, through the corpus executor (connected once per process)."""
+    from .executors import ExecutorError, RayExecutor
+
+    address = config.getoption("replay_ray_address") or config.getini("replay_journals_ray_address") or None
+    key = address or ""
+    if key not in _ray_executors:
+        try:
+            _ray_executors[key] = RayExecutor(address)
+        except ExecutorError as error:
+            raise pytest.UsageError(f"replay-tui: {error}") from None
+    outcomes: list["ReplayOutcome"] = []
+    _ray_executors[key].run_all([spec], timeout, lambda _, outcome: outcomes.append(outcome))
+    return outcomes[0]
