@@ -130,7 +130,7 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
         return EXIT_USAGE
     from ..replay.executors import ExecutorError, make_executor
 
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1 if args.executor == "ray" else 1)
+    jobs = args.jobs if args.jobs is not None else ((os.cpu_count() or 1) if args.executor == "ray" else 1)
     if jobs < 1:
         print("replay-tui replay: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
