@@ -15,7 +15,7 @@ from ..journal import Journal
 from .screens.help import HelpScreen
 from .input_clock import UserInputClock
 from .screens.main import MainScreen
-from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths
+from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
 
 THEME_CYCLE = ("dark", "light", "high-contrast")
 
@@ -80,6 +80,10 @@ class ReplayApp(App[None]):
         self.main.set_replay_marks(marks)
 
     # -- themes -----------------------------------------------------------
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """Textual's own themes lack our custom variables: derive them from the theme's colors."""
+        return theme_variable_defaults(self.current_theme.to_color_system().generate())
+
     def _theme_changed(self, theme: Theme) -> None:
         for name in bundled_themes():
             self.set_class(name == theme.name, f"-theme-{name}")

@@ -69,8 +69,9 @@ def launch_app(args: argparse.Namespace) -> int:
 
     from .app import ReplayApp
 
+    app = ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=getattr(args, "agent", None))
     try:
-        ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=getattr(args, "agent", None)).run()
+        app.run()
     finally:
         journal.close()
-    return 0
+    return app.return_code or 0  # a crash inside the app is not a success

@@ -42,6 +42,24 @@ def bundled_themes() -> dict[str, BundledTheme]:
     return found
 
 
+# Custom variables replay.tcss uses, and the Textual variable each falls back to when the active theme
+# (one of Textual's own, say) does not define it. Every built-in theme generates these.
+CUSTOM_VARIABLE_FALLBACKS = {
+    "timeline-cursor-background": "block-cursor-background",
+    "timeline-cursor-foreground": "block-cursor-foreground",
+    "mark-redacted": "secondary",
+    "mark-divergent": "error",
+    "json-key": "primary",
+    "json-string": "success",
+    "json-number": "warning",
+}
+
+
+def theme_variable_defaults(generated: dict[str, str]) -> dict[str, str]:
+    """Values for our custom variables taken from a theme's generated color system, so any theme works."""
+    return {name: generated[source] for name, source in CUSTOM_VARIABLE_FALLBACKS.items() if source in generated}
+
+
 def stylesheet_paths() -> list[Path]:
     """The shared stylesheet followed by each theme's extra rules (scoped by class)."""
     directory = themes_dir()
