@@ -23,6 +23,7 @@ import orjson
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import MODEL_RESPONSE, RUN_ENDED, TOOL_RESULT
+from ..journal.segments import MIN_EVENT_BYTES
 
 CancelCheck = Callable[[], bool]
 
@@ -267,6 +268,8 @@ def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, b
             if ends[last - 1] - first > BLOCK_BYTES:
                 last = local + 1
             lines = segment.read(first, ends[last - 1] - first).split(b"\n")
+            if len(lines) != last - local + 1:  # lines the index skipped (empty, too short) lie between
+                lines = [line for line in lines if len(line) >= MIN_EVENT_BYTES]
             for offset in range(last - local):
                 yield base + local + offset, lines[offset]
             local = last

@@ -1,4 +1,5 @@
-"""`replay-tui verify PATH [--json]`: schema and hash chain check."""
+"""`replay-tui verify PATH [--json] [--all] [--require-closed] [--key PUB]`: schema, hash chain, run
+boundaries and seals."""
 
 from __future__ import annotations
 
@@ -11,12 +12,38 @@ from .common import EXIT_FAILED, EXIT_OK, print_json
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a paragraph")
+    parser.add_argument(
+        "--all", action="store_true", help="list every fault (up to 10,000) instead of stopping at the first"
+    )
+    parser.add_argument(
+        "--require-closed",
+        action="store_true",
+        help="fail (exit 1) when the journal has no run.ended: the run is still going, or the file was cut",
+    )
+    parser.add_argument(
+        "--key",
+        metavar="PUB",
+        help="public key (from 'replay-tui keygen') to check every seal with; an unsealed tail, a seal by "
+        "another key or a bad signature fails",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_journal(args.path)
+    public_key = None
+    if args.key:
+        from ..journal.seal import load_public_key  # cryptography only when a key is given
+
+        public_key = load_public_key(args.key)
+    report = verify_journal(args.path, all_faults=args.all, public_key=public_key)
+    failed = not report.ok or (args.require_closed and not report.closed)
     if args.json:
-        print_json(report.to_json())
+        data = report.to_json()
+        data["require_closed"] = bool(args.require_closed)
+        data["ok"] = not failed
+        print_json(data)
     else:
-        print(report.to_text())
-    return EXIT_OK if report.ok else EXIT_FAILED
+        text = report.to_text()
+        if report.ok and failed:
+            text += " FAILED: --require-closed, and the journal has no run.ended."
+        print(text)
+    return EXIT_FAILED if failed else EXIT_OK

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .. import __version__
 from .config import ConfigError, HarnessConfig, PluginSet, load_config
@@ -20,7 +20,10 @@ from .seam import EventSink, ObservationSource
 from .builtin import memory_tools
 from .transport import JsonlSink
 
-_HARNESS_KEYS = {"snapshot_every", "clock", "random_seed", "feature_flags", "prompt_bundle"}
+if TYPE_CHECKING:
+    from ..journal.seal import Signer
+
+_HARNESS_KEYS = {"snapshot_every", "clock", "random_seed", "feature_flags", "prompt_bundle", "signing_key"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class HarnessOptions:
     random_seed: int | None = None
     feature_flags: Mapping[str, Any] = field(default_factory=dict)
     prompt_bundle: tuple[str, ...] = ()
+    signing_key: str | None = None  # private key file ('replay-tui keygen'): the journal is sealed on close
 
 
 def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> HarnessOptions:
@@ -63,7 +67,23 @@ def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> Harn
         except ValueError:
             raise ConfigError(source, f"[harness]: clock.frozen_at {clock['frozen_at']!r} is not an RFC 3339 time") from None
         wall, monotonic = _frozen_clock(start, float(clock.get("tick_ms", 0)) / 1000)
-    return HarnessOptions(snapshot_every, wall, monotonic, seed, flags, tuple(bundle))
+    signing_key = table.get("signing_key")
+    if signing_key is not None and (not isinstance(signing_key, str) or not signing_key):
+        raise ConfigError(source, "[harness]: signing_key must be the path of a private key file ('replay-tui keygen')")
+    return HarnessOptions(snapshot_every, wall, monotonic, seed, flags, tuple(bundle), signing_key)
+
+
+def _signer_for(options: HarnessOptions, config: HarnessConfig) -> Signer | None:
+    """The seal signer of ``[harness] signing_key`` (relative to the config's directory), if any."""
+    if options.signing_key is None:
+        return None
+    from ..journal.errors import JournalError
+    from ..journal.seal import load_private_key  # cryptography only when a key is configured
+
+    try:
+        return load_private_key(config.base_dir / options.signing_key)
+    except JournalError as error:
+        raise ConfigError(config.source, f"[harness]: signing_key: {error}") from None
 
 
 def _frozen_clock(start: float, tick: float) -> tuple[Callable[[], float], Callable[[], float]]:
@@ -141,6 +161,7 @@ def build_harness(
     if not isinstance(config, HarnessConfig):
         config = load_config(config)
     options = harness_options(config.harness, config.source)
+    signer = _signer_for(options, config) if sink is None else None  # replays and experiments never seal
     redactor = redactor_for(config)
     plugins = PluginSet(_only(config, extensions)).build().start()
     try:
@@ -161,6 +182,10 @@ def build_harness(
             if journal is None and not transports:
                 raise ConfigError(config.source, "no journal path and no transport plugin: nowhere to record")
             sink = transports[0][1].open(run_id, str(journal) if journal else None) if transports else JsonlSink(journal, run_id=run_id)
+            if signer is not None:
+                if not isinstance(sink, JsonlSink):
+                    raise ConfigError(config.source, "[harness]: signing_key needs the jsonl transport (it seals the journal)")
+                sink.writer.seal_with(signer)
         described = plugins.describe()
         if environment is None:
             environment = fingerprint(

@@ -51,6 +51,24 @@ class MalformedLineError(JournalError):
     """A line that is not a JSON object: bad JSON, bad UTF-8, too large, too deep."""
 
 
+class DuplicateKeyError(MalformedLineError):
+    """An object with the same key twice: parsers keep one value, the bytes say both."""
+
+    def __init__(self, key: str, **location: object) -> None:
+        super().__init__(
+            f"key {quoted(key)} appears twice in one object: a reader sees only the last value, "
+            "yet the line also holds the first",
+            **location,  # type: ignore[arg-type]
+        )
+        self.key = key
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    """A journal string in a message: quoted, with control, bidi and zero-width characters escaped."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
+
+
 class SchemaError(JournalError):
     """A well-formed JSON object that does not match the event schema."""
 

@@ -24,6 +24,10 @@ RANDOM_DRAW = "random.draw"
 STATE_TRANSITION = "state.transition"
 STATE_SNAPSHOT = "state.snapshot"
 RUN_ENDED = "run.ended"
+#: Signed seals over the chain head (see seal.py); only a run.sealed may follow run.ended.
+RUN_SEALED = "run.sealed"
+CHAIN_CHECKPOINT = "chain.checkpoint"
+SEAL_KINDS = frozenset({RUN_SEALED, CHAIN_CHECKPOINT})
 
 #: Observations are what replay serves from the journal instead of calling out.
 OBSERVATION_KINDS = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW})
@@ -57,6 +61,14 @@ _STATUS = Check('one of "ok", "error", "cancelled"', 'v == "ok" or v == "error" 
 
 # (field, check, required)
 PayloadSpec = tuple[tuple[str, Check, bool], ...]
+
+_SEAL_SPEC: PayloadSpec = (
+    ("algorithm", _STR, True),
+    ("key_id", _STR, True),
+    ("head_seq", _POS_INT, True),
+    ("head_hash", _HASH, True),
+    ("signature", _STR, True),
+)
 
 PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
     RUN_STARTED: (
@@ -95,6 +107,8 @@ PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
     ),
     STATE_SNAPSHOT: (("state_hash", _HASH, True), ("state", _ANY, True)),
     RUN_ENDED: (("status", _STATUS, True), ("output", _ANY, False), ("error", _ANY, False)),
+    RUN_SEALED: _SEAL_SPEC,
+    CHAIN_CHECKPOINT: _SEAL_SPEC,
 }
 
 KINDS = frozenset(PAYLOAD_SPECS)

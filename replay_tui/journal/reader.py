@@ -20,11 +20,10 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import dialects
-from .errors import JournalError, JournalOpenError, MalformedLineError
+from .duplicate_keys import find_duplicate_key
+from .errors import DuplicateKeyError, JournalError, JournalOpenError, MalformedLineError
 from .model import Event, validate_event
-from .segments import Segment
-
-DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+from .segments import DEFAULT_MAX_LINE_BYTES, Segment
 INDEX_BATCH_BYTES = 16 * 1024 * 1024
 SHARD_SUFFIXES = (".jsonl", ".jsonl.gz")
 
@@ -54,7 +53,7 @@ def _too_long(size: int, limit: int) -> str:
 
 
 def parse_line(data: bytes, *, path: str, line: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Any:
-    """``orjson.loads`` with errors that say where and what was expected."""
+    """``orjson.loads`` with errors that say where and what was expected, duplicate keys included."""
     if len(data) > max_line_bytes:
         raise MalformedLineError(
             _too_long(len(data), max_line_bytes), path=path, line=line
@@ -73,7 +72,21 @@ def parse_line(data: bytes, *, path: str, line: int, max_line_bytes: int = DEFAU
     if type(obj) is not dict:
         kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(type(obj), "null")
         raise MalformedLineError(f"line is {kind}, expected a JSON object (one event per line)", path=path, line=line)
+    check_duplicate_keys(obj, data, path=path, line=line)
     return obj
+
+
+def check_duplicate_keys(obj: dict[str, Any], data: bytes, *, path: str | None, line: int | None) -> None:
+    """Raise DuplicateKeyError if ``data`` repeats a key; costs one dump when the line is its own serialisation."""
+    try:
+        if orjson.dumps(obj) == data.strip(b" \t\r\n"):
+            return  # the line is exactly what it parses to: it hides nothing
+    except (TypeError, orjson.JSONEncodeError):
+        pass  # nested deeper than orjson writes (it reads 1,024 levels, writes 255): scan it
+    key = find_duplicate_key(data)
+    if key is not None:
+        seq = obj.get("seq")
+        raise DuplicateKeyError(key, path=path, line=line, seq=seq if type(seq) is int else None)
 
 
 def list_shards(directory: Path) -> list[Path]:
@@ -112,13 +125,13 @@ class Journal:
                 raise JournalOpenError(
                     "directory holds no journal shards (*.jsonl or *.jsonl.gz)", path=str(self.path)
                 )
-            segments = [Segment(p) for p in shards]
+            segments = [Segment(p, self.max_line_bytes) for p in shards]
             segments.sort(key=self._first_seq_of)
             self.segments = segments
         else:
             if not self.path.exists():
                 raise JournalOpenError("no such file", path=str(self.path))
-            self.segments = [Segment(self.path)]
+            self.segments = [Segment(self.path, self.max_line_bytes)]
         first = self.segments[0].first_line() if self.segments else b""
         if not first.strip() and not self.allow_empty:
             self.close()
@@ -220,7 +233,7 @@ class Journal:
                 known |= {name + ".gz" for name in known}
                 for shard in list_shards(self.path):
                     if shard.name not in known and shard.name[:-3] not in known:
-                        self.segments.append(Segment(shard))
+                        self.segments.append(Segment(shard, self.max_line_bytes))
                         new_shards += 1
             self.index()
             return RefreshResult(new_events=len(self) - before, new_shards=new_shards)
@@ -252,18 +265,31 @@ class Journal:
     def line_origin(self, line: int) -> tuple[str, int]:
         """(shard path, 1-based line number in that shard), for messages."""
         segment, local = self._locate(line)
-        return str(segment.path), local + 1
+        return str(segment.path), segment.line_number(local)
 
     def _parse_line(self, line: int) -> Any:
         segment, local = self._locate(line)
         start, end = segment.line_span(local)
+        line_no = segment.line_number(local)
         if end - start > self.max_line_bytes:
             raise MalformedLineError(
-                _too_long(end - start, self.max_line_bytes),
+                _too_long(segment.line_size(local), self.max_line_bytes),
                 path=str(segment.path),
-                line=local + 1,
+                line=line_no,
             )
-        return parse_line(segment.read(start, end - start), path=str(segment.path), line=local + 1)
+        return parse_line(segment.read(start, end - start), path=str(segment.path), line=line_no)
+
+    def skipped_lines(self) -> tuple[int, list[MalformedLineError]]:
+        """Lines the index left out (empty, too short to be an event) and shards it stopped reading:
+        how many, and the first of them as located errors."""
+        count, errors = 0, []
+        for segment in self.segments:
+            count += segment.skipped_count
+            for line_no, why in segment.skipped:
+                errors.append(MalformedLineError(why, path=str(segment.path), line=line_no))
+            if segment.stopped:
+                errors.append(MalformedLineError(segment.stopped, path=str(segment.path)))
+        return count, errors
 
     # -- events -----------------------------------------------------------
     def _load_event(self, position: int) -> Event | JournalError:

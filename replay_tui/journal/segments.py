@@ -4,10 +4,16 @@ Lines are read with ``os.pread`` from a file descriptor, so the index is the onl
 per-line memory (8 bytes a line). A gzipped shard is inflated, batch by batch,
 into an anonymous temporary file while it is indexed; the journal itself is only
 ever opened read-only.
+
+Memory stays bounded for any input, a gzip bomb included: a line too short to hold
+an event (an empty line, say) gets no index entry, only a fault; too many such lines
+in a row stop the shard; and of a line over the size limit a gzipped shard keeps
+only the first ``max_line_bytes + 1`` bytes (enough to refuse it) and its length.
 """
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import os
 import tempfile
@@ -19,6 +25,14 @@ from typing import BinaryIO, Iterator
 
 from .errors import JournalOpenError
 
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+#: A line shorter than this cannot be an event of any dialect (the smallest is ~150 bytes).
+MIN_EVENT_BYTES = 32
+#: Reading stops after this many faulty lines in a row (a bomb of empty lines, say).
+MAX_CONSECUTIVE_FAULTS = 1000
+#: Skipped lines remembered per shard, for messages; the rest are only counted.
+KEPT_SKIP_MESSAGES = 100
+_JSON_SPACE = b" \t\r"
 CHUNK_BYTES = 4 * 1024 * 1024
 # Inflated in smaller steps: when a gzip shard is cut off, what came before is kept.
 GZIP_CHUNK_BYTES = 256 * 1024
@@ -43,12 +57,26 @@ class TruncatedShardError(JournalOpenError):
 class Segment:
     """A plain or gzipped shard and the end offsets of its complete lines."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self.path = path
+        self.max_line_bytes = max_line_bytes
         self.compressed = path.name.endswith(".gz")
-        self.ends = array("Q")
+        self.ends = array("Q")  # end offsets (after the newline) of the indexed lines
         self.scanned = 0  # bytes of (inflated) data looked at so far
         self.finished = False  # a gzip shard fully inflated; plain files never finish
+        self.stopped: str | None = None  # why indexing gave up on this shard (too many faults in a row)
+        self.skipped: list[tuple[int, str]] = []  # (line number, why) of the first skipped lines
+        self.skipped_count = 0
+        self.oversized: dict[int, int] = {}  # gzip: local index -> real length of a line kept cut short
+        self._stored = 0  # gzip: bytes written to the inflated copy
+        self._complete_end = 0  # stored offset after the last complete line, indexed or skipped
+        self._line_len = 0  # source bytes of the current, incomplete line
+        self._line_head = b""  # its first MIN_EVENT_BYTES bytes
+        self._lines_seen = 0  # complete lines so far, indexed or skipped
+        self._bad_run = 0
+        self._line_marks: list[tuple[int, int]] = []  # (local index, lines skipped before it)
+        self._line_end_source = 0  # plain: file offset after the newline of the line being ended
+        self._starts: dict[int, int] = {}  # plain: start of a line that follows skipped lines
         self._gzip: gzip.GzipFile | None = None
         try:
             self._fd = os.open(path, os.O_RDONLY)
@@ -70,12 +98,12 @@ class Segment:
     # -- indexing ---------------------------------------------------------
     @property
     def indexed_end(self) -> int:
-        return self.ends[-1] if self.ends else 0
+        return self._complete_end
 
     def size(self) -> int:
-        """Bytes of line data available now (inflated so far, for gzip)."""
+        """Bytes of line data available now (kept of the inflated data so far, for gzip)."""
         if self.compressed:
-            return self.scanned
+            return self._stored
         return os.fstat(self._fd).st_size
 
     def index_more(self, max_bytes: int) -> int:
@@ -84,7 +112,7 @@ class Segment:
             return self._inflate_more(max_bytes)
         size = os.fstat(self._fd).st_size
         looked = 0
-        while looked < max_bytes and self.scanned < size:
+        while looked < max_bytes and self.scanned < size and self.stopped is None:
             chunk = os.pread(self._fd, min(CHUNK_BYTES, max_bytes - looked, size - self.scanned), self.scanned)
             if not chunk:
                 break
@@ -100,29 +128,140 @@ class Segment:
             if not chunk:
                 self.finished = True
                 break
-            self._inflated.seek(self.scanned)
-            self._inflated.write(chunk)
-            self._inflated.flush()
             self._add_chunk(chunk)
             looked += len(chunk)
+            if self.stopped is not None:
+                self.finished = True
+        self._inflated.flush()
         return looked
+
+    def _store(self, data: bytes) -> None:
+        """Write inflated bytes at the end of the kept data (gzip only)."""
+        self._inflated.seek(self._stored)
+        self._inflated.write(data)
+        self._stored += len(data)
 
     def _add_chunk(self, chunk: bytes) -> None:
         parts = chunk.split(b"\n")
-        if len(parts) > 1:
-            # Each complete part ends one line; the first may have begun in an
-            # earlier chunk, which does not matter for its end offset.
-            ends = accumulate((len(part) + 1 for part in parts[:-1]), initial=self.scanned)
-            next(ends)
-            self.ends.extend(ends)
+        tail = parts.pop()
+        limit = self.max_line_bytes
+        if parts:
+            lengths = list(map(len, parts))
+            first_length = self._line_len + lengths[0]
+            if (
+                first_length >= MIN_EVENT_BYTES
+                and min(lengths[1:], default=MIN_EVENT_BYTES) >= MIN_EVENT_BYTES
+                and (not self.compressed or (first_length <= limit and max(lengths) <= limit and len(tail) <= limit))
+            ):
+                # The common case: every line can be an event and fits; one C-speed pass.
+                base = self._stored if self.compressed else self.scanned
+                ends = accumulate((length + 1 for length in lengths), initial=base)
+                next(ends)
+                self._mark_line(len(self.ends))
+                self.ends.extend(ends)
+                self._lines_seen += len(parts)
+                self._bad_run = 0
+                self._complete_end = self.ends[-1]
+                if self.compressed:
+                    self._store(chunk)
+                self._line_len, self._line_head = len(tail), tail[:MIN_EVENT_BYTES]
+                self.scanned += len(chunk)
+                return
+            position = self.scanned
+            for part in parts:
+                position += len(part) + 1
+                self._line_end_source = position
+                self._end_line(part)
+                if self.stopped is not None:
+                    self.scanned += len(chunk)
+                    return
+        self._continue_line(tail)
         self.scanned += len(chunk)
 
+    def _continue_line(self, piece: bytes) -> None:
+        """Bytes of the current line that have no newline yet."""
+        if self.compressed:
+            room = self.max_line_bytes + 1 - self._line_len
+            if room > 0:
+                self._store(piece[:room])
+        if self._line_len < MIN_EVENT_BYTES:
+            self._line_head = (self._line_head + piece[:MIN_EVENT_BYTES])[:MIN_EVENT_BYTES]
+        self._line_len += len(piece)
+
+    def _end_line(self, piece: bytes) -> None:
+        """The last bytes of the current line, up to its newline: index it or skip it."""
+        self._continue_line(piece)
+        length = self._line_len
+        self._line_len, head, self._line_head = 0, self._line_head, b""
+        if length < MIN_EVENT_BYTES:
+            body = head.strip(_JSON_SPACE)
+            why = "line is empty, expected a JSON object" if not body else (
+                f"line is {length} bytes, too short to hold an event"
+            )
+            self._skip(why)
+            self._lines_seen += 1
+            return
+        if self.compressed:
+            if length > self.max_line_bytes:
+                self.oversized[len(self.ends)] = length
+            self._store(b"\n")
+            end = self._stored
+        else:
+            end = self._line_end_source
+        self._mark_line(len(self.ends))
+        self._lines_seen += 1
+        self.ends.append(end)
+        self._complete_end = end
+        self._bad_run = 0
+
+    def _skip(self, why: str) -> None:
+        line_no = self._lines_seen + 1
+        self.skipped_count += 1
+        if len(self.skipped) < KEPT_SKIP_MESSAGES:
+            self.skipped.append((line_no, why))
+        if self.compressed:
+            self._stored = self._complete_end  # drop what was kept of it
+        else:
+            self._complete_end = self._line_end_source
+        self._bad_run += 1
+        if self._bad_run >= MAX_CONSECUTIVE_FAULTS:
+            first = line_no - self._bad_run + 1
+            self.stopped = (
+                f"stopped reading at line {line_no}: lines {first} to {line_no} are all empty or too short "
+                f"to hold an event ({MAX_CONSECUTIVE_FAULTS} faults in a row)"
+            )
+
+    def _mark_line(self, local: int) -> None:
+        """Remember how many lines were skipped before ``local`` (its line number), and where it
+        starts if skipped bytes lie between it and the line before."""
+        if self._complete_end != (self.ends[-1] if self.ends else 0):
+            self._starts[local] = self._complete_end
+        skipped = self._lines_seen - local
+        if skipped != (self._line_marks[-1][1] if self._line_marks else 0):
+            self._line_marks.append((local, skipped))
+
+    def line_number(self, local_index: int) -> int:
+        """1-based line number in the shard of the indexed line ``local_index``."""
+        at = bisect.bisect_right(self._line_marks, (local_index, 1 << 62)) - 1
+        return local_index + 1 + (self._line_marks[at][1] if at >= 0 else 0)
+
+    def line_size(self, local_index: int) -> int:
+        """Real length of an indexed line (a refused giant line of a gzip shard was kept cut short)."""
+        if local_index in self.oversized:
+            return self.oversized[local_index]
+        start, end = self.line_span(local_index)
+        return end - start
+
     def is_fully_indexed(self) -> bool:
+        if self.stopped is not None:
+            return True
         return self.finished if self.compressed else self.scanned >= self.size()
 
     # -- reading ----------------------------------------------------------
     def line_span(self, local_index: int) -> tuple[int, int]:
-        start = self.ends[local_index - 1] if local_index else 0
+        start = self._starts.get(local_index)
+        if start is None:
+            start = self.ends[local_index - 1] if local_index else 0
         return start, self.ends[local_index]
 
     def read(self, start: int, length: int) -> bytes:
@@ -172,13 +311,33 @@ class Segment:
             self._fd = -1
 
 
-def line_batches(segment: Segment, start: int = 0, end: int | None = None) -> Iterator[tuple[int, list[bytes], bytes]]:
+class OversizedLine(bytes):
+    """A line over the size limit, never held whole: its first bytes, and its real length as ``len()``."""
+
+    size: int
+
+    def __new__(cls, head: bytes, size: int) -> "OversizedLine":
+        line = super().__new__(cls, head[:64])
+        line.size = size
+        return line
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def line_batches(
+    segment: Segment,
+    start: int = 0,
+    end: int | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[tuple[int, list[bytes], bytes]]:
     """(first line number, complete lines, incomplete tail) for a shard or a byte range of it.
 
     A sequential pass that builds no index: what ``verify`` and benchmarks use.
     Lines come a chunk at a time so the caller's per-line loop stays a plain
     ``for`` over a list. The tail is non-empty only in the last batch, when the
-    data ends without a newline. A line longer than a chunk is still whole.
+    data ends without a newline. A line longer than a chunk is still whole, up to
+    ``max_line_bytes``; a longer one comes as an ``OversizedLine`` and is never held.
     """
     if segment.compressed:
         stream = gzip.open(segment.path, "rb")
@@ -187,7 +346,10 @@ def line_batches(segment: Segment, start: int = 0, end: int | None = None) -> It
         stream.seek(start)
     remaining = None if end is None else end - start
     line_no = 1
-    carry = b""
+    carry: list[bytes] = []  # pieces of the current line (joined once, so a long line costs no copies)
+    carry_len = 0
+    carry_head = b""
+    oversized = False  # the current line passed the limit: only its length is counted
     with stream:
         while remaining is None or remaining > 0:
             size = GZIP_CHUNK_BYTES if segment.compressed else CHUNK_BYTES
@@ -197,13 +359,30 @@ def line_batches(segment: Segment, start: int = 0, end: int | None = None) -> It
             if remaining is not None:
                 remaining -= len(chunk)
             lines = chunk.split(b"\n")
-            if carry:
-                lines[0] = carry + lines[0]
-            carry = lines.pop()
+            piece = lines.pop()
+            if lines:
+                first = lines[0]
+                length = carry_len + len(first)
+                if oversized or length > max_line_bytes:
+                    lines[0] = OversizedLine(carry_head or first, length)
+                elif carry:
+                    carry.append(first)
+                    lines[0] = b"".join(carry)
+                carry, carry_len, carry_head, oversized = [], 0, b"", False
+            carry_len += len(piece)
+            if not carry_head:
+                carry_head = piece[:64]
+            if oversized or carry_len > max_line_bytes:
+                oversized, carry = True, []
+            elif piece:
+                carry.append(piece)
             if lines:
                 yield line_no, lines, b""
                 line_no += len(lines)
-    yield line_no, [], carry
+    if oversized:
+        yield line_no, [], OversizedLine(carry_head, carry_len)
+    else:
+        yield line_no, [], b"".join(carry)
 
 
 def stream_lines(segment: Segment) -> Iterator[tuple[int, bytes, bool]]:

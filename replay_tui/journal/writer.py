@@ -11,11 +11,17 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from .canonical import canonical_json, canonical_json_of_parsed
 from .hashing import sha256_hex
-from .model import SCHEMA_VERSION, Event, event_id_for
+from .model import CHAIN_CHECKPOINT, RUN_ENDED, RUN_SEALED, SCHEMA_VERSION, SEAL_KINDS, Event, event_id_for
+
+if TYPE_CHECKING:
+    from .seal import Signer
+
+# Only a run.sealed may follow run.ended; a checkpoint after a seal would sign a seal.
+_NO_CHECKPOINT_AFTER = SEAL_KINDS | {RUN_ENDED}
 
 FsyncPolicy = Literal["never", "always", "close"]
 DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
@@ -37,6 +43,10 @@ class JournalWriter:
     the writer then takes the fast canonical path, which is exact for such values.
     ``start_after=(seq, event_hash)`` continues an existing chain in a new file:
     the first event written gets seq + 1 and links to that hash.
+
+    With a ``signer`` (seal.Signer), closing the writer appends a ``run.sealed``
+    event signing the chain head, and ``checkpoint_every=N`` appends a
+    ``chain.checkpoint`` after every N events, so a cut journal keeps a signed prefix.
     """
 
     def __init__(
@@ -50,6 +60,8 @@ class JournalWriter:
         now: Callable[[], str] = utc_now,
         payloads_are_parsed_json: bool = False,
         start_after: tuple[int, str] | None = None,
+        signer: Signer | None = None,
+        checkpoint_every: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.run_id = run_id
@@ -61,6 +73,8 @@ class JournalWriter:
         self._canonical = canonical_json_of_parsed if payloads_are_parsed_json else canonical_json
         self._shard_index = 0
         self._shard_bytes = 0
+        self._last_kind: str | None = None
+        self.seal_with(signer, checkpoint_every)
         if rotate_bytes is not None:
             self.path.mkdir(parents=True, exist_ok=True)
             if any(self.path.glob("*.jsonl*")):
@@ -69,6 +83,13 @@ class JournalWriter:
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "xb")
+
+    def seal_with(self, signer: Signer | None, checkpoint_every: int | None = None) -> None:
+        """Sign the chain head when closing (and every ``checkpoint_every`` events) with ``signer``."""
+        if checkpoint_every is not None and (type(checkpoint_every) is not int or checkpoint_every <= 0):
+            raise ValueError(f"checkpoint_every must be a positive integer, not {checkpoint_every!r}")
+        self.signer = signer
+        self.checkpoint_every = checkpoint_every if signer is not None else None
 
     @property
     def last_seq(self) -> int:
@@ -108,7 +129,10 @@ class JournalWriter:
         self._write(line)
         self._seq = seq
         self._prev_hash = digest
+        self._last_kind = kind
         event["event_hash"] = digest
+        if self.checkpoint_every and kind not in _NO_CHECKPOINT_AFTER and seq % self.checkpoint_every == 0:
+            self._seal(CHAIN_CHECKPOINT)
         return Event(
             seq=seq,
             kind=kind,
@@ -154,9 +178,15 @@ class JournalWriter:
                     os.fsync(done.fileno())
             plain.unlink()
 
+    def _seal(self, kind: str) -> None:
+        assert self.signer is not None and self._prev_hash is not None
+        self.append(kind, self.signer.seal_payload(kind, self.run_id, self._seq, self._prev_hash))
+
     def close(self) -> None:
         if self._file.closed:
             return
+        if self.signer is not None and self._seq and self._last_kind != RUN_SEALED:
+            self._seal(RUN_SEALED)
         self._file.flush()
         if self.fsync != "never":
             os.fsync(self._file.fileno())

@@ -27,6 +27,7 @@ from ..journal.model import (
     DIAGNOSTIC_FIELDS,
     RANDOM_DRAW,
     RUN_ENDED,
+    RUN_SEALED,
     RUN_STARTED,
     STATE_SNAPSHOT,
     STATE_TRANSITION,
@@ -139,6 +140,9 @@ class Tape:
         self.start = start
         self.position = start
         self.total = len(journal)
+        # A run.sealed after the run is a signature over the chain, not an event of the run: not on the tape.
+        while self.total > start and getattr(journal.try_event(self.total - 1), "kind", None) == RUN_SEALED:
+            self.total -= 1
         self.last_seq: int | None = None
         self.stopped: BaseException | None = None
         self.reserved: set[int] = set()  # positions of observations served but not yet written

@@ -27,9 +27,9 @@ def _with_line(tmp_path: Path, bad: bytes, at: int = 2) -> Path:
 
 
 CASES = {
-    "not json": (b"{this is not json}\n", "not valid JSON"),
-    "invalid utf-8": (b'{"seq": "\xff\xfe"}\n', "not valid UTF-8"),
-    "array line": (b"[1, 2, 3]\n", "is an array, expected a JSON object"),
+    "not json": (b"{this is not json, though it is as long as an event could be}\n", "not valid JSON"),
+    "invalid utf-8": (b'{"seq": "\xff\xfe", "kind": "long enough to be an event"}\n', "not valid UTF-8"),
+    "array line": (b"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]\n", "is an array, expected a JSON object"),
     "deep nesting": (b"[" * 10_000 + b"]" * 10_000 + b"\n", "nests deeper"),
 }
 

@@ -129,7 +129,7 @@ def test_reading_never_writes(tmp_path: Path) -> None:
 
 def test_a_bad_line_does_not_hide_the_rest(tmp_path: Path) -> None:
     lines = write_sample_journal(tmp_path / "j.jsonl", steps=2).read_bytes().splitlines(keepends=True)
-    lines[3] = b"{not json\n"
+    lines[3] = b"{not json, though as long as an event could be\n"
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(lines))
     with open_journal(bad) as journal:
@@ -138,3 +138,19 @@ def test_a_bad_line_does_not_hide_the_rest(tmp_path: Path) -> None:
     assert [r.seq for r in results if not isinstance(r, JournalError)] == [1, 2, 3, 5, 6, 7, 8, 9, 10]
     with pytest.raises(JournalError, match="line 4"):
         open_journal(bad).event(3)
+
+
+def test_empty_and_too_short_lines_are_faults_not_index_entries(tmp_path: Path) -> None:
+    lines = write_sample_journal(tmp_path / "j.jsonl", steps=2).read_bytes().splitlines(keepends=True)
+    lines[3:3] = [b"\n", b"  \r\n", b"{}\n"]
+    for name in ("bad.jsonl", "bad.jsonl.gz"):
+        data = b"".join(lines)
+        bad = tmp_path / name
+        bad.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        with open_journal(bad) as journal:
+            assert len(journal) == len(lines) - 3
+            assert [event.seq for event in journal.events()] == list(range(1, len(lines) - 2))
+            assert journal.line_origin(3) == (str(bad), 7)  # lines keep their numbers in messages
+            count, errors = journal.skipped_lines()
+            assert count == 3 and [error.line for error in errors] == [4, 5, 6]
+            assert "line is empty" in errors[0].message and "too short" in errors[2].message

@@ -41,6 +41,7 @@ def test_fast_path_writes_the_same_bytes_for_parsed_payloads(tmp_path: Path) -> 
 
 def test_start_after_continues_a_chain_in_a_new_file(tmp_path: Path) -> None:
     first = write_sample_journal(tmp_path / "first.jsonl", steps=1)
+    first.write_bytes(b"".join(first.read_bytes().splitlines(keepends=True)[:-1]))  # the run goes on: no run.ended
     with open_journal(first) as journal:
         last = journal.event(len(journal) - 1)
     with JournalWriter(tmp_path / "second.jsonl", run_id="run-test", start_after=(last.seq, last.event_hash)) as writer:
