@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["is_safe", "safe", "safe_json", "safe_line", "safe_value", "ELLIPSIS"]
+__all__ = ["ELLIPSIS", "is_safe", "safe", "safe_json", "safe_line", "safe_value"]
 
 ELLIPSIS = "…"
 
