@@ -7,6 +7,8 @@ unknown theme) is checked here, before the UI takes over the terminal.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -46,6 +48,36 @@ def resolve_journal(argument: str | None) -> Path:
     return path
 
 
+TAIL_BYTES = 1 << 20  # the last line of a journal is looked for in its last MiB
+
+
+def last_seq_of(path: Path) -> int | None:
+    """The seq on the last complete line of a plain journal file; None when it cannot be read cheaply
+    (gzip, shard directory, a last line longer than TAIL_BYTES or unreadable): the app then checks."""
+    if not path.is_file() or path.suffix == ".gz":
+        return None
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, size - TAIL_BYTES))
+        tail = handle.read()
+    lines = [line for line in tail.split(b"\n")[:-1] if line.strip()]  # the part after the last newline is partial
+    if not lines or (len(lines) == 1 and size > TAIL_BYTES):
+        return None
+    try:
+        seq = json.loads(lines[-1]).get("seq")
+    except (ValueError, AttributeError):
+        return None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+
+def check_start_seq(path: Path, seq: int, follow: bool) -> str | None:
+    """None if ``--seq`` can be shown, else why not (a journal being followed may still grow to it)."""
+    last = None if follow else last_seq_of(path)
+    if last is not None and seq > last:
+        return f"--seq {seq}: {path.name} ends at seq {last}"
+    return None
+
+
 def launch_app(args: argparse.Namespace) -> int:
     from .themes import DEFAULT_THEME, check_theme_name
 
@@ -66,6 +98,12 @@ def launch_app(args: argparse.Namespace) -> int:
     except JournalError as error:
         print(f"replay-tui: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if args.seq is not None:
+        problem = check_start_seq(path, args.seq, bool(getattr(args, "follow", False)))
+        if problem:
+            journal.close()
+            print(f"replay-tui: {problem}", file=sys.stderr)
+            return EXIT_USAGE
 
     from .app import ReplayApp
 

@@ -85,6 +85,8 @@ class WalkthroughScreen(Screen[None]):
         self.live = LiveAnalysis(self.journal)
         self.follower: Follower | None = None
         self._unstuck = False  # the user moved away from the end while following
+        # --follow without --seq opens at the end and sticks to it (read before the main screen uses start_seq)
+        self._open_at_end = self.follow and getattr(self, "start_seq", None) is None
         self._header_stale = False  # reset: the header shows a run that may be gone
         self.annotations, problem = AnnotationStore.open_lenient(self.journal.path)
         self.marks = WalkthroughMarks(self.annotations, self.live.secret_seqs)
@@ -103,6 +105,8 @@ class WalkthroughScreen(Screen[None]):
         self.check_annotations()
         if self.follow:
             self.start_following()
+            if self._open_at_end:
+                self.timeline.action_last()
 
     # -- secret marks ---------------------------------------------------------
     @work(thread=True, exclusive=True, group="secrets", exit_on_error=False)
@@ -291,6 +295,13 @@ class WalkthroughScreen(Screen[None]):
             self.status.say(f"{GLYPHS['bookmark']} seq {mark.seq} is the only bookmark")
             return
         self._goto_seq(mark.seq)
+
+    @on(CursorMoved)
+    def _back_at_the_end(self, message: CursorMoved) -> None:
+        """G (or moving down) while following and unstuck: say so now, not at the next append."""
+        if self.follow and self._unstuck and self._at_end():
+            self._unstuck = False
+            self.status.say("following: back at the end, new events appear as they come")
 
     @on(CursorMoved)
     def _say_annotation(self, message: CursorMoved) -> None:

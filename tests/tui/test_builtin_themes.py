@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from textual.theme import BUILTIN_THEMES
+from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.tui.themes import CUSTOM_VARIABLE_FALLBACKS
-from tui_helpers import SIZE, make_app, settle
 
 pytestmark = pytest.mark.asyncio
 

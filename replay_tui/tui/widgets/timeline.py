@@ -163,16 +163,25 @@ class Timeline(ScrollView, can_focus=True):
             row = max(0, min(self.row_of(self.cursor) + delta, self.shown - 1))
             self.move_to(self.position_at(row))
 
-    def _scroll_to_cursor(self, center: bool) -> None:
+    def _scroll_to_cursor(self, center: bool, retries: int = 3) -> None:
         height = max(1, self.scrollable_content_region.height)
         top = self.scroll_offset.y
         row = self.row_of(self.cursor)
+        target: int | None = None
         if center and not top <= row < top + height:
-            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
+            target = max(0, row - height // 2)
         elif row < top:
-            self.scroll_to(y=row, animate=False, immediate=True)
+            target = row
         elif row >= top + height:
-            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+            target = row - height + 1
+        if target is None:
+            return
+        target = min(target, max(0, self.shown - height))
+        self.scroll_to(y=target, animate=False, immediate=True)
+        if self.scroll_offset.y != target and retries:
+            # A grown virtual size (or the first layout) is applied on the next refresh, and
+            # scroll_to clamps to the old size until then: scroll again once it is.
+            self.call_after_refresh(self._scroll_to_cursor, center, retries - 1)
 
     @property
     def page(self) -> int:
