@@ -15,7 +15,9 @@ The API (stable; other layers import it):
 
 - ``safe(text, multiline=False)``: the escaped string. Newlines and tabs are kept only when ``multiline``.
 - ``safe_line(text, limit)``: one line, escaped, whitespace runs collapsed, cut to ``limit`` with "…".
-- ``safe_json(value, indent=None)``: JSON of any value (keys too), escaped, at any nesting depth.
+- ``safe_json(value, indent=None)``: JSON of any value (keys too), escaped, at any nesting depth; still valid
+  JSON (the escapes are JSON ``\\uXXXX`` escapes).
+- ``safe_json_text(text)``: the same escaping for JSON text made elsewhere (orjson output, ``--json`` modes).
 - ``safe_value(value, limit)``: a string shown as itself, anything else as compact JSON; one line.
 - ``is_safe(text)``: whether ``safe(text)`` would change nothing.
 
@@ -29,7 +31,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["ELLIPSIS", "is_safe", "safe", "safe_json", "safe_line", "safe_value"]
+__all__ = ["ELLIPSIS", "is_safe", "safe", "safe_json", "safe_json_text", "safe_line", "safe_value"]
 
 ELLIPSIS = "…"
 
@@ -64,6 +66,14 @@ def _escape(match: re.Match[str]) -> str:
     if point <= 0xFFFF:
         return f"\\u{point:04x}"
     return f"\\U{point:08x}"
+
+
+def _escape_in_json(match: re.Match[str]) -> str:
+    point = ord(match.group())
+    if point <= 0xFFFF:
+        return f"\\u{point:04x}"
+    point -= 0x10000
+    return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
 
 
 def is_safe(text: str, multiline: bool = False) -> bool:
@@ -106,7 +116,18 @@ def safe_json(value: Any, indent: int | None = None, sort_keys: bool = False) ->
         text = _deep_json(value, indent, sort_keys)
     except ValueError:  # a circular reference: not from a journal, but never crash on display
         text = repr(value)
-    return safe(text, multiline=indent is not None)
+    return safe_json_text(text)
+
+
+def safe_json_text(text: str) -> str:
+    """JSON text with what JSON leaves raw (C1, DEL, bidi, invisible characters) as JSON ``\\uXXXX`` escapes.
+
+    The result parses to the same value. Raw C0 controls cannot occur in valid JSON strings; any outside
+    strings (a newline of the indentation) are kept.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE_MULTILINE.sub(_escape_in_json, text)
 
 
 def safe_value(value: Any, limit: int | None = None) -> str:

@@ -8,7 +8,14 @@ import unicodedata
 
 import pytest
 
-from replay_tui.journal.safe_text import is_safe, safe, safe_json, safe_line, safe_value
+from replay_tui.journal.safe_text import (
+    is_safe,
+    safe,
+    safe_json,
+    safe_json_text,
+    safe_line,
+    safe_value,
+)
 
 HOSTILE = "a\x1b]52;c;ZXZpbA==\x07b\x1b]0;owned\x07\x1b[2J\rX\u202eevil\u2066\u200b\ufeff\U000e0041\x9b\x00\ud800"
 
@@ -54,7 +61,9 @@ def test_safe_line_cuts_after_escaping_and_collapses_spaces() -> None:
 
 def test_safe_json_escapes_keys_and_values_that_json_leaves_raw() -> None:
     shown = safe_json({"k\u202e\x1b": ["v\u200b\x9b", 1, None]})
-    assert shown == '{"k\\u202e\\u001b": ["v\\u200b\\x9b", 1, null]}'
+    assert shown == '{"k\\u202e\\u001b": ["v\\u200b\\u009b", 1, null]}'
+    assert json.loads(shown) == {"k\u202e\x1b": ["v\u200b\x9b", 1, None]}  # still JSON, the same value
+    assert json.loads(safe_json(["\U000e0041\ud800"])) == ["\U000e0041\ud800"]
     assert safe_json({"a": {"b": 1}}, indent=2) == json.dumps({"a": {"b": 1}}, indent=2)
     assert safe_json({"when": object}).startswith('{"when": "<class')
 
@@ -80,3 +89,10 @@ def test_safe_value_shows_strings_as_themselves_and_the_rest_as_json() -> None:
     assert safe_value("say \x1b[31mred") == "say \\x1b[31mred"
     assert safe_value({"a": "\u202e"}, 40) == '{"a": "\\u202e"}'
     assert safe_value(None) == "null" and safe_value(3) == "3" and safe_value(True) == "true"
+
+
+def test_safe_json_text_escapes_json_made_elsewhere_and_keeps_its_value() -> None:
+    text = '{"a\u202e": "b\x9b\u200b", "n": [1, 2]}'
+    shown = safe_json_text(text)
+    assert shown.isascii() and json.loads(shown) == json.loads(text)
+    assert safe_json_text('{"plain": "é"}') == '{"plain": "é"}'
