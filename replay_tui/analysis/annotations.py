@@ -72,13 +72,23 @@ class Annotation:
         return asdict(self)
 
 
+def installed_data_dir() -> Path:
+    """Where the wheel puts the bundled demo journals and themes (inside the installed package)."""
+    return Path(__file__).resolve().parents[1] / "_bundled"
+
+
+def is_inside(path: Path, directory: Path) -> bool:
+    return path.resolve().is_relative_to(directory)
+
+
 def sidecar_path(journal_path: str | os.PathLike[str]) -> Path:
-    """Where the annotations of a journal live: beside it, or, when that directory cannot be
-    written (the bundled demo in a system site-packages) and holds no sidecar yet, under
+    """Where the annotations of a journal live: beside it, or, for the bundled demo inside the installed
+    package and when that directory cannot be written and holds no sidecar yet, under
     ``$XDG_STATE_HOME/replay-tui/annotations`` with a name derived from the journal's full path."""
     path = Path(journal_path)
     beside = path.with_name(path.name + SIDECAR_SUFFIX)
-    if beside.exists() or os.access(beside.parent, os.W_OK) or not beside.parent.exists():
+    bundled = is_inside(path, installed_data_dir())  # the demo in site-packages: never write there
+    if not bundled and (beside.exists() or os.access(beside.parent, os.W_OK) or not beside.parent.exists()):
         return beside
     state_home = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..journal import verify_journal
-from .common import EXIT_FAILED, EXIT_OK, print_json
+from ..journal import JournalError, verify_journal
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +34,15 @@ def run(args: argparse.Namespace) -> int:
         from ..journal.seal import load_public_key  # cryptography only when a key is given
 
         public_key = load_public_key(args.key)
-    report = verify_journal(args.path, all_faults=args.all, public_key=public_key)
-    failed = not report.ok or (args.require_closed and not report.closed)
+    try:
+        report = verify_journal(args.path, all_faults=args.all, public_key=public_key)
+    except JournalError as error:
+        if not args.json:
+            raise  # the entry point prints it as one line and exits 2
+        # --json promises JSON on stdout whatever happened: a missing or unreadable journal too.
+        print_json({"ok": False, "path": str(args.path), "error": str(error), "error_type": type(error).__name__})
+        return EXIT_USAGE
+    failed = not report.ok or (args.require_closed and report.closed is not True)
     if args.json:
         data = report.to_json()
         data["require_closed"] = bool(args.require_closed)

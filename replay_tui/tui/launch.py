@@ -17,6 +17,7 @@ import replay_tui
 from ..journal import Journal, JournalError
 
 DEMO_JOURNAL = "crm-incident.jsonl"
+DEMO_AGENT = "replay_tui._demo.crm_incident:agent"  # the demo's agent as shipped in the package (replay_tui/_demo)
 EXIT_USAGE = 2
 
 
@@ -107,7 +108,10 @@ def launch_app(args: argparse.Namespace) -> int:
 
     from .app import ReplayApp
 
-    app = ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=getattr(args, "agent", None))
+    agent = getattr(args, "agent", None)
+    if agent is None and args.journal is None:
+        agent = DEMO_AGENT  # the recorded fixtures.agents module exists only in a checkout
+    app = ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=agent)
     try:
         app.run()
     finally:
