@@ -16,7 +16,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 
 CHECK = textwrap.dedent(
@@ -87,6 +86,7 @@ def test_installed_wheel_opens_the_bundled_demo(tmp_path: Path) -> None:
     wheel = next(wheels.glob("replay_tui-*.whl"))
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "--target", venv_site(python), wheel],
+        check=False,
         capture_output=True,
         text=True,
     )
@@ -94,7 +94,7 @@ def test_installed_wheel_opens_the_bundled_demo(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     environment = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
-    done = subprocess.run([python, "-c", CHECK], cwd=outside, capture_output=True, text=True, timeout=300, env=environment)
+    done = subprocess.run([python, "-c", CHECK], check=False, cwd=outside, capture_output=True, text=True, timeout=300, env=environment)
     assert done.returncode == 0, done.stderr[-3000:]
     fixture = REPO / "fixtures" / "journals" / "crm-incident.jsonl"
     run_id = json.loads(fixture.read_bytes().split(b"\n", 1)[0])["run_id"]
