@@ -18,6 +18,7 @@ from typing import Sequence
 
 from .. import __version__
 from ..journal import JournalError
+from ..journal.safe_text import safe
 from .common import EXIT_USAGE
 
 # name -> (module, one-line help). Add a subcommand by adding a line here.
@@ -31,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
     "compare": ("replay_tui.cli.compare", "open two journals side by side in the app, aligned by step and call keys"),
     "redact-check": ("replay_tui.cli.redact_check", "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor"),
+    "import": ("replay_tui.cli.import_", "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal"),
+    "index": ("replay_tui.cli.index", "index a corpus of journals into a DuckDB file (runs, tool calls, model calls, steps)"),
+    "query": ("replay_tui.cli.query", "answer SQL or canned questions (--failing-tools, --slowest-steps, --by-signature) from an index"),
 }
 
 
@@ -74,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     except JournalError as error:
-        print(f"replay-tui: {error}", file=sys.stderr)
+        print(f"replay-tui: {safe(str(error), multiline=True)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -87,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("REPLAY_TUI_DEBUG"):
             raise
         print(
-            f"replay-tui: internal error: {type(error).__name__}: {error} (set REPLAY_TUI_DEBUG=1 for a traceback)",
+            f"replay-tui: internal error: {type(error).__name__}: {safe(str(error))} (set REPLAY_TUI_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return 70
