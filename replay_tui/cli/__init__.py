@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("replay_tui.cli.compare", "open two journals side by side in the app, aligned by step and call keys"),
     "redact-check": ("replay_tui.cli.redact_check", "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor"),
     "import": ("replay_tui.cli.import_", "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal"),
+    "import": ("replay_tui.cli.import_", "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal"),
     "index": ("replay_tui.cli.index", "index a corpus of journals into a DuckDB file (runs, tool calls, model calls, steps)"),
     "query": ("replay_tui.cli.query", "answer SQL or canned questions (--failing-tools, --slowest-steps, --by-signature) from an index"),
 }
@@ -40,6 +41,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _load(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name][0])
+
+
+#: Subcommand arguments that name a journal: a foreign trace given there is imported first.
+JOURNAL_ARGUMENTS = ("path", "a", "b", "journal_path", "journal_option")
+
+
+def _resolve_sources(args: argparse.Namespace) -> argparse.Namespace:
+    """Each journal argument through ``resolve_source`` (an OTLP, Agents SDK, Inspect or vcrpy
+    file becomes its imported journal; a journal is left as it is)."""
+    from ..replay.sources import resolve_source
+
+    for name in JOURNAL_ARGUMENTS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, str(resolve_source(value).path))
+    return args
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -73,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             module = _load(argv[0])
             parser = argparse.ArgumentParser(prog=f"replay-tui {argv[0]}", description=COMMANDS[argv[0]][1])
             module.configure(parser)
-            return module.run(parser.parse_args(argv[1:]))
+            return module.run(_resolve_sources(parser.parse_args(argv[1:])))
         return _run_app(_app_parser().parse_args(argv))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE

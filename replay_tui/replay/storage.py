@@ -30,6 +30,8 @@ from typing import Any, Callable
 
 import orjson
 
+from ..journal import JournalError
+
 SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https", "file"})
 #: The extra that brings each scheme's fsspec implementation.
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure",
@@ -41,7 +43,7 @@ _SECRET_QUERY = frozenset({"x-amz-signature", "x-amz-credential", "x-amz-securit
                            "x-goog-signature", "x-goog-credential", "token", "access_token", "sv", "se"})
 
 
-class StorageError(ValueError):
+class StorageError(JournalError):
     """A URL that cannot be read: the message names the URL (without credentials) and what went wrong."""
 
 
