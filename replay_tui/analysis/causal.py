@@ -33,6 +33,24 @@ class ChildrenPage:
     exhausted: bool
 
 
+class CausalChain(list[int]):
+    """Positions from the first cause found down to an event, and why the walk stopped above it.
+
+    ``cut``: the length limit stopped it, so ``chain[0]`` has a cause that was not followed (it is
+    not the root). ``missing_parent``: ``chain[0]`` names a parent id that is not in the journal.
+    ``cycle``: a damaged journal's parents loop back into the chain.
+    """
+
+    cut: bool = False
+    missing_parent: str | None = None
+    cycle: bool = False
+
+    @property
+    def is_complete(self) -> bool:
+        """``chain[0]`` is a real root."""
+        return not (self.cut or self.missing_parent or self.cycle)
+
+
 class CausalIndex:
     """Lazy parent/child lookups over one journal; safe to use from worker threads."""
 
@@ -66,22 +84,35 @@ class CausalIndex:
             return None
         return self.position_of(event.parent_event_id, before=position)
 
-    def chain_to_root(self, position: int, limit: int = 10_000) -> list[int]:
+    def chain_to_root(self, position: int, limit: int = 10_000) -> CausalChain:
         """Positions from the root cause down to ``position`` (inclusive).
 
         A parent id that cannot be found ends the chain there; a cycle (a damaged
-        journal) is cut at the first repeat.
+        journal) is cut at the first repeat; at ``limit`` events the walk stops. Each
+        is recorded on the chain, so nobody shows its first event as the root.
         """
-        chain = [position]
+        walked = [position]
         seen = {position}
-        while len(chain) < limit:
-            parent = self.parent(chain[-1])
-            if parent is None or parent in seen:
+        result = CausalChain()
+        while True:
+            event = self.journal.try_event(walked[-1])
+            parent_id = event.parent_event_id if isinstance(event, Event) else None
+            if not parent_id:
                 break
-            chain.append(parent)
+            if len(walked) >= limit:
+                result.cut = True
+                break
+            parent = self.position_of(parent_id, before=walked[-1])
+            if parent is None:
+                result.missing_parent = parent_id
+                break
+            if parent in seen:
+                result.cycle = True
+                break
+            walked.append(parent)
             seen.add(parent)
-        chain.reverse()
-        return chain
+        result.extend(reversed(walked))
+        return result
 
     def children(
         self,

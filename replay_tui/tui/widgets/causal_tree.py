@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
+from textual.content import Content
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ...analysis.causal import ChildrenPage, describe
+from ...analysis.causal import CausalChain, ChildrenPage, describe
 from ...journal import Journal
+from ...journal.safe_text import safe_line
 
 
 @dataclass
@@ -27,6 +30,17 @@ CHAIN_HEAD = 1  # causes kept at the top of a long chain
 CHAIN_TAIL = 5  # and just above the selected event
 
 
+def chain_warning(chain: list[int], first_seq: str) -> str | None:
+    """What stopped the walk to the root, when it did not end at a root."""
+    if not isinstance(chain, CausalChain) or chain.is_complete:
+        return None
+    if chain.cut:
+        return f"⚠ chain cut after {len(chain):,} causes: seq {first_seq} is not the root (earlier causes not followed)"
+    if chain.missing_parent:
+        return f"⚠ seq {first_seq}'s cause {chain.missing_parent!r} is not in this journal"
+    return f"⚠ the causes loop back (a damaged journal): seq {first_seq} is where the loop was cut"
+
+
 class CausalTree(Tree[NodeData]):
     """Cause → effect. Enter on a node selects that event in the timeline."""
 
@@ -37,6 +51,12 @@ class CausalTree(Tree[NodeData]):
         self.generation = 0
         self.guide_depth = 2
         self.chain: list[int] = []
+
+    def process_label(self, label: str | Text | Content) -> Text:  # type: ignore[override]
+        """Labels hold journal text: shown as plain text with control characters escaped, never as markup."""
+        if isinstance(label, str):
+            return Text(safe_line(label))
+        return super().process_label(label)  # type: ignore[arg-type]
 
     def label_of(self, position: int) -> str:
         return describe(self.journal.try_event(position))
@@ -57,6 +77,9 @@ class CausalTree(Tree[NodeData]):
         self.chain = chain
         self.clear()
         parent: TreeNode[NodeData] = self.root
+        warning = chain_warning(chain, self.label_of(chain[0]).split()[0]) if chain else None
+        if warning is not None:  # the first event shown is not the root: say so above it
+            parent = parent.add(warning, data=NodeData(None, loaded=True), expand=True)
         node: TreeNode[NodeData] | None = None
         hidden = len(chain) - CHAIN_HEAD - CHAIN_TAIL - 1
         for number, position in enumerate(chain):
