@@ -16,7 +16,7 @@ import inspect
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -32,7 +32,8 @@ from .adapters import Clock, Ids, RandomSource
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
 from .seam import EventSink, ObservationSource, StopRun, error_from_payload, error_to_payload
-from .state import Reducer, StateTracker, Transition, identity_reducer
+from .patch import diff
+from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
 
 DEFAULT_SNAPSHOT_EVERY = 100
@@ -101,6 +102,7 @@ class Harness:
         self.steps_done = 0
         self.snapshot_at_step_boundaries = False
         self._since_snapshot = 0
+        self._last_event: Event | None = None
         # The causal cursor: what the next events hang from (see causal_cursor()).
         self._last_observation_id: str | None = None
         self._last_response_id: str | None = None
@@ -130,7 +132,10 @@ class Harness:
             "snapshot_every": self.snapshot_every,
             "initial_state": self.tracker.state,
         }
-        return self._emit(RUN_STARTED, payload, step_id=None, parent=None, reduce=False)
+        event = self._emit(RUN_STARTED, payload, step_id=None, parent=None, reduce=False)
+        if event.payload["initial_state"] != self.tracker.state:
+            self.tracker.reset(event.payload["initial_state"])  # later snapshots hold the redacted state, not the secret
+        return event
 
     def resume(self, snapshot: Event) -> None:
         """Continue a run from a recorded ``state.snapshot``: state = the snapshot's state,
@@ -174,18 +179,6 @@ class Harness:
         self._last_response_call_ids = frozenset(
             call["id"] for call in response.get("tool_calls") or () if isinstance(call, Mapping) and isinstance(call.get("id"), str)
         )
-
-    @property
-    def _last_response(self) -> None:
-        """Compatibility: older callers assigned the last model.response Event here."""
-        return None
-
-    @_last_response.setter
-    def _last_response(self, event: Event | None) -> None:
-        if event is None:
-            self._last_response_id, self._last_response_call_ids = None, frozenset()
-        else:
-            self._note_response(event)
 
     def receive_input(self, content: Any, *, role: str = "user", context: Any = None) -> Event:
         payload: dict[str, Any] = {"role": role, "content": _json_or_error(content, "input content")}
@@ -237,12 +230,14 @@ class Harness:
               reduce: bool = True, redact: bool = True) -> Event:
         if self.ended:
             raise HarnessError(f"{kind} after run.ended")
+        self.redactor.check_matched_fields(kind, step_id, payload)  # a secret in a step id or tool name stops the run
         if redact:
             payload = self.redactor.redact(kind, payload)
         event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
         if event.seq != self.last_seq + 1:
             raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {self.last_seq + 1}")
         self.last_seq, self.last_hash = event.seq, event.event_hash
+        self._last_event = event
         for hook in self.hooks:
             hook.on_event(event)
         if reduce:
@@ -254,7 +249,7 @@ class Harness:
             self._maybe_snapshot()
         return event
 
-    def _emit_transition(self, cause: Event, transition: Transition) -> None:
+    def _emit_transition(self, cause: Event, transition: Transition) -> Event:
         payload = {
             "cause_seq": cause.seq,
             "before_hash": transition.before_hash,
@@ -262,16 +257,26 @@ class Harness:
             "reducer_version": self.tracker.reducer_version,
             "patch": transition.patch,
         }
-        self._emit(STATE_TRANSITION, payload, step_id=cause.step_id, parent=cause.event_id, reduce=False, redact=False)
+        return self._emit(STATE_TRANSITION, payload, step_id=cause.step_id, parent=cause.event_id, reduce=False,
+                          redact=False)
 
     def _maybe_snapshot(self) -> None:
         if self._since_snapshot < self.snapshot_every or self.ended:
             return
+        self.write_snapshot()
+
+    def write_snapshot(self, *, diagnostics: Mapping[str, Any] | None = None) -> Event:
+        """Write a state.snapshot now. Framework recorders call it where the framework saves its own
+        checkpoint (LangGraph's saver), so the journal's snapshots line up with the framework's.
+        ``diagnostics`` (the checkpoint id...) is shown to people, never compared."""
         self._since_snapshot = 0
         resume = {"steps_done": self.steps_done, "cursor": self.causal_cursor()}
-        payload = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": resume}
-        self._emit(STATE_SNAPSHOT, payload, step_id=self.step_id, parent=None, reduce=False, redact=False)
+        payload: dict[str, Any] = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": resume}
+        if diagnostics:
+            payload["diagnostics"] = _json_or_error(dict(diagnostics), "snapshot diagnostics")
+        event = self._emit(STATE_SNAPSHOT, payload, step_id=self.step_id, parent=None, reduce=False, redact=False)
         self._since_snapshot = 0
+        return event
 
     def _observe(self, kind: str, key: str, request: dict[str, Any], live: Callable[[], dict[str, Any]],
                  *, parent: str | None, step_id: str | None = None) -> Event:
@@ -316,6 +321,9 @@ class Harness:
     def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
         if self.model_client is None and MODEL_RESPONSE not in self.sources:
             raise HarnessError("no model plugin is configured, and no source serves model.response")
+        return self._emit_model_request(request)
+
+    def _emit_model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
         normalized = normalize_request(request)
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
         payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))
@@ -381,6 +389,10 @@ class Harness:
         events of concurrent calls are written in call order, whatever order the tools
         finish in, so the seq order never depends on timing."""
         call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
+        return await self._await_tool_result(call_event, lambda: self._run_tool_async(call_event, live_arguments))
+
+    async def _await_tool_result(self, call_event: Event, run_live: Callable[[], Awaitable[dict[str, Any]]]) -> Any:
+        """The result of a written tool.call: recorded (replay) or ``run_live()``, written in call order."""
         ticket = self._next_ticket
         self._next_ticket += 1
         source = self.sources.get(TOOL_RESULT)
@@ -388,7 +400,7 @@ class Harness:
             if source is not None:
                 payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
             else:
-                payload = await self._run_tool_async(call_event, live_arguments)
+                payload = await run_live()
         except StopRun:
             # Calls made before this one still write their results in turn; calls made
             # after it are released with StopRun instead of waiting for a turn that never comes.
@@ -442,8 +454,9 @@ class Harness:
             async with self._turn_changed:
                 self._turn_changed.notify_all()
 
-    def _tool_call(self, name: str, arguments: Mapping[str, Any], call_id: str | None) -> tuple[Event, Any]:
-        if TOOL_RESULT not in self.sources and name not in self.tool_specs:
+    def _tool_call(self, name: str, arguments: Mapping[str, Any], call_id: str | None,
+                   *, registered: bool = True) -> tuple[Event, Any]:
+        if registered and TOOL_RESULT not in self.sources and name not in self.tool_specs:
             raise HarnessError(f"unknown tool {name!r}; known: {', '.join(sorted(self.tool_specs)) or 'none'}")
         try:
             frozen = orjson.dumps(arguments)  # the arguments as they are at call time
@@ -518,6 +531,97 @@ class Harness:
         except Exception as error:
             return self._failure_payload(call_event, error, started=started)
         return self._success_payload(call_event, result, started)
+
+    def _run_live(self, call_event: Event, live: Callable[[], Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            result = live()
+        except (TimeoutError, asyncio.TimeoutError) as error:
+            return self._failure_payload(call_event, error, timeout=True, started=started)
+        except Exception as error:
+            return self._failure_payload(call_event, error, started=started)
+        return self._success_payload(call_event, result, started)
+
+    async def _run_live_async(self, call_event: Event, live: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            result = await live()
+        except (TimeoutError, asyncio.TimeoutError) as error:
+            return self._failure_payload(call_event, error, timeout=True, started=started)
+        except Exception as error:
+            return self._failure_payload(call_event, error, started=started)
+        return self._success_payload(call_event, result, started)
+
+    # -- the recording API of transports and framework recorders ---------------------------
+    # A framework owns its loop, its tools and its state; these calls put what it does on the
+    # same bus as ``model``/``tool`` (same redaction, hashing, causal parents and sources).
+
+    @property
+    def last_event(self) -> Event | None:
+        """The event written last (the default cause of ``record_state``)."""
+        return self._last_event
+
+    def open_model_exchange(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any] | None]:
+        """Write the model.request of a call made outside ``model`` (the httpx transport, a recorder).
+        Returns the event and the recorded model.response payload in replay, or None: call the model."""
+        event, _ = self._emit_model_request(request)
+        source = self.sources.get(MODEL_RESPONSE)
+        if source is None:
+            return event, None
+        return event, source.observe(MODEL_RESPONSE, event.payload["request_hash"], event.payload)
+
+    def close_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:
+        """Write the model.response to ``request_event``: ``payload`` is ``{request_hash, response,
+        [stream], [error]}``; ``recorded`` when it came from ``open_model_exchange`` (written as is),
+        else it is redacted first."""
+        event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id,
+                           redact=not recorded)
+        self._note_response(event)
+        return event
+
+    def record_model_exchange(self, request: Mapping[str, Any], live: Callable[[str], dict[str, Any]]) -> Event:
+        """One model call made by someone else: ``live(request_hash)`` gives the payload while
+        recording; in replay the recorded one is written instead and ``live`` is not called."""
+        request_event, payload = self.open_model_exchange(request)
+        recorded = payload is not None
+        if payload is None:
+            payload = live(request_event.payload["request_hash"])
+        return self.close_model_exchange(request_event, payload, recorded=recorded)
+
+    def record_tool_call(self, name: str, arguments: Mapping[str, Any], live: Callable[[Any], Any],
+                         *, call_id: str | None = None) -> Any:
+        """A tool the framework runs itself (no ToolSpec): tool.call with the arguments copied now,
+        then ``live(copy)`` while recording or the recorded result in replay (``live`` not called).
+        Returns the result as recorded, or raises the recorded error."""
+        call_event, copy = self._tool_call(name, arguments, call_id, registered=False)
+        source = self.sources.get(TOOL_RESULT)
+        if source is not None:
+            payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
+        else:
+            payload = self._run_live(call_event, lambda: live(copy))
+        event = self._emit_tool_result(call_event, payload, from_source=source is not None)
+        return _raise_or_return(event.payload)
+
+    async def arecord_tool_call(self, name: str, arguments: Mapping[str, Any], live: Callable[[Any], Awaitable[Any]],
+                                *, call_id: str | None = None) -> Any:
+        """``record_tool_call`` for async tools; concurrent results are written in call order."""
+        call_event, copy = self._tool_call(name, arguments, call_id, registered=False)
+        return await self._await_tool_result(call_event, lambda: self._run_live_async(call_event, lambda: live(copy)))
+
+    def record_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
+        """Make ``state`` (a framework's own state: graph channels, run context) the run state and
+        write the state.transition from the previous one, caused by ``cause`` (default: the last
+        event). None when the state did not change. The state is kept as the journal holds it."""
+        after = _json_or_error(state, "framework state")
+        after_hash = state_hash(after)
+        if after_hash == self.tracker.hash:
+            return None
+        cause = cause or self._last_event
+        if cause is None:
+            raise HarnessError("record_state needs an event to hang from: start the run first")
+        transition = Transition(self.tracker.hash, after_hash, diff(self.tracker.state, after))
+        self.tracker.state, self.tracker.hash = after, after_hash
+        return self._emit_transition(cause, transition)
 
     # -- memory --------------------------------------------------------------------------
 

@@ -46,15 +46,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..journal.canonical import canonical_json_of_parsed
-from ..journal.hashing import sha256_hex
-from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE
 from .openai_compat import chunks_from_chat_completion_stream, iter_sse, response_from_chat_completion
 from .seam import error_from_payload, error_to_payload
 from .streaming import assemble_stream
 
 if TYPE_CHECKING:
-    from ..journal import Event
     from .harness import Harness
 
 #: Request body fields kept at the top of the recorded request (the harness's own request
@@ -236,30 +232,10 @@ def _is_text(body: bytes) -> bool:
 
 
 # -- the harness side ---------------------------------------------------------------------
-# The transport writes through the harness bus exactly as ``Harness.model`` does (same
-# redaction, hashing, causal parents and source lookup); it cannot call ``model`` itself
-# because its answer keeps the whole HTTP response, which a ModelClient answer cannot.
-
-
-def _emit_request(h: "Harness", request: dict[str, Any]) -> "Event":
-    from .harness import normalize_request
-
-    payload = h.redactor.redact(MODEL_REQUEST, {"request": normalize_request(request)})
-    payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))
-    return h._emit(MODEL_REQUEST, payload, step_id=h.step_id, parent=h._last_observation_id, redact=False)
-
-
-def _recorded_answer(h: "Harness", request_event: "Event") -> dict[str, Any] | None:
-    source = h.sources.get(MODEL_RESPONSE)
-    if source is None:
-        return None
-    return source.observe(MODEL_RESPONSE, request_event.payload["request_hash"], request_event.payload)
-
-
-def _emit_response(h: "Harness", request_event: "Event", payload: dict[str, Any], *, from_source: bool) -> "Event":
-    event = h._emit(MODEL_RESPONSE, payload, step_id=h.step_id, parent=request_event.event_id, redact=not from_source)
-    h._note_response(event)
-    return event
+# The transport writes through the harness's public recording API (open_model_exchange /
+# close_model_exchange), so it gets the same redaction, hashing, causal parents and source
+# lookup as ``Harness.model``; it cannot call ``model`` itself because its answer keeps the
+# whole HTTP response, which a ModelClient answer cannot.
 
 
 def _live_payload(request_hash: str, status: int, headers: Iterable[tuple[str, str]], body: bytes) -> dict[str, Any]:
@@ -306,9 +282,8 @@ def make_transport(h: "Harness", *, httpx_module: ModuleType | None = None, inne
         def handle_request(self, request: Any) -> Any:
             request.read()
             method, url, headers, body = _request_parts(request)
-            request_event = _emit_request(h, recorded_request(method, url, headers, body))
+            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body))
             request_hash = request_event.payload["request_hash"]
-            payload = _recorded_answer(h, request_event)
             from_source = payload is not None
             if payload is None:
                 if self.inner is None:
@@ -322,7 +297,7 @@ def make_transport(h: "Harness", *, httpx_module: ModuleType | None = None, inne
                     payload = _live_payload(request_hash, live.status_code, live.headers.multi_items(), live.content)
                 except module.TransportError as error:
                     payload = _error_payload(request_hash, error)
-            event = _emit_response(h, request_event, payload, from_source=from_source)
+            event = h.close_model_exchange(request_event, payload, recorded=from_source)
             if event.payload.get("error"):
                 _raise_recorded_error(event.payload, module, request)
             return _response(module, exchange_from_payload(event.payload), request)
@@ -358,9 +333,8 @@ def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None
         async def _exchange(self, request: Any) -> Any:
             await request.aread()
             method, url, headers, body = _request_parts(request)
-            request_event = _emit_request(h, recorded_request(method, url, headers, body))
+            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body))
             request_hash = request_event.payload["request_hash"]
-            payload = _recorded_answer(h, request_event)
             from_source = payload is not None
             if payload is None:
                 if self.inner is None:
@@ -374,7 +348,7 @@ def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None
                     payload = _live_payload(request_hash, live.status_code, live.headers.multi_items(), live.content)
                 except module.TransportError as error:
                     payload = _error_payload(request_hash, error)
-            event = _emit_response(h, request_event, payload, from_source=from_source)
+            event = h.close_model_exchange(request_event, payload, recorded=from_source)
             if event.payload.get("error"):
                 _raise_recorded_error(event.payload, module, request)
             return _response(module, exchange_from_payload(event.payload), request)
