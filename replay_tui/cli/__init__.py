@@ -33,7 +33,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("replay_tui.cli.compare", "open two journals side by side in the app, aligned by step and call keys"),
     "redact-check": ("replay_tui.cli.redact_check", "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor"),
     "import": ("replay_tui.cli.import_", "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal"),
-    "import": ("replay_tui.cli.import_", "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal"),
     "index": ("replay_tui.cli.index", "index a corpus of journals into a DuckDB file (runs, tool calls, model calls, steps)"),
     "query": ("replay_tui.cli.query", "answer SQL or canned questions (--failing-tools, --slowest-steps, --by-signature) from an index"),
 }

@@ -27,6 +27,8 @@ RUN_ENDED = "run.ended"
 #: Signed seals over the chain head (see seal.py); only a run.sealed may follow run.ended.
 RUN_SEALED = "run.sealed"
 CHAIN_CHECKPOINT = "chain.checkpoint"
+#: What an imported trace said that has no other kind (a handoff, a score, a log line); never replayed.
+NOTE = "note"
 SEAL_KINDS = frozenset({RUN_SEALED, CHAIN_CHECKPOINT})
 
 #: Observations are what replay serves from the journal instead of calling out.
@@ -109,6 +111,7 @@ PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
     RUN_ENDED: (("status", _STATUS, True), ("output", _ANY, False), ("error", _ANY, False)),
     RUN_SEALED: _SEAL_SPEC,
     CHAIN_CHECKPOINT: _SEAL_SPEC,
+    NOTE: (("text", _STR, True), ("data", _ANY, False)),
 }
 
 KINDS = frozenset(PAYLOAD_SPECS)

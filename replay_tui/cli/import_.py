@@ -1,0 +1,41 @@
+"""`replay-tui import SRC -o OUT.jsonl [--format ...]`: a foreign trace as a schema-v1 journal.
+
+Exit 0 written, 2 bad input (the message names the file and the record) or an output
+that exists already.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..importers import FORMATS, TraceImportError, import_trace
+from .common import EXIT_OK, EXIT_USAGE, print_json
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("src", metavar="SRC", help="OTLP/JSON file, Agents SDK trace export, Inspect .eval/.json log or vcrpy cassette")
+    parser.add_argument("-o", "--out", required=True, metavar="OUT.jsonl",
+                        help="the journal to write (a directory of journals when SRC holds several runs)")
+    parser.add_argument("--format", choices=("auto", *FORMATS), default="auto", help="the source format (default: detect by content)")
+    parser.add_argument("--json", action="store_true", help="print what was written as one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    if os.path.exists(args.out):
+        print(f"replay-tui import: {args.out} exists already; an import never overwrites", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        results = import_trace(args.src, args.out, format=args.format)
+    except TraceImportError as error:
+        print(f"replay-tui import: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print_json({"journals": [{"path": str(result.path), "events": result.events, "fidelity": result.fidelity,
+                                  "detail": result.detail} for result in results]})
+        return EXIT_OK
+    for result in results:
+        fidelity = result.fidelity["label"] + (f": {result.fidelity['reason']}" if result.fidelity.get("reason") else "")
+        print(f"wrote {result.path} ({result.events} events; {fidelity})")
+    return EXIT_OK

@@ -1,0 +1,243 @@
+"""Records -> a schema-v1 journal, written by the journal's own ``JournalWriter``.
+
+The chain starts at the import: ``run.started`` says where the events came from
+(format, file name, sha256, importer version) and how faithful they are; each event
+keeps its pointer back to the foreign record under ``payload.diagnostics.source``
+(never part of a logical comparison). Step ids and parents follow the harness's own
+rules, so an agent rewritten on the harness produces the same events:
+
+* every model call opens a step (``step-01``, ``step-02``...), tool calls join it;
+* a model request hangs from the last observation (input or tool result) of its agent,
+  a tool call from the model response that asked for it, a result from its call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonpatch  # type: ignore[import-untyped]
+
+from .. import __version__
+from ..journal.hashing import call_key_of, hash_value
+from ..journal.model import (
+    INPUT_RECEIVED,
+    MODEL_REQUEST,
+    MODEL_RESPONSE,
+    NOTE,
+    RUN_ENDED,
+    RUN_STARTED,
+    STATE_TRANSITION,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+from ..journal.writer import JournalWriter
+from .records import (
+    EndRecord,
+    Fidelity,
+    InputRecord,
+    ModelRecord,
+    NoteRecord,
+    Record,
+    StateRecord,
+    ToolRecord,
+)
+
+IMPORTER_VERSION = "1"
+#: Imported runs take no snapshots: a replay of them must not expect any.
+NO_SNAPSHOTS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where an imported journal came from; recorded in run.started ``imported``."""
+
+    format: str
+    file_name: str
+    sha256: str
+    size: int
+    detail: dict[str, Any] = field(default_factory=dict)  # trace id, sample id and epoch...
+
+    def to_json(self, fidelity: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "file_name": self.file_name,
+            "sha256": self.sha256,
+            "size": self.size,
+            "importer_version": IMPORTER_VERSION,
+            "fidelity": fidelity,
+            **({"detail": self.detail} if self.detail else {}),
+        }
+
+
+@dataclass
+class _Cursor:
+    """What the next events of one agent hang from (as the harness's causal cursor)."""
+
+    observation: str | None = None
+    response: str | None = None
+    call_ids: frozenset[str] = frozenset()
+
+
+def rfc3339_of_nanos(nanos: int) -> str:
+    moment = datetime.fromtimestamp(nanos / 1e9, UTC)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class JournalBuilder:
+    """Writes one imported run: ``start``, ``add`` each record in run order, ``finish``."""
+
+    def __init__(self, out: str | os.PathLike[str], *, run_id: str) -> None:
+        self.out = Path(out)
+        self.writer = JournalWriter(self.out, run_id=run_id, fsync="close")
+        self.steps = 0
+        self.step_id: str | None = None
+        self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
+        self.state: Any = None
+        self.state_hash = hash_value(None)
+        self.ended = False
+        self.last_event_id: str | None = None
+
+    def start(self, source: SourceInfo, fidelity: dict[str, Any], *, initial_state: Any = None, at: str | None = None) -> None:
+        self.state = initial_state
+        self.state_hash = hash_value(initial_state)
+        payload = {
+            "agent": "",
+            "environment": {},
+            "harness": {"version": __version__, "plugins": [], "config_hash": None, "options": {}, "redaction": {}},
+            "reducer_version": "imported" if initial_state is not None else "none",
+            "snapshot_every": NO_SNAPSHOTS,
+            "initial_state": initial_state,
+            "imported": source.to_json(fidelity),
+        }
+        self._emit(RUN_STARTED, payload, step=None, parent=None, at=at)
+
+    def add(self, record: Record) -> None:
+        if isinstance(record, InputRecord):
+            self._input(record)
+        elif isinstance(record, ModelRecord):
+            self._model(record)
+        elif isinstance(record, ToolRecord):
+            self._tool(record)
+        elif isinstance(record, StateRecord):
+            self._state(record)
+        elif isinstance(record, NoteRecord):
+            payload = {"text": record.text, "diagnostics": {"source": record.source}}
+            if record.data is not None:
+                payload["data"] = record.data
+            self._emit(NOTE, payload, step=self.step_id, parent=None, at=record.at)
+        elif isinstance(record, EndRecord):
+            self.finish(record)
+
+    def finish(self, end: EndRecord | None = None) -> int:
+        """run.ended (once) and close; returns the number of events written."""
+        if not self.ended:
+            end = end or EndRecord()
+            payload: dict[str, Any] = {"status": end.status, "output": end.output}
+            if end.error is not None:
+                payload["error"] = end.error
+            self._emit(RUN_ENDED, payload, step=None, parent=None, at=end.at)
+            self.ended = True
+        self.writer.close()
+        return self.writer.last_seq
+
+    def abort(self) -> None:
+        """Close and delete a half-written journal (bad input was found mid-way)."""
+        try:
+            self.writer.close()
+        finally:
+            self.out.unlink(missing_ok=True)
+
+    # -- records -------------------------------------------------------------------------
+
+    def _cursor(self, scope: str | None) -> _Cursor:
+        cursor = self.cursors.get(scope)
+        if cursor is None:
+            cursor = self.cursors[scope] = _Cursor(observation=self.cursors[None].observation)
+        return cursor
+
+    def _input(self, record: InputRecord) -> None:
+        payload: dict[str, Any] = {"role": record.role, "content": record.content, "diagnostics": {"source": record.source}}
+        if record.context is not None:
+            payload["context"] = record.context
+        event_id = self._emit(INPUT_RECEIVED, payload, step=None, parent=None, at=record.at)
+        cursor = self._cursor(record.scope)
+        cursor.observation = event_id
+        if record.scope is not None and self.cursors[None].observation is None:
+            self.cursors[None].observation = event_id
+
+    def _model(self, record: ModelRecord) -> None:
+        self.steps += 1
+        self.step_id = f"step-{self.steps:02d}"
+        cursor = self._cursor(record.scope)
+        request_hash = hash_value(record.request)
+        diagnostics = {"source": record.source}
+        request_id = self._emit(MODEL_REQUEST, {"request_hash": request_hash, "request": record.request, "diagnostics": diagnostics},
+                                step=self.step_id, parent=cursor.observation, at=record.at)
+        payload: dict[str, Any] = {"request_hash": request_hash, "response": record.response, "diagnostics": diagnostics}
+        if record.stream is not None:
+            payload["stream"] = record.stream
+        if record.error is not None:
+            payload["error"] = record.error
+        response_id = self._emit(MODEL_RESPONSE, payload, step=self.step_id, parent=request_id, at=record.at)
+        cursor.response = response_id
+        calls = (record.response or {}).get("tool_calls") or ()
+        cursor.call_ids = frozenset(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str))
+
+    def _tool(self, record: ToolRecord) -> None:
+        cursor = self._cursor(record.scope)
+        key = call_key_of(record.name, record.arguments)
+        base = {"call_id": record.call_id, "call_key": key, "tool": record.name}
+        diagnostics = {"source": record.source}
+        parent = cursor.response if record.call_id in cursor.call_ids else cursor.observation
+        call_id = self._emit(TOOL_CALL, {**base, "arguments": record.arguments, "diagnostics": diagnostics},
+                             step=self.step_id, parent=parent, at=record.at)
+        payload: dict[str, Any] = dict(base)
+        if record.error is not None:
+            payload["error"] = record.error
+        else:
+            payload["result"] = record.result
+        if record.duration_ms is not None:
+            payload["duration_ms"] = record.duration_ms
+        payload["diagnostics"] = diagnostics
+        cursor.observation = self._emit(TOOL_RESULT, payload, step=self.step_id, parent=call_id, at=record.at)
+
+    def _state(self, record: StateRecord) -> None:
+        try:
+            after = jsonpatch.apply_patch(self.state, record.patch, in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as error:
+            raise ValueError(f"its JSON Patch does not apply to the state so far: {error}") from None
+        after_hash = hash_value(after)
+        payload = {
+            "cause_seq": self.writer.last_seq,
+            "before_hash": self.state_hash,
+            "after_hash": after_hash,
+            "reducer_version": "imported",
+            "patch": record.patch,
+            "diagnostics": {"source": record.source},
+        }
+        self._emit(STATE_TRANSITION, payload, step=self.step_id, parent=self.last_event_id, at=record.at)
+        self.state, self.state_hash = after, after_hash
+
+    def _emit(self, kind: str, payload: dict[str, Any], *, step: str | None, parent: str | None, at: str | None) -> str:
+        event = self.writer.append(kind, payload, step_id=step, parent_event_id=parent, recorded_at=at)
+        self.last_event_id = event.event_id
+        return event.event_id
+
+
+def write_run(out: str | os.PathLike[str], records: Iterable[Record], *, run_id: str, source: SourceInfo,
+              fidelity: Fidelity, initial_state: Any = None, started_at: str | None = None) -> int:
+    """Write a whole run; a half-written journal is removed when the records fail."""
+    builder = JournalBuilder(out, run_id=run_id)
+    try:
+        builder.start(source, fidelity.label(), initial_state=initial_state, at=started_at)
+        for record in records:
+            builder.add(record)
+        return builder.finish()
+    except BaseException:
+        builder.abort()
+        raise

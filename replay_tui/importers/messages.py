@@ -1,0 +1,156 @@
+"""One message shape for every format, so a model call imported from OTLP, the Agents SDK or
+Inspect reads (and hashes) the same way.
+
+A normalized request is ``{"model", "messages", "tools"?, "params"?}``; each message is
+``{"role", "content", "tool_calls"?, "tool_call_id"?}`` with ``content`` a string (text
+parts joined), a list of the non-text parts as recorded, or null; a tool call is
+``{"id", "name", "arguments"}`` with the arguments parsed. A normalized response is the
+harness's ``{"content", "tool_calls", "finish_reason", "usage"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+Message = dict[str, Any]
+
+
+def parse_arguments(value: Any) -> dict[str, Any]:
+    """Tool arguments as an object: JSON text is parsed; anything else is kept under ``value``."""
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value) if value.strip() else {}
+        except orjson.JSONDecodeError:
+            return {"value": value}
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"value": value}
+
+
+def json_or_text(value: Any) -> Any:
+    """A JSON-looking string parsed (OTel attributes hold structured values as JSON text)."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def message(role: str, content: Any, tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None) -> Message:
+    result: Message = {"role": role, "content": content}
+    if tool_calls:
+        result["tool_calls"] = tool_calls
+    if tool_call_id is not None:
+        result["tool_call_id"] = tool_call_id
+    return result
+
+
+def _joined(texts: list[str], others: list[Any]) -> Any:
+    if others:
+        return [{"type": "text", "content": text} for text in texts] + others
+    return "".join(texts) if texts else None
+
+
+# -- OpenTelemetry GenAI (parts) --------------------------------------------------------
+
+
+def from_otel_messages(messages: Any) -> list[Message]:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages`` -> normalized messages."""
+    normalized: list[Message] = []
+    for item in messages if isinstance(messages, list) else ():
+        if not isinstance(item, Mapping):
+            continue
+        role = str(item.get("role") or "user")
+        texts: list[str] = []
+        others: list[Any] = []
+        calls: list[dict[str, Any]] = []
+        responses: list[Message] = []
+        for part in item.get("parts") or ():
+            if not isinstance(part, Mapping):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(str(part.get("content") or ""))
+            elif kind == "tool_call":
+                calls.append({"id": part.get("id"), "name": part.get("name"), "arguments": parse_arguments(part.get("arguments"))})
+            elif kind == "tool_call_response":
+                responses.append(message("tool", json_or_text(part.get("response")), tool_call_id=part.get("id")))
+            else:
+                others.append(dict(part))
+        if responses and not texts and not calls:
+            normalized.extend(responses)
+            continue
+        normalized.append(message(role, _joined(texts, others), calls))
+        normalized.extend(responses)
+    return normalized
+
+
+def to_otel_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Normalized messages -> OTel GenAI messages with parts (the inverse of the above)."""
+    converted = []
+    for item in messages:
+        parts: list[dict[str, Any]] = []
+        content = item.get("content")
+        if item.get("role") == "tool":
+            parts.append({"type": "tool_call_response", "id": item.get("tool_call_id"), "response": content})
+        elif isinstance(content, list):
+            for part in content:
+                parts.append({"type": "text", "content": part["content"]} if part.get("type") == "text" else dict(part))
+        elif content is not None:
+            parts.append({"type": "text", "content": content})
+        for call in item.get("tool_calls") or ():
+            parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"), "arguments": call.get("arguments")})
+        converted.append({"role": item.get("role"), "parts": parts})
+    return converted
+
+
+def response_from_messages(output: list[Message], finish_reason: Any, usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The harness response of a call whose output messages are normalized already."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    content: Any = None
+    for item in output:
+        if item.get("role") not in (None, "assistant", "model"):
+            continue
+        if isinstance(item.get("content"), str):
+            texts.append(item["content"])
+        elif item.get("content") is not None:
+            content = item["content"]
+        calls.extend(item.get("tool_calls") or ())
+    if texts:
+        content = "".join(texts)
+    return {"content": content, "tool_calls": calls, "finish_reason": finish_reason, "usage": dict(usage)}
+
+
+# -- OpenAI chat-completions messages ---------------------------------------------------
+
+
+def from_openai_chat(messages: Any) -> list[Message]:
+    """OpenAI chat messages (``function.arguments`` as JSON text) -> normalized messages."""
+    normalized: list[Message] = []
+    for item in messages if isinstance(messages, list) else ():
+        if not isinstance(item, Mapping):
+            continue
+        content = item.get("content")
+        if isinstance(content, list):
+            texts = [str(part.get("text", "")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"]
+            others = [part for part in content if not (isinstance(part, Mapping) and part.get("type") == "text")]
+            content = _joined(texts, others)
+        calls = []
+        for call in item.get("tool_calls") or ():
+            function = call.get("function") or {}
+            calls.append({"id": call.get("id"), "name": function.get("name"), "arguments": parse_arguments(function.get("arguments"))})
+        normalized.append(message(str(item.get("role") or "user"), content, calls, item.get("tool_call_id")))
+    return normalized
+
+
+def last_user_text(messages: list[Message]) -> Any:
+    """The content of the last user message (what an agent was asked), or None."""
+    for item in reversed(messages):
+        if item.get("role") == "user":
+            return item.get("content")
+    return None

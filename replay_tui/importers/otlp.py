@@ -1,0 +1,394 @@
+"""OTLP/JSON traces (and the logs that carry GenAI content) -> records.
+
+Follows the OpenTelemetry GenAI semantic conventions: ``chat`` / ``text_completion``
+spans are model calls (``gen_ai.request.*``, ``gen_ai.input.messages``,
+``gen_ai.output.messages``, ``gen_ai.response.finish_reasons``, ``gen_ai.usage.*``);
+content missing from the span is taken from the log event
+``gen_ai.client.inference.operation.details`` or the older ``gen_ai.*.message`` /
+``gen_ai.choice`` events (span events or log records), joined by trace and span id;
+``execute_tool`` spans are tool calls; ``invoke_agent`` spans are the agents the other
+spans hang from. OpenInference attributes (``llm.input_messages.N.message.*``,
+``tool.name``, ``input.value``, ``output.value``) are the fallback.
+
+The input is streamed: a file of OTLP/JSON requests one per line (the OTLP file
+exporter's form) is read line by line; each span is reduced to what the mapping needs
+and spooled to a temporary file, so memory holds an index entry per span, not the trace.
+All traces of a file go into one journal, in start-time order.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from array import array
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .builder import rfc3339_of_nanos
+from .errors import TraceImportError
+from .messages import (
+    from_openai_chat,
+    from_otel_messages,
+    json_or_text,
+    message,
+    parse_arguments,
+    response_from_messages,
+)
+from .records import EndRecord, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
+
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+LEGACY_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+STATUS_ERROR = 2
+
+
+# -- OTLP/JSON values -------------------------------------------------------------------
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain JSON value."""
+    if not isinstance(value, Mapping):
+        return value
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return value["doubleValue"]
+    if "boolValue" in value:
+        return value["boolValue"]
+    if "arrayValue" in value:
+        return [any_value(item) for item in (value["arrayValue"] or {}).get("values") or ()]
+    if "kvlistValue" in value:
+        return attributes((value["kvlistValue"] or {}).get("values") or ())
+    if "bytesValue" in value:
+        return base64.b64decode(value["bytesValue"]).hex()
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    return {item["key"]: any_value(item.get("value")) for item in items or () if isinstance(item, Mapping) and "key" in item}
+
+
+def _nanos(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, request) for each OTLP/JSON request in the file: one per line, or one
+    document spread over many lines."""
+    with open(path, "rb") as handle:
+        first = handle.readline()
+        if not first.strip():
+            raise TraceImportError(str(path), "line 1", "an OTLP/JSON request (resourceSpans or resourceLogs); the line is empty")
+        try:
+            yield 1, _request(orjson.loads(first), path, 1)
+            one_per_line = True
+        except orjson.JSONDecodeError:
+            one_per_line = False
+        if not one_per_line:
+            rest = first + handle.read()
+            try:
+                yield 1, _request(orjson.loads(rest), path, 1)
+            except orjson.JSONDecodeError as error:
+                raise TraceImportError(str(path), f"character {error.pos}",
+                                       f"complete OTLP/JSON (the file is cut short or not JSON: {error.msg})") from None
+            return
+        for number, line in enumerate(handle, start=2):
+            if not line.strip():
+                continue
+            try:
+                yield number, _request(orjson.loads(line), path, number)
+            except orjson.JSONDecodeError as error:
+                raise TraceImportError(str(path), f"line {number}",
+                                       f"a complete OTLP/JSON request (the line is cut short or not JSON: {error.msg})") from None
+
+
+def _request(value: Any, path: Path, line: int) -> dict[str, Any]:
+    if not isinstance(value, dict) or (value and not ("resourceSpans" in value or "resourceLogs" in value)):
+        raise TraceImportError(str(path), f"line {line}", "an OTLP/JSON request with resourceSpans or resourceLogs")
+    return value
+
+
+def _spans(request: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], Mapping[str, Any]]]:
+    for resource_spans in request.get("resourceSpans") or ():
+        for scope_spans in resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ():
+            scope = scope_spans.get("scope") or {}
+            for span in scope_spans.get("spans") or ():
+                yield span, scope
+
+
+def _log_records(request: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    for resource_logs in request.get("resourceLogs") or ():
+        for scope_logs in resource_logs.get("scopeLogs") or ():
+            yield from scope_logs.get("logRecords") or ()
+
+
+# -- the import -------------------------------------------------------------------------
+
+
+class OtlpTrace:
+    """Pass one over the file: spool spans, keep the GenAI log content; ``records()`` is pass two."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.spool = tempfile.TemporaryFile(prefix="replay-tui-otlp-")  # noqa: SIM115 (open until close())
+        self.starts = array("q")
+        self.offsets = array("q")
+        self.lengths = array("l")
+        self.ends = array("q")
+        self.operation: dict[str, str] = {}  # span id -> operation
+        self.parent: dict[str, str] = {}  # span id -> parent span id
+        self.content: dict[tuple[str, str], dict[str, Any]] = {}  # (trace, span) -> content from logs
+        self.spans = 0
+        self.trace_ids: set[str] = set()
+        self._read()
+
+    def close(self) -> None:
+        self.spool.close()
+
+    def _read(self) -> None:
+        for number, request in iter_requests(self.path):
+            for span, _scope in _spans(request):
+                self._spool(span, number)
+            for record in _log_records(request):
+                self._keep_log(record)
+        if not self.spans:
+            raise TraceImportError(str(self.path), None, "at least one span (an OTLP/JSON file with resourceSpans)")
+
+    def _spool(self, span: Mapping[str, Any], line: int) -> None:
+        span_id = str(span.get("spanId") or "")
+        if not span_id:
+            raise TraceImportError(str(self.path), f"line {line}, span {self.spans + 1}", "a spanId on every span")
+        attrs = attributes(span.get("attributes"))
+        operation = _operation(str(span.get("name") or ""), attrs)
+        trace_id = str(span.get("traceId") or "")
+        self.trace_ids.add(trace_id)
+        start, end = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
+        reduced: dict[str, Any] = {
+            "trace": trace_id, "span": span_id, "parent": span.get("parentSpanId") or None, "name": span.get("name"),
+            "start": start, "end": end, "line": line,
+            "op": operation, "attrs": attrs, "status": span.get("status") or {},
+            "events": [{"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
+                       for event in span.get("events") or () if str(event.get("name", "")).startswith("gen_ai.")],
+        }
+        data = orjson.dumps(reduced)
+        self.starts.append(start)
+        self.ends.append(end)
+        self.offsets.append(self.spool.seek(0, os.SEEK_END))
+        self.lengths.append(len(data))
+        self.spool.write(data)
+        self.operation[span_id] = operation
+        if reduced["parent"]:
+            self.parent[span_id] = str(reduced["parent"])
+        self.spans += 1
+
+    def _keep_log(self, record: Mapping[str, Any]) -> None:
+        attrs = attributes(record.get("attributes"))
+        name = record.get("eventName") or attrs.get("event.name")
+        if not isinstance(name, str) or not name.startswith("gen_ai."):
+            return
+        key = (str(record.get("traceId") or ""), str(record.get("spanId") or ""))
+        kept = self.content.setdefault(key, {})
+        if name == DETAILS_EVENT:
+            for field in ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"):
+                if field in attrs:
+                    kept[field] = attrs[field]
+        else:
+            kept.setdefault("events", []).append({"name": name, "attrs": {**attrs, "body": any_value(record.get("body"))}})
+
+    def records(self) -> Iterator[Record]:
+        """Every span's record in start-time order, then the run's end: the root agent's
+        answer (or the last model answer) and its status."""
+        order = sorted(range(self.spans), key=self.starts.__getitem__)
+        answer: Any = None
+        root_answer: Any = None
+        failed: dict[str, Any] | None = None
+        for index in order:
+            self.spool.seek(self.offsets[index])
+            span = orjson.loads(self.spool.read(self.lengths[index]))
+            record = self._record(span)
+            if isinstance(record, ModelRecord) and record.response is not None:
+                answer = record.response.get("content")
+            elif isinstance(record, InputRecord) and not span["parent"]:
+                outputs = from_otel_messages(json_or_text(span["attrs"].get("gen_ai.output.messages")))
+                root_answer = response_from_messages(outputs, None, {})["content"] if outputs else None
+                failed = _error(span, span["attrs"])
+            yield record
+        end_at = rfc3339_of_nanos(max(self.ends)) if self.ends else None
+        yield EndRecord("error" if failed else "ok", root_answer if root_answer is not None else answer, failed, at=end_at)
+
+    def _scope(self, span_id: str | None) -> str | None:
+        """The nearest invoke_agent span above this one (its agent), or None."""
+        seen = 0
+        while span_id and seen < 256:
+            span_id = self.parent.get(span_id)
+            if span_id and self.operation.get(span_id) == "invoke_agent":
+                return span_id
+            seen += 1
+        return None
+
+    def _record(self, span: dict[str, Any]) -> Record:
+        source = {"trace_id": span["trace"], "span_id": span["span"], "line": span["line"]}
+        at = rfc3339_of_nanos(span["start"]) if span["start"] else None
+        attrs = span["attrs"]
+        operation = span["op"]
+        scope = self._scope(span["span"])
+        if operation in MODEL_OPERATIONS:
+            return self._model(span, attrs, source, at, scope)
+        if operation == "execute_tool":
+            return _tool(span, attrs, source, at, scope)
+        if operation == "invoke_agent":
+            name = attrs.get("gen_ai.agent.name") or span.get("name")
+            inputs = from_otel_messages(json_or_text(attrs.get("gen_ai.input.messages")))
+            users = [item["content"] for item in inputs if item["role"] == "user"]
+            context = {"agent": name, **({"agent_id": attrs["gen_ai.agent.id"]} if "gen_ai.agent.id" in attrs else {})}
+            return InputRecord(users[-1] if users else name, source, context=context, scope=span["span"], at=at)
+        return NoteRecord(str(span.get("name") or "span"), source, data={"attributes": attrs} if attrs else None, scope=scope, at=at)
+
+    def _model(self, span: dict[str, Any], attrs: dict[str, Any], source: dict[str, Any], at: str | None,
+               scope: str | None) -> ModelRecord:
+        logged = self.content.get((span["trace"], span["span"]), {})
+        inputs = json_or_text(attrs.get("gen_ai.input.messages", logged.get("gen_ai.input.messages")))
+        outputs = json_or_text(attrs.get("gen_ai.output.messages", logged.get("gen_ai.output.messages")))
+        system = json_or_text(attrs.get("gen_ai.system_instructions", logged.get("gen_ai.system_instructions")))
+        messages: list[dict[str, Any]] | None = None
+        output: list[dict[str, Any]] | None = None
+        if isinstance(inputs, list):
+            messages = from_otel_messages(inputs)
+        if isinstance(outputs, list):
+            output = from_otel_messages(outputs)
+        if messages is None or output is None:
+            legacy_in, legacy_out = _legacy_events(span["events"] + logged.get("events", []))
+            messages = messages if messages is not None else legacy_in
+            output = output if output is not None else legacy_out
+        if messages is None or output is None:
+            openinference_in, openinference_out = _openinference(attrs)
+            messages = messages if messages is not None else openinference_in
+            output = output if output is not None else openinference_out
+        if isinstance(system, list) and messages is not None:
+            texts = [part.get("content") for part in system if isinstance(part, Mapping) and part.get("type") == "text"]
+            messages = [message("system", "".join(str(text) for text in texts))] + messages
+        request: dict[str, Any] = {"model": attrs.get("gen_ai.request.model") or attrs.get("llm.model_name"),
+                                   "messages": messages or []}
+        params = {name[len("gen_ai.request."):]: value for name, value in attrs.items()
+                  if name.startswith("gen_ai.request.") and name != "gen_ai.request.model"}
+        if params:
+            request["params"] = params
+        finish = attrs.get("gen_ai.response.finish_reasons")
+        finish_reason = finish[0] if isinstance(finish, list) and finish else finish
+        usage = {name[len("gen_ai.usage."):]: value for name, value in attrs.items() if name.startswith("gen_ai.usage.")}
+        if not usage:
+            usage = {name[len("llm.token_count."):] + "_tokens": value for name, value in attrs.items()
+                     if name in ("llm.token_count.prompt", "llm.token_count.completion")}
+        response = response_from_messages(output or [], finish_reason, usage)
+        error = _error(span, attrs)
+        missing = ""
+        if messages is None and output is None:
+            missing = "no message content captured"
+        elif messages is None:
+            missing = "no input messages captured"
+        elif output is None and error is None:
+            missing = "no output messages captured"
+        return ModelRecord(request, None if error is not None and output is None else response, source, error=error, scope=scope,
+                           at=at, content_complete=not missing, missing=missing)
+
+
+def _operation(name: str, attrs: Mapping[str, Any]) -> str:
+    operation = attrs.get("gen_ai.operation.name")
+    if isinstance(operation, str):
+        return operation
+    kind = attrs.get("openinference.span.kind")
+    if isinstance(kind, str):
+        return {"LLM": "chat", "TOOL": "execute_tool", "AGENT": "invoke_agent"}.get(kind.upper(), kind.lower())
+    head = name.split(" ", 1)[0]
+    return head if head in MODEL_OPERATIONS or head in ("execute_tool", "invoke_agent") else ""
+
+
+def _error(span: Mapping[str, Any], attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    status = span.get("status") or {}
+    code = status.get("code")
+    failed = code in (STATUS_ERROR, "STATUS_CODE_ERROR") or "error.type" in attrs
+    if not failed:
+        return None
+    return {"type": str(attrs.get("error.type") or "error"), "message": str(status.get("message") or ""), "code": None,
+            "timeout": False}
+
+
+def _tool(span: dict[str, Any], attrs: dict[str, Any], source: dict[str, Any], at: str | None, scope: str | None) -> ToolRecord:
+    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or str(span.get("name") or "tool").removeprefix("execute_tool ")
+    raw_arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
+    raw_result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
+    error = _error(span, attrs)
+    duration = round((span["end"] - span["start"]) / 1e6, 3) if span["end"] >= span["start"] > 0 else None
+    call_id = attrs.get("gen_ai.tool.call.id") or f"span-{span['span']}"
+    complete = raw_arguments is not None and (raw_result is not None or error is not None)
+    return ToolRecord(str(call_id), str(name), parse_arguments(raw_arguments), source, result=json_or_text(raw_result), error=error,
+                      duration_ms=duration, scope=scope, at=at, content_complete=complete)
+
+
+def _legacy_events(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """Messages of the older ``gen_ai.*.message`` / ``gen_ai.choice`` events."""
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for event in events:
+        attrs = event.get("attrs") or {}
+        body = attrs.get("body")
+        body = body if isinstance(body, dict) else {}
+        role = LEGACY_MESSAGE_EVENTS.get(str(event.get("name")))
+        if role is not None:
+            content = body.get("content", attrs.get("content"))
+            calls = [{"id": call.get("id"), "name": (call.get("function") or {}).get("name"),
+                      "arguments": parse_arguments((call.get("function") or {}).get("arguments"))}
+                     for call in body.get("tool_calls") or ()]
+            inputs.append(message(role, content, calls, body.get("id") if role == "tool" else None))
+        elif event.get("name") == "gen_ai.choice":
+            reply: dict[str, Any] = body["message"] if isinstance(body.get("message"), dict) else body
+            converted = from_openai_chat([{"role": "assistant", **reply}])
+            outputs.extend(converted)
+    return (inputs or None), (outputs or None)
+
+
+def _openinference(attrs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``."""
+    def collect(prefix: str) -> list[dict[str, Any]] | None:
+        found: dict[int, dict[str, Any]] = {}
+        for name, value in attrs.items():
+            if not name.startswith(prefix):
+                continue
+            index_text, _, rest = name[len(prefix):].partition(".message.")
+            if not index_text.isdigit():
+                continue
+            entry = found.setdefault(int(index_text), {"role": "user", "content": None, "tool_calls": {}})
+            if rest in ("role", "content"):
+                entry[rest] = value
+            elif rest == "tool_call_id":
+                entry["tool_call_id"] = value
+            elif rest.startswith("tool_calls."):
+                call_index, _, field = rest[len("tool_calls."):].partition(".tool_call.")
+                call = entry["tool_calls"].setdefault(call_index, {"id": None, "name": None, "arguments": {}})
+                if field == "id":
+                    call["id"] = value
+                elif field == "function.name":
+                    call["name"] = value
+                elif field == "function.arguments":
+                    call["arguments"] = parse_arguments(value)
+        if not found:
+            return None
+        return [message(str(entry["role"]), entry["content"], [entry["tool_calls"][key] for key in sorted(entry["tool_calls"])],
+                        entry.get("tool_call_id")) for _, entry in sorted(found.items())]
+
+    return collect("llm.input_messages."), collect("llm.output_messages.")

@@ -1,0 +1,123 @@
+"""What a command-line journal argument names, resolved to a local journal.
+
+``resolve_source(arg)`` is the single entry point every command and the app launcher
+call with the argument as the user typed it:
+
+* a journal (file, gzip, shard directory, corpus directory) or a path that does not
+  exist is returned as is (the caller's own checks and messages apply);
+* a foreign trace (OTLP/JSON, OpenAI Agents SDK export, Inspect AI log, vcrpy
+  cassette), detected by content, is imported once into a cache keyed by the source's
+  sha256 (``$XDG_CACHE_HOME/replay-tui/imports/<sha256>/``) and the cached journal is
+  returned; the next open of the same bytes reads the cache.
+
+* a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``) is first brought
+  into the local cache by ``storage.fetch`` (an object, or a prefix of shards or of a
+  corpus), then resolved like a local path; ``url`` keeps the URL (credentials never
+  included) for messages.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import orjson
+
+from ..importers import (
+    IMPORTER_VERSION,
+    ImportedJournal,
+    detect_format,
+    file_sha256,
+    import_trace,
+)
+from ..importers.detect import JOURNAL
+from . import storage
+
+MANIFEST = "import.json"
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    """The local journal to open for one argument."""
+
+    argument: str
+    path: Path
+    #: Every journal the source became (an Inspect log holds one per sample and epoch).
+    journals: tuple[Path, ...] = ()
+    #: Set when the argument was a foreign trace: ``{"format", "file_name", "sha256"}``.
+    imported: dict[str, str] | None = None
+    notes: list[str] = field(default_factory=list)
+    #: The URL the journal was fetched from (userinfo and query left out), when it was one.
+    url: str | None = None
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def shown(self, text: str) -> str:
+        """``text`` (a report, an error) with the local cache path replaced by the URL it came from,
+        so a message about a fetched journal names what the user typed."""
+        return text.replace(str(self.path), self.url.rstrip("/")) if self.url else text
+
+
+def imports_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "replay-tui" / "imports"
+
+
+def resolve_source(argument: str) -> ResolvedSource:
+    """The journal ``argument`` names; raises TraceImportError or StorageError (JournalErrors)."""
+    if storage.is_url(argument):
+        fetched = storage.fetch(argument)
+        return replace(resolve_source(str(fetched.local)), argument=argument, url=storage.shown(argument))
+    path = Path(argument).expanduser()
+    if not path.is_file():
+        return ResolvedSource(argument, path, (path,))
+    try:
+        fmt = detect_format(path)
+    except OSError:
+        return ResolvedSource(argument, path, (path,))  # unreadable: the caller says so in its own words
+    if fmt in (None, JOURNAL):
+        return ResolvedSource(argument, path, (path,))
+    digest = file_sha256(path)
+    target = imports_cache_dir() / f"{digest}-v{IMPORTER_VERSION}"
+    journals = _cached(target) or _import_into(path, target, fmt, digest)
+    imported = {"format": fmt, "file_name": path.name, "sha256": digest}
+    notes = [(f"{path.name} holds {len(journals)} runs; opened the first ({journals[0].name}), "
+              f"the others are in {journals[0].parent}")] if len(journals) > 1 else []
+    return ResolvedSource(argument, journals[0], tuple(journals), imported, notes)
+
+
+def _cached(target: Path) -> list[Path] | None:
+    try:
+        manifest = orjson.loads((target / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    journals = [target / name for name in manifest.get("journals") or ()]
+    return journals if journals and all(journal.exists() for journal in journals) else None
+
+
+def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
+    """Import into a fresh directory, then move it into place (two processes may race: the
+    first one in wins and the other uses its result)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
+    try:
+        out = staging / (Path(path.name).stem + ".jsonl")
+        results: list[ImportedJournal] = import_trace(path, out, format=fmt, sha256=digest)
+        names = [str(result.path.relative_to(staging)) for result in results]
+        (staging / MANIFEST).write_bytes(orjson.dumps({"source": path.name, "format": fmt, "journals": names}))
+        try:
+            os.rename(staging, target)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            cached = _cached(target)
+            if cached is None:
+                raise
+            return cached
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [target / name for name in names]
