@@ -11,7 +11,7 @@ from pathlib import Path
 from ..replay.corpus import is_shard_directory
 from ..replay.protocol import MODES, NEW_CODE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
-from .common import EXIT_USAGE, print_json
+from .common import EXIT_USAGE, print_json, print_text
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         print("replay-tui replay: two different journals given (positional and --journal)", file=sys.stderr)
         return EXIT_USAGE
     if not os.path.exists(journal):
-        print(f"replay-tui replay: {journal}: no such file or directory", file=sys.stderr)
+        print_text(f"replay-tui replay: {journal}: no such file or directory", error=True)
         return EXIT_USAGE
     if args.timeout is not None and args.timeout <= 0:
         print("replay-tui replay: --timeout must be a positive number of seconds", file=sys.stderr)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(outcome.to_json())
     else:
-        print(outcome.to_text())
+        print_text(outcome.to_text())
     return outcome.exit_code
 
 
@@ -150,7 +150,7 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
             executor=executor,
         )
     except (CorpusError, ExecutorError) as error:
-        print(f"replay-tui replay: {error}", file=sys.stderr)
+        print_text(f"replay-tui replay: {error}", error=True)
         return EXIT_USAGE
     finally:
         if executor is not None and hasattr(executor, "shutdown"):
@@ -160,7 +160,7 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        print(result.to_text())
+        print_text(result.to_text())
     return result.exit_code
 
 
@@ -189,12 +189,12 @@ def _run_rerecord(args: argparse.Namespace, journal: str) -> int:
             timeout_s=args.timeout,
         )
     except RerecordError as error:
-        print(f"replay-tui replay: {error}", file=sys.stderr)
+        print_text(f"replay-tui replay: {error}", error=True)
         return EXIT_USAGE
     if args.json:
         print_json(result.to_json())
     else:
-        print(result.to_text())
+        print_text(result.to_text())
     return result.exit_code
 
 

@@ -42,6 +42,40 @@ _TYPE_DATA_KINDS = (
 )
 
 
+# The fields each line type maps onto v1; anything else is kept under ``payload.extra``.
+_LINE_FIELDS = frozenset({"type", "event_id", "session_id", "seq", "ts", "data", "parent_event_id", "parent_id"})
+_DATA_FIELDS = {
+    "session_started": {"agent", "name", "environment", "state"},
+    "user_message": {"role", "content", "text"},
+    "model_request": None,  # the whole data is the request
+    "model_response": {"content", "tool_calls", "finish_reason", "usage", "request"},
+    "tool_invocation": {"tool", "name", "input", "arguments", "call_id", "id", "error", "output", "result", "duration_ms"},
+    "session_ended": {"status", "output", "error"},
+}
+_ALWAYS_MAPPED = frozenset({"step_id", "parent_event_id", "parent_id"})
+
+
+def _parent_id(obj: dict[str, Any], data: dict[str, Any]) -> str | None:
+    """The cause this line names, on the line or in its data (either spelling)."""
+    for holder in (obj, data):
+        for name in ("parent_event_id", "parent_id"):
+            value = holder.get(name)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+                return str(value)
+    return None
+
+
+def _unmapped(obj: dict[str, Any], data: dict[str, Any], line_type: Any) -> dict[str, Any]:
+    """Every field of the line and of its data that the v1 mapping does not carry."""
+    extra: dict[str, Any] = {name: value for name, value in obj.items() if name not in _LINE_FIELDS}
+    mapped = _DATA_FIELDS.get(line_type) if isinstance(line_type, str) else None
+    if mapped is not None:
+        unmapped_data = {name: value for name, value in data.items() if name not in mapped and name not in _ALWAYS_MAPPED}
+        if unmapped_data:
+            extra["data"] = unmapped_data
+    return extra
+
+
 def type_data_event_count(obj: Any) -> int:
     return 2 if isinstance(obj, dict) and obj.get("type") == "tool_invocation" else 1
 
@@ -60,8 +94,13 @@ def type_data_to_v1(obj: Any, first_seq: int) -> list[dict[str, Any]]:
     session = str(obj.get("session_id", "unknown-session"))
     source_id = str(obj.get("event_id", first_seq))
     step_id = data.get("step_id") if isinstance(data.get("step_id"), str) else None
+    line_parent = _parent_id(obj, data)
+    extra = _unmapped(obj, data, line_type)
 
     def event(kind: str, payload: dict[str, Any], offset: int = 0, parent: str | None = None) -> dict[str, Any]:
+        if offset == 0 and extra:
+            # Fields this mapping has no place for stay in the payload: shown, searchable and scanned.
+            payload = {**payload, "extra": extra}
         return {
             "schema_version": SCHEMA_VERSION,
             "run_id": session,
@@ -69,7 +108,7 @@ def type_data_to_v1(obj: Any, first_seq: int) -> list[dict[str, Any]]:
             "event_id": source_id if offset == 0 else f"{source_id}#result",
             "kind": kind,
             "step_id": step_id,
-            "parent_event_id": parent,
+            "parent_event_id": line_parent if offset == 0 else parent,
             "recorded_at": str(obj.get("ts", "")),
             "payload": payload,
             "prev_event_hash": None,
