@@ -7,7 +7,8 @@ here is a JSON Pointer ("" is the whole value, "/customer/tier" a field).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
+from collections.abc import Iterable
 
 from deepdiff import DeepDiff
 
@@ -80,18 +81,57 @@ class ValueDiff:
         return {"added": list(self.added), "removed": list(self.removed), "changed": list(self.changed)}
 
 
+@dataclass(frozen=True)
+class Change:
+    """One difference found by ``walk_changes``: where (keys and indexes), what kind, the two values."""
+
+    kind: ChangeKind
+    parts: tuple[Any, ...]
+    before: Any
+    after: Any
+
+
+def walk_changes(before: Any, after: Any) -> list[Change]:
+    """The structural difference of two JSON values without recursion, so any nesting depth works.
+
+    The fallback for values nested deeper than deepdiff (or ``==``) can recurse: dicts by key, lists by index
+    (items past the shorter list are added or removed), anything else changed when its type or value differs.
+    """
+    found: list[Change] = []
+    stack: list[tuple[tuple[Any, ...], Any, Any]] = [((), before, after)]
+    while stack:
+        parts, old, new = stack.pop()
+        if isinstance(old, dict) and isinstance(new, dict):
+            found.extend(Change("removed", (*parts, key), value, None) for key, value in old.items() if key not in new)
+            found.extend(Change("added", (*parts, key), None, value) for key, value in new.items() if key not in old)
+            stack.extend(((*parts, key), old[key], new[key]) for key in reversed(list(old)) if key in new)
+        elif isinstance(old, list) and isinstance(new, list):
+            common = min(len(old), len(new))
+            found.extend(Change("removed", (*parts, index), old[index], None) for index in range(common, len(old)))
+            found.extend(Change("added", (*parts, index), None, new[index]) for index in range(common, len(new)))
+            stack.extend(((*parts, index), old[index], new[index]) for index in reversed(range(common)))
+        elif type(old) is not type(new) or (not isinstance(old, (dict, list)) and old != new):
+            found.append(Change("changed", parts, old, new))
+    return found
+
+
 def diff_values(before: Any, after: Any) -> ValueDiff:
     """The structural difference of two JSON values (order of list items matters)."""
-    if before == after:
-        return ValueDiff()
     found: dict[ChangeKind, set[str]] = {"added": set(), "removed": set(), "changed": set()}
-    tree = DeepDiff(before, after, view="tree", ignore_order=False, verbose_level=2)
-    for report, levels in tree.items():
-        kind = _REPORT_KIND.get(report)
-        if kind is None:
-            continue
-        for level in levels:
-            found[kind].add(pointer_of(level.path(output_format="list")))
+    try:
+        if before == after:
+            return ValueDiff()
+        tree = DeepDiff(before, after, view="tree", ignore_order=False, verbose_level=2)
+        for report, levels in tree.items():
+            kind = _REPORT_KIND.get(report)
+            if kind is None:
+                continue
+            for level in levels:
+                found[kind].add(pointer_of(level.path(output_format="list")))
+    except RecursionError:  # nested deeper than deepdiff recurses (the reader accepts 1,024 levels)
+        found = {"added": set(), "removed": set(), "changed": set()}
+        for change in walk_changes(before, after):
+            found[change.kind].add(pointer_of(change.parts))
     return ValueDiff(
         added=tuple(sorted(found["added"])),
         removed=tuple(sorted(found["removed"])),

@@ -13,12 +13,14 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
+from ..journal.safe_text import safe
 from .export import CHAIN_TAIL, ChainLink, EventView, IncidentReport, StateChange, ref_label
 from .stats_render import format_bytes, format_ms
 
 
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    """Journal text for HTML: controls, bidi and invisible characters shown escaped, then HTML-escaped."""
+    return escape(safe("" if value is None else str(value), multiline=True), quote=True)
 
 
 def _count(number: int, noun: str) -> str:

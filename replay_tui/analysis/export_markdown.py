@@ -6,34 +6,51 @@ the journal go into code spans or fenced blocks so Markdown never interprets the
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import orjson
 
+from ..journal.safe_text import safe, safe_line
 from .export import CHAIN_TAIL, ChainLink, EventView, IncidentReport, StateChange, ref_label
 from .stats_render import bar, format_bytes, format_ms, sparkline
 
+_BACKTICK_RUNS = re.compile("`+")
+# Everything CommonMark/GFM could read as syntax inside a line: emphasis, code, links, images, HTML, entities,
+# tables, headings, strikethrough. Each is escaped with a backslash (any ASCII punctuation may be).
+_MARKDOWN_SYNTAX = re.compile(r"[\\`*_\[\]<>|#&!~@]")
+_BARE_LINK = re.compile(r"(?<=[A-Za-z])://|(?i:www)(?=\.)")  # GFM turns bare URLs into live links
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in _BACKTICK_RUNS.findall(text)), default=0)
+
 
 def _code(value: Any) -> str:
-    """An inline code span that survives backticks and pipes in the value."""
-    text = " ".join(str("" if value is None else value).split())
+    """An inline code span that survives backticks and pipes: its fence is longer than any backtick run inside."""
+    text = safe_line(str("" if value is None else value))
+    if not text:
+        return "—"
     text = text.replace("|", "\\|")
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`" if text else "—"
+    run = _longest_backtick_run(text)
+    if not run:
+        return f"`{text}`"
+    fence = "`" * (run + 1)
+    return f"{fence} {text} {fence}"  # CommonMark strips one space each side: a backtick at either end stays
 
 
 def _text(value: Any) -> str:
-    """Plain text for a table cell or a paragraph: no Markdown syntax survives."""
-    text = " ".join(str("" if value is None else value).split())
-    for char in "\\`*_[]<>|#":
-        text = text.replace(char, "\\" + char)
-    return text
+    """Plain text for a table cell or a paragraph: escaped (controls, bidi), and no Markdown syntax survives."""
+    text = safe_line(str("" if value is None else value))
+    text = _MARKDOWN_SYNTAX.sub(r"\\\g<0>", text)
+    return _BARE_LINK.sub(lambda match: "\\" + match.group() if match.group() == "://" else match.group() + "\\", text)
 
 
 def _fence(text: str, info: str = "") -> str:
-    fence = "```"
-    while fence in text:
-        fence += "`"
+    """A fenced block whose fence is longer than any backtick run in the (escaped) text."""
+    text = safe(text, multiline=True)
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
     return f"{fence}{info}\n{text}\n{fence}"
 
 
@@ -66,7 +83,7 @@ def _state(changes: Sequence[StateChange]) -> str:
 
 def _event(view: EventView, marker: str = "") -> list[str]:
     lines = [
-        f"**seq {view.seq}** · `{view.kind}` · step {_code(view.step_id or '(run)')} · {_text(view.recorded_at)}{marker}  ",
+        f"**seq {view.seq}** · {_code(view.kind)} · step {_code(view.step_id or '(run)')} · {_text(view.recorded_at)}{marker}  ",
         f"{'**' if view.is_error else ''}{_text(view.summary)}{'**' if view.is_error else ''}",
     ]
     return lines
@@ -163,7 +180,7 @@ def render_markdown(report: IncidentReport) -> str:
         annotation = view.annotation
         flag = " · 🔖 bookmark" if annotation.bookmarked else ""
         if view.event is None:
-            out.append(f"- **seq {annotation.seq}** `{annotation.kind}`{flag} · _stale: the event is no longer in this journal_")
+            out.append(f"- **seq {annotation.seq}** {_code(annotation.kind)}{flag} · _stale: the event is no longer in this journal_")
         else:
             out.append("- " + "\n  ".join(_event(view.event, flag)))
         if annotation.note:
@@ -193,7 +210,7 @@ def render_markdown(report: IncidentReport) -> str:
     ))
     out.append("")
     top = max(stats.by_kind.values(), default=0)
-    out.append(_table(("kind", "events", ""), ((f"`{k}`", f"{c:,}", bar(c, top, 24)) for k, c in stats.by_kind.most_common()), (False, True, False)))
+    out.append(_table(("kind", "events", ""), ((_code(k), f"{c:,}", bar(c, top, 24)) for k, c in stats.by_kind.most_common()), (False, True, False)))
     if stats.tools:
         out.append("")
         out.append(_table(

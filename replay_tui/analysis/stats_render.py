@@ -6,12 +6,14 @@ Static widget (rich, not Textual, so the analysis layer stays Textual-free).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..journal.safe_text import safe_line
 from .stats import Distribution, RunStats
 
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -57,21 +59,27 @@ def format_bytes(value: float | None) -> str:
     return f"{value:.0f} B"
 
 
+def journal_text(value: object, limit: int | None = None) -> Text:
+    """A journal string as a table cell: plain text (never markup), escaped, on one line."""
+    return Text(safe_line(value if isinstance(value, str) else str(value), limit))
+
+
 def _estimate(distribution: Distribution) -> str:
     return "" if distribution.exact else "~"
 
 
 def _header(stats: RunStats) -> RenderableType:
     text = Text()
-    text.append(f"{stats.path}", style="bold")
-    text.append(f"  run {stats.run_id or '?'}  agent {stats.agent or '?'}  status {stats.status or 'not ended'}\n")
+    text.append(safe_line(str(stats.path)), style="bold")
+    text.append(f"  run {safe_line(stats.run_id or '?', 80)}  agent {safe_line(stats.agent or '?', 80)}  "
+                f"status {safe_line(stats.status or 'not ended', 40)}\n")
     text.append(
         f"{stats.events:,} events (seq {stats.first_seq} to {stats.last_seq}), "
         f"{stats.steps:,} steps{' (approximate)' if stats.steps_approximate else ''}, "
         f"wall time {format_ms(stats.duration_ms)}"
     )
     if stats.unreadable:
-        text.append(f"\n{stats.unreadable} unreadable line(s) skipped; first: {stats.unreadable_examples[0]}", style="yellow")
+        text.append(f"\n{stats.unreadable} unreadable line(s) skipped; first: {safe_line(str(stats.unreadable_examples[0]))}", style="yellow")
     if not stats.complete:
         text.append("\ncancelled: the numbers cover only the events read so far", style="yellow")
     return text
@@ -84,7 +92,7 @@ def kinds_table(stats: RunStats) -> Table:
     table.add_column("")
     top = max(stats.by_kind.values(), default=0)
     for kind, count in stats.by_kind.most_common():
-        table.add_row(kind, f"{count:,}", Text(bar(count, top), style="cyan"))
+        table.add_row(journal_text(kind), f"{count:,}", Text(bar(count, top), style="cyan"))
     return table
 
 
@@ -120,7 +128,7 @@ def models_table(stats: RunStats) -> Table:
     top = max((m.total_tokens for m in stats.models.values()), default=0)
     for name, model in sorted(stats.models.items(), key=lambda item: -item[1].total_tokens):
         table.add_row(
-            name,
+            journal_text(name),
             f"{model.calls:,}",
             f"{model.errors:,}" if model.errors else "",
             f"{model.prompt_tokens:,}",
@@ -154,7 +162,7 @@ def tools_table(stats: RunStats, *, width: int = 120) -> Table:
         latency, size = tool.latency_ms, tool.result_bytes
         mark = _estimate(latency)
         cells: list[Any] = [
-            name,
+            journal_text(name),
             f"{tool.calls:,}",
             mark + format_ms(latency.quantile(0.5)),
             mark + format_ms(latency.quantile(0.95)),
@@ -185,11 +193,11 @@ def errors_table(stats: RunStats) -> Table | None:
     top = max(tool.errors for _, tool in failing)
     for name, tool in sorted(failing, key=lambda item: -item[1].errors):
         table.add_row(
-            name,
+            journal_text(name),
             f"{tool.errors:,}",
             Text(bar(tool.errors, top, 20), style="red"),
             f"{tool.timeouts:,}",
-            ", ".join(f"{kind} ×{count}" for kind, count in tool.error_types.most_common(4)),
+            Text(", ".join(f"{safe_line(str(kind), 60)} ×{count}" for kind, count in tool.error_types.most_common(4))),
         )
     return table
 
@@ -209,11 +217,11 @@ def steps_table(stats: RunStats) -> Table:
         left = by_span[index] if index < len(by_span) else None
         right = by_events[index] if index < len(by_events) else None
         table.add_row(
-            left.step_id if left else "",
+            journal_text(left.step_id, 60) if left else "",
             format_ms(left.span_ms) if left else "",
             f"{left.first_seq}–{left.last_seq}" if left else "",
             Text(bar(left.span_ms or 0, top, 16), style="yellow") if left else "",
-            right.step_id if right else "",
+            journal_text(right.step_id, 60) if right else "",
             f"{right.events:,}" if right else "",
             f"{right.first_seq}–{right.last_seq}" if right else "",
         )

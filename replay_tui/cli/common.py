@@ -6,9 +6,20 @@ import sys
 
 import orjson
 
+from ..journal.safe_text import safe, safe_json, safe_json_text
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def print_text(text: str, *, error: bool = False) -> None:
+    """A report or message that may hold journal text, on stdout (stderr with ``error``): escaped, never raw."""
+    print(safe(text, multiline=True), file=sys.stderr if error else sys.stdout)
+
+
 def print_json(data: object) -> None:
-    """One JSON object on stdout (pretty, so a person can read it too)."""
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    """One JSON object on stdout (pretty, so a person can read it too); journal text in it is escaped."""
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (the reader accepts 1,024 levels)
+        text = safe_json(data, indent=2)
+    sys.stdout.write(safe_json_text(text) + "\n")

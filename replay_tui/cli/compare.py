@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from ..journal import Journal, JournalError
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_USAGE, print_text
 
 HELP = "open two journals side by side in the app, aligned by step and call keys"
 
@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
             path = resolve_journal(argument)
             Journal(path).close()  # opens and reads the first line: an empty or unknown file fails here
         except ValueError as error:
-            print(f"replay-tui compare: {error}", file=sys.stderr)
+            print_text(f"replay-tui compare: {error}", error=True)
             return EXIT_USAGE
         except JournalError as error:
-            print(f"replay-tui compare: {error}", file=sys.stderr)
+            print_text(f"replay-tui compare: {error}", error=True)
             return EXIT_USAGE
         paths.append(path)
 

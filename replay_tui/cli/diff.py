@@ -6,7 +6,7 @@ import argparse
 
 from ..journal import open_journal
 from ..replay.compare import align_journals
-from .common import EXIT_FAILED, EXIT_OK, print_json
+from .common import EXIT_FAILED, EXIT_OK, print_json, print_text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -21,5 +21,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(alignment.to_json())
     else:
-        print(alignment.to_text())
+        print_text(alignment.to_text())
     return EXIT_OK if alignment.identical else EXIT_FAILED

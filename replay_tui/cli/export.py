@@ -11,7 +11,7 @@ import sys
 
 from ..analysis.export import ExportError, build_report, render, write_report
 from ..journal import open_journal
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_USAGE, print_text
 
 _SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         size = write_report(report, args.output, fmt)
     except ExportError as error:
-        print(f"replay-tui export: {error}", file=sys.stderr)
+        print_text(f"replay-tui export: {error}", error=True)
         return EXIT_USAGE
     finally:
         if sys.stderr.isatty():
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     failure = report.failure
     where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
     masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
-    print(f"wrote {args.output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}")
+    print_text(f"wrote {args.output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}")
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ import time
 
 from ..analysis.secrets import scan_journal
 from ..journal import open_journal
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json, print_text
 from .stats import stderr_progress
 
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         data["seconds"] = round(time.perf_counter() - started, 3)
         print_json(data)
     else:
-        print(report.to_text())
+        print_text(report.to_text())
     if not report.clean:
         return EXIT_FAILED
     if report.unreadable:

@@ -27,8 +27,17 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import orjson
 
-from ..journal import Event, Journal, JournalError
-from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL, strip_diagnostics
+from ..journal import Event, Journal, JournalError, canonical_json
+from ..journal.model import (
+    MODEL_REQUEST,
+    MODEL_RESPONSE,
+    RUN_STARTED,
+    STATE_SNAPSHOT,
+    STATE_TRANSITION,
+    TOOL_CALL,
+    strip_diagnostics,
+)
+from ..journal.safe_text import safe_line
 from .report import EventRef, key_of, structural_diff, without_derived_keys
 
 PairStatus = Literal["same", "changed", "only_a", "only_b"]
@@ -63,7 +72,7 @@ class AlignedPair:
     def describe(self) -> str:
         a = f"A seq={self.a.seq}" if self.a else "not in A"
         b = f"B seq={self.b.seq}" if self.b else "not in B"
-        return f"{a} / {b} ({self.step_id or 'run level'}): {self.kind}"
+        return f"{a} / {b} ({safe_line(self.step_id, 80) if self.step_id else 'run level'}): {safe_line(self.kind)}"
 
     def payload_diff(self) -> tuple[dict[str, Any], list[str]]:
         """deepdiff of the logical payloads (A -> B)."""
@@ -165,7 +174,7 @@ class Alignment:
         diff_lines = without_derived_keys(first.payload_diff()[1])
         if diff_lines:
             lines.append("  payload diff (A -> B, logical payloads):")
-            lines.extend(f"    {line}" for line in diff_lines[:40])
+            lines.extend(f"    {safe_line(line, 400)}" for line in diff_lines[:40])
             if len(diff_lines) > 40:
                 lines.append(f"    … and {len(diff_lines) - 40} more")
         summary = self.summary()
@@ -174,8 +183,8 @@ class Alignment:
             f"Summary: {summary['differences']} difference(s) ({rest} after the first): "
             f"{summary['changed']} changed, {summary['only_a']} only in A, {summary['only_b']} only in B."
         )
-        lines.append("  by kind: " + ", ".join(f"{kind} {count}" for kind, count in summary["by_kind"].items()))
-        steps = summary["steps"]
+        lines.append("  by kind: " + ", ".join(f"{safe_line(kind)} {count}" for kind, count in summary["by_kind"].items()))
+        steps = [safe_line(step, 60) for step in summary["steps"]]
         shown = ", ".join(steps[:max_steps]) + (f", … ({len(steps) - max_steps} more)" if len(steps) > max_steps else "")
         lines.append(f"  steps: {shown}")
         return "\n".join(lines)
@@ -328,6 +337,14 @@ def _strict_json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values; for values nested deeper than ``==`` and orjson go, equal canonical bytes."""
+    try:
+        return a == b and _strict_json(a) == _strict_json(b)
+    except (RecursionError, orjson.JSONEncodeError):
+        return canonical_json(a) == canonical_json(b)
+
+
 def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: dict[int, int]) -> tuple[str, ...]:
     found = []
     if a.kind != b.kind:
@@ -350,6 +367,6 @@ def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: di
     if a.kind == STATE_SNAPSHOT and b.kind == STATE_SNAPSHOT:
         # "resume" is bookkeeping for a restart (step count, causal cursor as seqs)
         a_payload, b_payload = _without(a_payload, _RESUME), _without(b_payload, _RESUME)
-    if a_payload != b_payload or _strict_json(a_payload) != _strict_json(b_payload):
+    if not _same_json(a_payload, b_payload):
         found.append("payload")
     return tuple(found)

@@ -35,6 +35,7 @@ from ..journal.model import (
     TOOL_RESULT,
     strip_diagnostics,
 )
+from ..journal.safe_text import safe, safe_line, safe_value
 
 HASH_SHOWN = 16  # hex digits of a hash shown in the text form; --json has them whole
 CHAIN_LIMIT = 10_000  # causes followed back (the JSON form keeps them all)
@@ -66,10 +67,11 @@ def key_of(kind: str, payload: dict[str, Any]) -> tuple[str, Any]:
 
 
 def short(value: Any) -> str:
+    """A key or hash for the text form: one escaped line (journal text is hostile), hashes cut short."""
     text = str(value)
     if text.startswith("sha256:") and len(text) == 71:
         return text[: 7 + HASH_SHOWN] + "…"
-    return text if len(text) <= 80 else text[:79] + "…"
+    return safe_line(text, 80)
 
 
 @dataclass
@@ -95,7 +97,7 @@ class EventRef:
         return cls(produced.get("seq"), produced["kind"], produced.get("step_id"), produced.get("parent_event_id"), name, key)
 
     def label(self, width: int = 0) -> str:
-        return f"{self.kind:<{width}} {self.key_name}={short(self.key)}"
+        return f"{safe_line(self.kind):<{width}} {self.key_name}={short(self.key)}"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -134,16 +136,16 @@ class DivergenceReport:
             f"expected: {expected}",
             f"actual:   {actual}",
             f"state before: {short(self.state_before) if self.state_before else 'unknown'}",
-            f"step: {self.step or '(run level)'}",
+            f"step: {safe_line(self.step, 200) if self.step else '(run level)'}",
             "",
-            f"why: {self.reason}",
+            f"why: {safe(self.reason, multiline=True)}",
         ]
         if self.diff_lines:
             lines.append("payload diff (expected -> actual, logical payloads):")
-            lines.extend(f"  {line}" for line in self.diff_lines)
+            lines.extend(f"  {safe_line(line, 400)}" for line in self.diff_lines)
         if self.agent_traceback:
             lines.append("the agent raised (last traceback lines):")
-            lines.extend(f"  {line}" for line in self.agent_traceback)
+            lines.extend(f"  {safe_line(line)}" for line in self.agent_traceback)
         if self.causal_chain:
             chain = self.causal_chain
             lines.append(f"causal chain (root first, {len(chain)} events):")
@@ -152,7 +154,8 @@ class DivergenceReport:
                 if ref is None:
                     lines.append(f"  … {len(chain) - CHAIN_SHOWN} earlier causes (see --json) …")
                 else:
-                    lines.append(f"  seq={ref.seq:<6} {ref.kind:<16} {ref.step_id or '(run)':<10} {ref.key_name}={short(ref.key)}")
+                    step = safe_line(ref.step_id, 40) if ref.step_id else "(run)"
+                    lines.append(f"  seq={ref.seq:<6} {safe_line(ref.kind):<16} {step:<10} {ref.key_name}={short(ref.key)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -176,10 +179,33 @@ def structural_diff(expected: Any, actual: Any) -> tuple[dict[str, Any], list[st
     """deepdiff of two logical payloads: (JSON-safe tree, human lines). Imported on use."""
     from deepdiff import DeepDiff
 
-    diff = DeepDiff(expected, actual, verbose_level=2)
-    if not diff:
-        return {}, []
-    return orjson.loads(diff.to_json()), diff.pretty().splitlines()
+    try:
+        diff = DeepDiff(expected, actual, verbose_level=2)
+        if not diff:
+            return {}, []
+        return orjson.loads(diff.to_json()), diff.pretty().splitlines()
+    except (RecursionError, orjson.JSONDecodeError, TypeError):  # deeper than deepdiff or orjson go
+        return _deep_structural_diff(expected, actual)
+
+
+def _deep_structural_diff(expected: Any, actual: Any) -> tuple[dict[str, Any], list[str]]:
+    """The deepdiff shapes (tree and lines) made without recursion, for payloads nested ~1,000 levels deep."""
+    from ..analysis.diff import walk_changes
+
+    tree: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    for change in walk_changes(expected, actual):
+        path = "root" + "".join(f"[{part!r}]" for part in change.parts)
+        if change.kind == "changed":
+            tree.setdefault("values_changed", {})[path] = {"new_value": change.after, "old_value": change.before}
+            lines.append(f"Value of {path} changed from {safe_value(change.before, 200)} "
+                         f"to {safe_value(change.after, 200)}.")
+        else:
+            where = "dictionary" if isinstance(change.parts[-1], str) else "iterable"
+            report = f"{where}_item_{change.kind}"
+            tree.setdefault(report, {})[path] = change.after if change.kind == "added" else change.before
+            lines.append(f"Item {path} {change.kind} {'to' if change.kind == 'added' else 'from'} {where}.")
+    return tree, lines
 
 
 def without_derived_keys(lines: list[str]) -> list[str]:
