@@ -27,6 +27,7 @@ from typing import IO, Any, Callable
 
 import orjson
 
+from ..journal.safe_text import safe
 from .isolation import IsolationInfo, Refusal
 from .protocol import (
     DIVERGENCE,
@@ -219,7 +220,7 @@ class ReplayOutcome:
         if self.status in (CRASHED, TIMEOUT, FAILED) and self.stderr_tail:
             lines.append("child stderr (last lines):")
             lines.extend(f"  {line}" for line in self.stderr_tail[-15:])
-        return "\n".join(lines)
+        return safe("\n".join(lines), multiline=True)  # journal text, agent output: never raw to a terminal
 
 
 def json_text(value: Any, limit: int = 200) -> str:
