@@ -1,39 +1,31 @@
-"""Find secrets that redaction missed: known token formats, high-entropy strings, sensitive keys.
+"""Find secrets that redaction missed, with the detectors redaction uses (``journal.detectors``).
 
-Every string in an event (envelope and payload) is checked, with its JSON path.
-Three detectors, most specific first; a value reported by one is not reported
-again by the next:
-
-* ``format:<name>``: a known credential shape (AWS, GitHub, OpenAI, Anthropic,
-  Slack, Stripe, Google, SendGrid, npm, Twilio, JWT, private key blocks, bearer and
-  basic Authorization headers, URL passwords).
-* ``key-name``: a non-empty, unredacted string under a key such as ``password``,
-  ``api_key``, ``clientSecret`` or ``x-api-key``, or assigned to such a name inside
-  text (``DB_PASSWORD=…``, ``?api_key=…``, a JSON document kept as a string).
-* ``entropy``: a token of 20+ characters whose Shannon entropy is close to random
-  and whose characters switch class (lower, upper, digit) like random text. Pure hex
-  (hashes, including our own ``sha256:`` values), UUIDs, camelCase and snake_case
-  names, dotted names, URLs and paths are not candidates, and neither are values
-  under id or hash keys (``call_id``, ``request_hash``), which are random by design.
+Every string in an event (envelope and payload) is checked with its JSON path, and so
+is every object key; a number under a sensitive key counts too. Detectors, most
+specific first (a value reported by one is not reported again by the next):
+``format:<name>`` (a known credential shape), ``key-name`` (a value under a key such as
+``password`` or in a header pair such as ``["Authorization", ...]``), ``assignment``
+(``DB_PASSWORD=...``, ``?client_secret=...`` in text), JSON inside a string, ``base64``
+of any of these, and ``entropy`` (a random-looking token; ids, hashes, names, URLs and
+values under id or hash keys are not candidates).
 
 Values are never kept or printed in full: a finding holds a masked preview.
 
 From the app: ``flagged_seqs(journal, progress=..., cancelled=...)`` for the timeline
 marks (in a worker thread), ``scan_event(event)`` for each event follow mode adds,
-``mask_secrets(payload)`` before showing a payload to an audience.
+``mask_secrets(payload)`` before showing a payload.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from array import array
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from ..journal import Event, Journal, JournalError
+from ..journal import Event, Journal, JournalError, detectors
 
 ProgressCallback = Callable[[int, int], None]
 CancelCheck = Callable[[], bool]
@@ -41,149 +33,11 @@ CancelCheck = Callable[[], bool]
 PROGRESS_EVERY = 4096
 MAX_FINDINGS_KEPT = 10_000  # beyond this, findings are counted (and their seqs flagged) but not listed
 
-# -- known formats -------------------------------------------------------------
-KNOWN_FORMATS: tuple[tuple[str, str], ...] = (
-    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
-    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
-    ("anthropic-key", r"\bsk-ant-(?:api|admin|oat)[0-9]{2}-[A-Za-z0-9_\-]{20,}"),
-    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"),
-    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    ("slack-webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
-    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
-    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    ("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b"),
-    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("twilio-key", r"\bSK[0-9a-f]{32}\b"),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    ("bearer-token", r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}=*"),
-    ("basic-auth", r"[Aa]uthorization[\"']?\s*[:=]\s*[\"']?Basic\s+[A-Za-z0-9+/]{8,}={0,2}"),
-    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]+:[^\s/@]{3,}@"),
-)
-_FORMATS = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{pattern})" for name, pattern in KNOWN_FORMATS))
-# Cheap gate: a string that cannot hold any format skips the big alternation.
-# Grouped by first letter, which the regex engine searches noticeably faster than a flat alternation.
-_FORMAT_HINT = re.compile(
-    r"PRIVATE KEY|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)|g(?:h[pousr]_|ithub_pat_)|sk-|xox|hooks\.slack|_(?:live|test)_|eyJ|[Bb]earer|uthorization|://|SG\.|npm_|SK[0-9a-f]"
-)
-
-# -- sensitive key names -------------------------------------------------------
-# Keys are compared lower-cased with everything but letters and digits removed,
-# so api_key, apiKey, API-KEY and x-api-key all become "apikey"/"xapikey".
-_SENSITIVE_KEY = re.compile(
-    r"(password|passwd|passphrase|pwd|secret|token|apikey|accesskey|privatekey|signingkey|encryptionkey|"
-    r"credential|authorization|cookie|sessionkey|auth)$|^(auth|secret|password|privatekey|apikey)"
-)
-# ... except names that only talk about tokens or secrets: counts, limits, types, pagination.
-_NOT_SENSITIVE_KEY = re.compile(
-    r"tokens$|tokenizer|tokentype|tokencount|tokenlimit|maxtoken|pagetoken|nexttoken|continuationtoken|cursor|"
-    r"secretname|secretref|secretid|passwordpolicy|author$|authors$|authority|authored|authmethod|authtype|authurl|authprovider|authenabled|authrequired|"
-    r"(type|count|limit|name|id|ids|url|uri|path|hash|hint|length|expiry|expires|expiresat|expiresin|scope|scopes)$"
-)
-# Values that are already redacted or are placeholders: [REDACTED], <redacted>, ***, ${VAR}, a hash.
-_REDACTED_VALUE = re.compile(
-    r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$"
-    r"|^\{\{.*\}\}$|^\$\{.*\}$|^sha256:[0-9a-f]{64}$|^(none|null|true|false|changeme|example|placeholder|test|dummy)$",
-    re.I,
-)
-MIN_KEYED_VALUE_CHARS = 6
-# The same names inside text: DB_PASSWORD=..., ?api_key=..., "token": "..." in a JSON string, Cookie: ...
-_TEXT_KEY_HINT = re.compile(r"pass|secret|token|key|auth|cred|cookie|pwd", re.I)
-# ... unless the value is a colour, a version or OID, or a dotted name such as ed25519.Ed25519PrivateKey
-_NOT_A_CREDENTIAL = re.compile(r"#[0-9a-fA-F]{3,8}$|\d+(\.\d+)+$|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
-_TEXT_ASSIGNMENT = re.compile(r"""([A-Za-z][A-Za-z0-9_.\-]{1,60})["']?\s*[=:]\s*["']?([^\s"'&,;<>(){}\[\]]{6,})(?=[\s"'&,;<>]|$)""")
-
-# -- entropy -------------------------------------------------------------------
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-.~]{20,}={0,3}")  # '=' only as base64 padding, so a=b splits
-_HEX = re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_ID_KEY = re.compile(r"(^|[_\-.])(id|ids|key|hash|digest|checksum|etag|sha|uuid|ulid|nonce|cursor|ref)$", re.I)
-_ID_KEY_CAMEL = re.compile(r"[a-z0-9](Id|Ids|Hash|Key|Digest|Uuid|Sha)$")
-ENTROPY_MIN_CHARS = 20
-ENTROPY_MAX_CHARS = 512  # longer runs are blobs (images, base64 documents), not credentials
-# bits per character, by token length: a random base62 token of 20 chars measures
-# about 4.0, of 32 about 4.6, of 40+ about 5.0; English-like identifiers stay below.
-_ENTROPY_FLOOR = ((20, 3.9), (28, 4.2), (40, 4.5))
-IDENTIFIER_WORD_LENGTH = 3.5
-MIN_CLASS_SWITCH_RATIO = 0.3  # tokens under 32 chars
-MIN_CLASS_SWITCH_RATIO_LONG = 0.25  # tokens of 32+ chars, where entropy already separates well
+MIN_KEYED_VALUE_CHARS = detectors.MIN_KEYED_VALUE_CHARS
+MIN_KEY_CHARS = 8  # shorter object keys cannot hold a credential
 SKIPPED_ENVELOPE_FIELDS = frozenset({"event_hash", "prev_event_hash", "event_id", "parent_event_id", "run_id", "recorded_at"})
-
-
-def shannon_entropy(text: str) -> float:
-    """Bits per character of ``text``'s own character distribution."""
-    length = len(text)
-    if not length:
-        return 0.0
-    return -sum(count / length * math.log2(count / length) for count in Counter(text).values())
-
-
-def _entropy_floor(length: int) -> float:
-    floor = _ENTROPY_FLOOR[0][1]
-    for min_length, bits in _ENTROPY_FLOOR:
-        if length >= min_length:
-            floor = bits
-    return floor
-
-
-def _random_part(token: str) -> str | None:
-    """The part of a candidate token that looks random, or None."""
-    if "." in token or "//" in token:
-        # dotted names, URLs and file paths (base64 has no '.'): judge the parts, not the whole
-        parts = (part for part in re.split(r"[./]+", token) if len(part) >= ENTROPY_MIN_CHARS)
-        return next((part for part in parts if _looks_random(part)), None)
-    return token if _looks_random(token) else None
-
-
-def _looks_random(token: str) -> bool:
-    stripped = token.strip("=.-_~")
-    if len(stripped) < ENTROPY_MIN_CHARS or len(stripped) > ENTROPY_MAX_CHARS:
-        return False
-    if _HEX.fullmatch(stripped) or _UUID.search(stripped):
-        return False
-    # random tokens mix classes; a word, a slug or an ALL_CAPS name does not
-    has_digit = any(c.isdigit() for c in stripped)
-    has_lower = any(c.islower() for c in stripped)
-    has_upper = any(c.isupper() for c in stripped)
-    if has_digit + has_lower + has_upper < 2 or not has_digit and (stripped.count("-") + stripped.count("_") + stripped.count(".")) >= 2:
-        return False
-    if _class_switch_ratio(stripped) < (MIN_CLASS_SWITCH_RATIO if len(stripped) < 32 else MIN_CLASS_SWITCH_RATIO_LONG):
-        return False
-    if _mean_word_length(stripped) >= IDENTIFIER_WORD_LENGTH or _is_snake_name(stripped):
-        return False
-    return shannon_entropy(stripped) >= _entropy_floor(len(stripped))
-
-
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-
-
-def _mean_word_length(token: str) -> float:
-    """Mean length of the letter runs (camelCase and snake_case words): about 1.5 in random
-    text, 4 or more in names such as TF2_OnIsHolidayActive or curle_ftp_weird_227_format."""
-    words = _WORDS.findall(token)
-    return sum(map(len, words)) / len(words) if words else 0.0
-
-
-_NAME_PART = re.compile(r"[a-z]+\d*|[A-Z]+\d*|[A-Z][a-z]+\d*|\d+")
-
-
-def _is_snake_name(token: str) -> bool:
-    """EC_KEY_get0_public_key, ORDER_STATUS_2024_Q3: three or more parts, each one word (random
-    base64url parts mix cases and digits)."""
-    parts = re.split(r"[_\-]+", token.strip("_-"))
-    return len(parts) >= 3 and all(_NAME_PART.fullmatch(part) for part in parts)
-
-
-def _char_class(char: str) -> int:
-    return 0 if char.islower() else 1 if char.isupper() else 2 if char.isdigit() else 3
-
-
-def _class_switch_ratio(token: str) -> float:
-    """How often neighbours differ in class (lower, upper, digit, other): ~0.45 for random
-    base62/base64, under 0.3 for identifiers such as camelCase or snake_case_v2 names."""
-    classes = [_char_class(c) for c in token]
-    # upper -> lower is how a capitalised word starts, so it does not count as a switch
-    return sum(a != b and (a, b) != (1, 0) for a, b in zip(classes, classes[1:])) / (len(token) - 1)
+shannon_entropy = detectors.shannon_entropy
+is_sensitive_key = detectors.is_secret_key
 
 
 def mask(value: str) -> str:
@@ -217,7 +71,7 @@ def _path_text(parts: tuple[str | int, ...]) -> str:
     """payload.arguments.headers.x-api-key, tool_calls[0], or ["odd key"] for keys with other characters."""
     text = ""
     for part in parts:
-        if type(part) is int:
+        if isinstance(part, int):
             text += f"[{part}]"
         elif part.replace("_", "").replace("-", "").isalnum():
             text += f".{part}" if text else part
@@ -226,40 +80,35 @@ def _path_text(parts: tuple[str | int, ...]) -> str:
     return text
 
 
-@lru_cache(maxsize=4096)
-def is_sensitive_key(key: str) -> bool:
-    """password, api_key, apiKey, x-api-key, clientSecret, raw_token ... but not max_tokens or token_type."""
-    name = "".join(c for c in key.lower() if c.isalnum())
-    return bool(name) and bool(_SENSITIVE_KEY.search(name)) and not _NOT_SENSITIVE_KEY.search(name)
-
-
-@lru_cache(maxsize=4096)
-def _is_id_key(key: str) -> bool:
-    return bool(_ID_KEY.search(key) or _ID_KEY_CAMEL.search(key))
+def _reported(hit: detectors.Hit) -> str:
+    return f"format:{hit.detector}" if hit.detector in detectors.FORMAT_NAMES else hit.detector
 
 
 def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
     """(detector, masked value, detail) for the first secret in ``text`` under ``key``, else None."""
     if len(text) < MIN_KEYED_VALUE_CHARS:
         return None
-    if _FORMAT_HINT.search(text):
-        match = _FORMATS.search(text)
-        if match is not None:
-            return f"format:{match.lastgroup.replace('_', '-')}", mask(match.group()), ""  # type: ignore[union-attr]
-    if key is not None and is_sensitive_key(key) and not _REDACTED_VALUE.search(text.strip()):
-        return "key-name", mask(text), f"under key {key!r}"
-    if ("=" in text or ": " in text or '":' in text) and _TEXT_KEY_HINT.search(text):
-        for assignment in _TEXT_ASSIGNMENT.finditer(text):
-            name, value = assignment.group(1), assignment.group(2)
-            # in free text (code, logs) a credential-looking value has a digit and is not a colour
-            if is_sensitive_key(name) and any(c.isdigit() for c in value) and not _REDACTED_VALUE.search(value) and not _NOT_A_CREDENTIAL.match(value):
-                return "key-name", mask(value), f"{name!r} set in text"
-    if len(text) >= ENTROPY_MIN_CHARS and not (key is not None and _is_id_key(key)):
-        for candidate in _CANDIDATE.finditer(text):
-            token = _random_part(candidate.group())
-            if token is not None:
-                return "entropy", mask(token), f"{shannon_entropy(token.strip('=.-_~')):.1f} bits/char"
-    return None
+    hits = detectors.find_secrets(text, key, first=True)
+    if not hits:
+        return None
+    hit = hits[0]
+    shown = text if hit.detector in ("key-name", "json") or hit.end <= hit.start else text[hit.start:hit.end]
+    return _reported(hit), mask(shown), hit.detail
+
+
+def scan_key(key: str) -> tuple[str, str, str] | None:
+    """A secret used as an object key (a token as a dict key), else None."""
+    if len(key) < MIN_KEY_CHARS:
+        return None
+    found = scan_string(key, None)
+    return None if found is None else (found[0], mask(key), "used as a key")
+
+
+def scan_number(value: Any, key: str | None) -> tuple[str, str, str] | None:
+    """A number under a sensitive key (a numeric password), else None."""
+    if key is None or not detectors.is_secret_number(value) or not detectors.is_secret_key(key):
+        return None
+    return "key-name", mask(str(value)), f"number under key {key!r}"
 
 
 def scan_event(event: Event) -> list[Finding]:
@@ -276,6 +125,10 @@ def scan_event(event: Event) -> list[Finding]:
         for name, value in reversed(event.raw.items())
         if name not in SKIPPED_ENVELOPE_FIELDS and name != "payload"
     )
+
+    def found(node: tuple[Any, str | int], hit: tuple[str, str, str]) -> None:
+        findings.append(Finding(event.seq, _path_text(_parts_of(node)), hit[0], hit[1], event.kind, hit[2]))
+
     while stack:
         value, key, node = stack.pop()
         kind = type(value)
@@ -283,11 +136,36 @@ def scan_event(event: Event) -> list[Finding]:
             if len(value) >= MIN_KEYED_VALUE_CHARS:
                 hit = scan_string(value, key)
                 if hit is not None:
-                    findings.append(Finding(event.seq, _path_text(_parts_of(node)), hit[0], hit[1], event.kind, hit[2]))
+                    found(node, hit)
         elif kind is dict:
-            stack.extend((child, child_key, (node, child_key)) for child_key, child in reversed(value.items()) if type(child) not in _SCALARS)
+            pair = detectors.pair_name(value) if len(value) == 2 else None
+            children = []
+            for child_key, child in value.items():
+                child_node = (node, child_key)
+                if len(child_key) >= MIN_KEY_CHARS:
+                    key_hit = scan_key(child_key)
+                    if key_hit is not None:
+                        found(child_node, key_hit)
+                if pair is not None and child_key == "value" and detectors.is_secret_key(pair):
+                    child_key = pair  # {"name": "Authorization", "value": ...}
+                if type(child) in _SCALARS:
+                    number_hit = scan_number(child, child_key)
+                    if number_hit is not None:
+                        found(child_node, number_hit)
+                else:
+                    children.append((child, child_key, child_node))
+            stack.extend(reversed(children))
         elif kind is list:
-            stack.extend((value[index], key, (node, index)) for index in range(len(value) - 1, -1, -1) if type(value[index]) not in _SCALARS)
+            pair_key = value[0] if detectors.pair_secret_index(value) is not None else None
+            for index in range(len(value) - 1, -1, -1):
+                child_key = pair_key if index == 1 and pair_key is not None else key
+                child = value[index]
+                if type(child) in _SCALARS:
+                    number_hit = scan_number(child, child_key) if child_key is not None else None
+                    if number_hit is not None:
+                        found((node, index), number_hit)
+                else:
+                    stack.append((child, child_key, (node, index)))
     return findings
 
 
@@ -306,8 +184,8 @@ MASK_MAX_DEPTH = 200
 
 
 def mask_secrets(value: Any, key: str | None = None, *, _depth: int = 0) -> tuple[Any, int]:
-    """A copy of a JSON value with every string a detector flags replaced by its masked form,
-    and how many were masked: for showing payloads in exported reports and on screen.
+    """A copy of a JSON value with every string, key and number a detector flags replaced by
+    its masked form, and how many were masked: for reports and the app's panes.
 
     Anything nested deeper than MASK_MAX_DEPTH is replaced by a placeholder: nobody reads
     it on a page, and a line may nest deeper than Python's recursion limit.
@@ -317,19 +195,28 @@ def mask_secrets(value: Any, key: str | None = None, *, _depth: int = 0) -> tupl
         hit = scan_string(value, key)
         return (f"[masked {hit[0]}: {hit[1]}]", 1) if hit is not None else (value, 0)
     if kind is not dict and kind is not list:
-        return value, 0
+        number_hit = scan_number(value, key)
+        return (f"[masked {number_hit[0]}: {number_hit[1]}]", 1) if number_hit is not None else (value, 0)
     if _depth >= MASK_MAX_DEPTH:
         return f"[nested deeper than {MASK_MAX_DEPTH} levels: not shown]", 0
     total = 0
     if kind is dict:
         masked_dict = {}
+        pair = detectors.pair_name(value) if len(value) == 2 else None
         for child_key, child in value.items():
-            masked_dict[child_key], count = mask_secrets(child, child_key, _depth=_depth + 1)
+            value_key = pair if pair is not None and child_key == "value" and detectors.is_secret_key(pair) else child_key
+            masked, count = mask_secrets(child, value_key, _depth=_depth + 1)
+            key_hit = scan_key(child_key)
+            if key_hit is not None:
+                child_key = f"[masked {key_hit[0]}: {key_hit[1]}]"
+                count += 1
+            masked_dict[child_key] = masked
             total += count
         return masked_dict, total
     masked_list = []
-    for child in value:
-        masked, count = mask_secrets(child, key, _depth=_depth + 1)
+    pair_key = value[0] if detectors.pair_secret_index(value) is not None else None
+    for index, child in enumerate(value):
+        masked, count = mask_secrets(child, pair_key if index == 1 and pair_key else key, _depth=_depth + 1)
         masked_list.append(masked)
         total += count
     return masked_list, total
@@ -464,7 +351,11 @@ def scan_journal(
     cancelled: CancelCheck | None = None,
 ) -> ScanReport:
     """Scan the events indexed in ``journal`` (call ``journal.index()`` first)."""
-    return scan_events(journal.events(), path=str(journal.path), total=len(journal), ignore=ignore, progress=progress, cancelled=cancelled)
+    report = scan_events(journal.events(), path=str(journal.path), total=len(journal), ignore=ignore, progress=progress, cancelled=cancelled)
+    skipped, errors = journal.skipped_lines()  # empty or too-short lines get no index entry: not scanned either
+    report.unreadable += skipped
+    report.unreadable_examples.extend(str(error) for error in errors[: max(0, 5 - len(report.unreadable_examples))])
+    return report
 
 
 def flagged_seqs(journal: Journal, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> frozenset[int]:

@@ -1,28 +1,33 @@
 """Redaction: applied to every payload before it is hashed or written.
 
 Rules, in order: a capture allowlist (top-level fields kept per kind), dropped
-headers, JSONPath replacements, key-name rules (``raw_token``, ``x_api_key``,
-``clientSecret``...), value detectors for common secret formats, and a
-``max_body_bytes`` cap on strings with a truncation marker.
+headers, JSONPath replacements, then the shared secret detectors of
+``journal.detectors`` (the ones ``scan`` uses): values under sensitive key names
+and header pairs, credential formats, name=value in text, JSON inside strings,
+base64 of a secret and random-looking tokens; a secret used as an object key is
+replaced by ``[REDACTED:<hash8>]``. Last, a ``max_body_bytes`` cap on strings.
 
 Speed matters (budget: a few µs per event), so the common case is one orjson
-dump and two regex scans over the bytes; only a payload that hits a rule is
-copied and walked. The detectors are our own small pattern set rather than
-detect-secrets, whose per-line plugin scan costs far more than the budget.
+dump and a gate over its bytes; only a payload that might hold a secret is
+copied and walked. Fields replay matches on (step ids, tool names) are never
+rewritten: a secret there is an error naming the field.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 import orjson
 
+from ..journal import detectors
 from .jsonpath import JsonPath, JsonPathError, parse_jsonpath
+from .streaming import Edit, remap_boundaries
 
 REDACTED = "[REDACTED]"
-SMALL_PAYLOAD = 512
 
 #: Where the body of each kind lives in its payload (the part the rules look at).
 BODY_FIELD: Mapping[str, str] = {
@@ -41,21 +46,6 @@ DEFAULT_DROP_HEADERS = (
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
     "x-auth-token", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
 )
-SEP = r"[-_. ]?"
-DEFAULT_KEY_NAMES = (
-    r"pass(?:word|wd|phrase)", r"secret", r"token", rf"api{SEP}key", rf"access{SEP}key", rf"private{SEP}key",
-    r"credential", r"authorization", r"cookie", rf"session{SEP}id", r"bearer",
-)
-# Names that say "token" but count tokens: model usage blocks (OpenAI's
-# prompt_tokens_details is an object, so it would otherwise be redacted whole).
-DEFAULT_KEY_ALLOW = (
-    "tokenizer", "tokens", "max_tokens", "stop_tokens", "token_count", "token_usage",
-    "prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
-    "prompt_tokens_details", "completion_tokens_details", "input_tokens_details", "output_tokens_details",
-    "cached_tokens", "reasoning_tokens", "audio_tokens", "accepted_prediction_tokens",
-    "rejected_prediction_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-    "max_completion_tokens", "max_output_tokens",
-)
 
 #: The payload fields that hold user data, per kind; the rest is the harness's own.
 REDACTED_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -68,51 +58,15 @@ REDACTED_FIELDS: Mapping[str, tuple[str, ...]] = {
     "run.ended": ("output", "error"),
 }
 
-#: A literal each default key-name rule needs (lowercase), for the fast path.
-DEFAULT_KEY_ANCHORS: Mapping[str, bytes] = {
-    r"pass(?:word|wd|phrase)": b"pass", r"secret": b"secret", r"token": b"token", rf"api{SEP}key": b"key",
-    rf"access{SEP}key": b"key", rf"private{SEP}key": b"key", r"credential": b"credential",
-    r"authorization": b"authorization", r"cookie": b"cookie", rf"session{SEP}id": b"session", r"bearer": b"bearer",
+#: Detector names of earlier versions, still accepted in configs (and recorded run.started events).
+DETECTOR_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "aws-access-key": ("aws-access-key-id",),
+    "openai-anthropic-key": ("openai-key", "anthropic-key"),
+    "url-credentials": ("url-password",),
+    "url-query-secret": ("assignment",),
 }
-
-#: name -> pattern. Kept to well-known, low-false-positive formats.
-DEFAULT_DETECTORS: Mapping[str, str] = {
-    "aws-access-key": r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
-    "github-token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
-    "slack-token": r"\bxox[abposr]-[A-Za-z0-9-]{10,250}",
-    "stripe-key": r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,247}\b",
-    "openai-anthropic-key": r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,250}",
-    "google-api-key": r"\bAIza[0-9A-Za-z_-]{35}\b",
-    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    "private-key": r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----(?:[^-]|-(?!----END))*(?:-----END (?:[A-Z]+ )*PRIVATE KEY-----)?",
-    "bearer-token": r"(?i:\bbearer)\s+[A-Za-z0-9._~+/-]{16,}=*",
-    "url-credentials": r"(?<=://)[^/\s:@\"]{1,100}:[^/\s@\"]{1,200}(?=@)",
-    "url-query-secret": r"(?i:(?<=[?&])(?:api[_-]?key|key|access_token|token|secret|password|sig|signature)=)[^&#\s\"]{8,}",
-    "sendgrid-key": r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
-    "npm-token": r"\bnpm_[A-Za-z0-9]{36}\b",
-    "twilio-key": r"\bSK[0-9a-f]{32}\b",
-}
-
-
-#: Literals each default detector's match contains (looked for in the lowercased
-#: payload for the detectors in LOWERCASE_ANCHORED).
-DETECTOR_ANCHORS: Mapping[str, tuple[bytes, ...]] = {
-    "aws-access-key": (b"AKIA", b"ASIA", b"ABIA", b"ACCA"),
-    "github-token": (b"gho_", b"ghp_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
-    "slack-token": (b"xox",),
-    "stripe-key": (b"k_live_", b"k_test_"),
-    "openai-anthropic-key": (b"sk-",),
-    "google-api-key": (b"AIza",),
-    "jwt": (b"eyJ",),
-    "private-key": (b"PRIVATE KEY-----",),
-    "bearer-token": (b"bearer",),
-    "url-credentials": (b"://",),
-    "url-query-secret": (b"key=", b"token=", b"secret=", b"password=", b"sig=", b"signature="),
-    "sendgrid-key": (b"SG.",),
-    "npm-token": (b"npm_",),
-    "twilio-key": (b"SK",),
-}
-LOWERCASE_ANCHORED = frozenset({"bearer-token", "url-query-secret"})
+#: Fields replay matches on: never rewritten, so a secret there stops the recording.
+MATCHED_PAYLOAD_FIELDS = ("tool",)
 
 
 class RedactionConfigError(ValueError):
@@ -132,13 +86,15 @@ class RedactionRules:
     max_body_bytes: int | None = 1024 * 1024
     capture: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_CAPTURE))
     drop_headers: tuple[str, ...] = DEFAULT_DROP_HEADERS
-    key_names: tuple[str, ...] = DEFAULT_KEY_NAMES
-    key_allow: tuple[str, ...] = DEFAULT_KEY_ALLOW
-    detectors: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_DETECTORS))
+    default_key_names: bool = True  # the shared sensitive-name table (journal.detectors)
+    key_names: tuple[str, ...] = ()  # extra names (regexes), searched in the key case-insensitively
+    key_allow: tuple[str, ...] = ()  # lower-case names never treated as sensitive
+    detectors: tuple[str, ...] = detectors.DETECTOR_NAMES  # shared detectors in use
+    extra_detectors: Mapping[str, str] = field(default_factory=dict)  # name -> regex
     replacements: tuple[Replacement, ...] = ()
 
     @classmethod
-    def from_config(cls, table: Mapping[str, Any], *, source: str = "[redaction]") -> "RedactionRules":
+    def from_config(cls, table: Mapping[str, Any], *, source: str = "[redaction]") -> RedactionRules:
         """Build rules from a ``[redaction]`` table. Lists extend the defaults unless
         ``use_defaults = false``; ``detectors`` may be true, false or a list of names."""
         known = {"enabled", "use_defaults", "max_body_bytes", "capture", "drop_headers", "key_names",
@@ -147,7 +103,7 @@ class RedactionRules:
         if unknown:
             raise RedactionConfigError(f"{source}: unknown key(s) {sorted(unknown)}; expected {sorted(known)}")
         defaults = table.get("use_defaults", True)
-        rules = cls() if defaults else cls(capture={}, drop_headers=(), key_names=(), key_allow=(), detectors={})
+        rules = cls() if defaults else cls(capture={}, drop_headers=(), default_key_names=False, detectors=())
         rules.enabled = bool(table.get("enabled", True))
         if "max_body_bytes" in table:
             cap = table["max_body_bytes"]
@@ -159,24 +115,27 @@ class RedactionRules:
             raise RedactionConfigError(f"{source}: capture must map an event kind to a list of field names")
         rules.capture = {**rules.capture, **{kind: tuple(fields) for kind, fields in capture.items()}}
         rules.drop_headers = rules.drop_headers + tuple(h.lower() for h in _strings(table, "drop_headers", source))
-        rules.key_names = rules.key_names + tuple(re.escape(k) for k in _strings(table, "key_names", source))
-        rules.key_allow = rules.key_allow + tuple(k.lower() for k in _strings(table, "key_allow", source))
-        detectors = table.get("detectors", True)
-        if detectors is False:
-            rules.detectors = {}
-        elif isinstance(detectors, list):
-            missing = [name for name in detectors if name not in DEFAULT_DETECTORS]
+        rules.key_names = tuple(re.escape(k) for k in _strings(table, "key_names", source))
+        rules.key_allow = tuple(k.lower() for k in _strings(table, "key_allow", source))
+        chosen = table.get("detectors", True)
+        if chosen is False:
+            rules.detectors = ()
+        elif isinstance(chosen, list):
+            known_names = set(detectors.DETECTOR_NAMES) | set(DETECTOR_ALIASES)
+            missing = [name for name in chosen if name not in known_names]
             if missing:
-                raise RedactionConfigError(f"{source}: unknown detector(s) {missing}; known: {sorted(DEFAULT_DETECTORS)}")
-            rules.detectors = {name: DEFAULT_DETECTORS[name] for name in detectors}
+                raise RedactionConfigError(f"{source}: unknown detector(s) {missing}; known: {list(detectors.DETECTOR_NAMES)}")
+            rules.detectors = tuple(dict.fromkeys(n for name in chosen for n in DETECTOR_ALIASES.get(name, (name,))))
         extra = table.get("extra_detectors", {})
-        if not isinstance(extra, dict):
+        if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
             raise RedactionConfigError(f"{source}: extra_detectors must map a name to a regex")
-        rules.detectors = {**rules.detectors, **extra}
+        rules.extra_detectors = dict(extra)
         replacements = []
         for position, item in enumerate(table.get("replace", []), 1):
             if not isinstance(item, dict) or not isinstance(item.get("path"), str):
-                raise RedactionConfigError(f"{source}: replace[{position}] needs a 'path' (JSONPath from the payload, e.g. $.request.metadata.email)")
+                raise RedactionConfigError(
+                    f"{source}: replace[{position}] needs a 'path' (JSONPath from the payload, e.g. $.request.metadata.email)"
+                )
             try:
                 path = parse_jsonpath(item["path"])
             except JsonPathError as error:
@@ -193,46 +152,52 @@ def _strings(table: Mapping[str, Any], key: str, source: str) -> list[str]:
     return value
 
 
+class SecretInMatchedFieldError(ValueError):
+    """A secret in a field replay matches on (a step id, a tool name): it cannot be rewritten
+    without breaking replay, and must not be written, so the recording stops."""
+
+
+def key_marker(key: str) -> str:
+    """What a secret used as an object key becomes: stable, so equal keys stay equal."""
+    return f"[REDACTED:{hashlib.sha256(key.encode()).hexdigest()[:8]}]"
+
+
+class _Scrubbed(NamedTuple):
+    text: str
+    edits: list[Edit]
+
+
 class Redactor:
     """Compiled rules. ``redact(kind, payload)`` returns the payload to record
     (the input object itself when nothing applies; never mutated).
 
     Only the user-data fields of a payload are looked at (``REDACTED_FIELDS``);
-    the harness's own fields (hashes, ids, tool names) are left alone. The fast
-    path checks cheap literal anchors first and runs a regex only on a hit.
+    the harness's own fields (hashes, ids, tool names) are left alone.
     """
 
     def __init__(self, rules: RedactionRules | None = None) -> None:
         self.rules = rules = rules or RedactionRules()
         try:
-            key_pattern = "|".join(f"(?:{name})" for name in rules.key_names) or r"(?!x)x"
-            self._key = re.compile(key_pattern, re.IGNORECASE)
-            self._detectors = [(name, re.compile(pattern)) for name, pattern in rules.detectors.items()]
-            # (anchor or None, search the lowercased payload?, detector regex); a
-            # detector without a known anchor (a custom pattern) always runs.
-            self._anchored: list[tuple[bytes | None, bool, re.Pattern[bytes]]] = []
-            for name, pattern in rules.detectors.items():
-                compiled = re.compile(pattern.encode())
-                anchors = DETECTOR_ANCHORS.get(name) if pattern == DEFAULT_DETECTORS.get(name) else None
-                for anchor in anchors or (None,):
-                    self._anchored.append((anchor, name in LOWERCASE_ANCHORED, compiled))
+            self._extra_keys = re.compile("|".join(f"(?:{name})" for name in rules.key_names), re.IGNORECASE) \
+                if rules.key_names else None
+            self._extra = [(name, re.compile(pattern)) for name, pattern in rules.extra_detectors.items()]
+            self._extra_bytes = [re.compile(pattern.encode()) for pattern in rules.extra_detectors.values()]
         except re.error as error:
             raise RedactionConfigError(f"invalid redaction pattern: {error}") from None
-        self._key_anchors = _key_anchors(rules.key_names)
-        # One pass over a small payload for every anchor at once: a single regex beats a
-        # Python loop of substring tests below a few hundred bytes, and loses above.
-        exact = [anchor for anchor, lowercase, _ in self._anchored if not lowercase]
-        folded = [anchor for anchor, lowercase, _ in self._anchored if lowercase] + list(self._key_anchors or [None])
-        self._quick: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
-        if None not in exact and None not in folded:
-            self._quick = (_literal_alternation(exact), _literal_alternation(folded))  # type: ignore[arg-type]
+        self._enabled = frozenset(rules.detectors)
+        self._shared = bool(self._enabled) or rules.default_key_names
+        literal = [re.sub(r"\\(.)", r"\1", name) for name in rules.key_names]
+        literal_ok = all(re.escape(text) == name for text, name in zip(literal, rules.key_names))
+        self._extra_key_hints = tuple(text.lower().encode() for text in literal) if literal_ok else None
         self._allow = frozenset(rules.key_allow)
         self._drop_headers = frozenset(rules.drop_headers)
         self._replacements: dict[str | None, list[Replacement]] = {}
         for replacement in rules.replacements:
             self._replacements.setdefault(replacement.kind, []).append(replacement)
         self._cap = rules.max_body_bytes
+        self._matched_cache: dict[str, str | None] = {}
 
+    # -- the entry points ----------------------------------------------------------------------
     def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         if not self.rules.enabled:
             return payload
@@ -251,106 +216,192 @@ class Redactor:
         if not (trims or replacements or self._needs_walk(data)):
             return payload
         copy = orjson.loads(data)
-        if trims:
+        if trims and capture is not None and body_field is not None:
             copy[body_field] = {key: value for key, value in copy[body_field].items() if key in capture}
         for replacement in replacements:
             replacement.path.replace(copy, replacement.value)
-        return {**payload, **self._walk(copy)}
+        walked = self._walk(copy, None, 0)
+        if walked == scope:
+            return payload
+        out = {**payload, **walked}
+        if kind == "model.response":
+            out = self._keep_stream_consistent(payload, out)
+        return out
 
+    def secret_in_matched_field(self, name: str, value: Any) -> str | None:
+        """The detector that finds a secret in ``value`` of a matched field, else None."""
+        if type(value) is not str or not self.rules.enabled:
+            return None
+        if value not in self._matched_cache:
+            if len(self._matched_cache) > 4096:
+                self._matched_cache.clear()
+            hits = self._hits(value, None, 0)
+            self._matched_cache[value] = hits[0][2] if hits else None
+        return self._matched_cache[value]
+
+    def check_matched_fields(self, kind: str, step_id: str | None, payload: Mapping[str, Any]) -> None:
+        """Raise SecretInMatchedFieldError when a step id or tool name holds a secret."""
+        found = self.secret_in_matched_field("step_id", step_id)
+        if found is not None:
+            raise SecretInMatchedFieldError(
+                f"{kind}: the step_id holds a secret ({found}); step ids are matched by replay and never redacted, "
+                "so the recording stops. Use a step id without credentials."
+            )
+        for name in MATCHED_PAYLOAD_FIELDS:
+            found = self.secret_in_matched_field(name, payload.get(name))
+            if found is not None:
+                raise SecretInMatchedFieldError(
+                    f"{kind}: payload.{name} holds a secret ({found}); tool names are matched by replay and never "
+                    "redacted, so the recording stops. Rename the tool."
+                )
+
+    # -- the gate ------------------------------------------------------------------------------
     def _needs_walk(self, data: bytes) -> bool:
         if self._cap is not None and len(data) > self._cap:
             return True
-        if self._drop_headers and b'"headers":{' in data:
+        if self._drop_headers and b'"headers":' in data:
             return True
-        lowered = data.lower()
-        if self._quick is not None and len(data) <= SMALL_PAYLOAD:
-            if not self._quick[0].search(data) and not self._quick[1].search(lowered):
-                return False
-        for anchor, lowercase, pattern in self._anchored:
-            if anchor is None or anchor in (lowered if lowercase else data):
-                if pattern.search(data):
-                    return True
-        if self._key_anchors is None:
-            return self._walk_needed_for_keys(orjson.loads(data))
-        for anchor in self._key_anchors:
-            position = lowered.find(anchor)
-            while position != -1:
-                close = lowered.find(b'"', position)
-                # a string followed by ':' is a key; only string or container values are redacted
-                if close != -1 and lowered[close + 1 : close + 2] == b":" and lowered[close + 2 : close + 3] in (b'"', b"[", b"{"):
-                    open_ = lowered.rfind(b'"', 0, position)
-                    key = data[open_ + 1 : close].decode("utf-8", "replace")
-                    if key.lower() not in self._allow and self._key.search(key):
-                        return True
-                position = lowered.find(anchor, position + 1)
+        if self._shared and detectors.might_hold_secret(data):
+            return True
+        if any(pattern.search(data) for pattern in self._extra_bytes):
+            return True
+        if self._extra_keys is not None:
+            if self._extra_key_hints is None:
+                return True
+            lowered = data.lower()
+            return any(hint in lowered for hint in self._extra_key_hints)
         return False
 
-    def _walk_needed_for_keys(self, value: Any) -> bool:
-        if isinstance(value, dict):
-            return any(
-                (isinstance(item, (str, dict, list)) and key.lower() not in self._allow and self._key.search(key))
-                or self._walk_needed_for_keys(item)
-                for key, item in value.items()
-            )
-        if isinstance(value, list):
-            return any(self._walk_needed_for_keys(item) for item in value)
-        return False
+    # -- the walk ------------------------------------------------------------------------------
+    def _secret_key(self, key: str) -> bool:
+        lowered = key.lower()
+        if lowered in self._allow:
+            return False
+        if self.rules.default_key_names and detectors.is_secret_key(key):
+            return True
+        return self._extra_keys is not None and self._extra_keys.search(key) is not None
 
-    def _walk(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            out = {}
-            for key, item in value.items():
-                if key == "headers" and isinstance(item, dict):
-                    item = {name: v for name, v in item.items() if name.lower() not in self._drop_headers}
-                if (
-                    isinstance(item, (str, dict, list))
-                    and key.lower() not in self._allow
-                    and self._key.search(key)
-                    and item != REDACTED
-                ):
-                    out[key] = REDACTED
-                else:
-                    out[key] = self._walk(item)
-            return out
-        if isinstance(value, list):
-            return [self._walk(item) for item in value]
-        if isinstance(value, str):
-            return self._scrub_string(value)
+    def _walk(self, value: Any, key: str | None, depth: int) -> Any:
+        kind = type(value)
+        if kind is dict:
+            return self._walk_dict(value, key, depth)
+        if kind is list:
+            pair_name = detectors.pair_name(value)
+            secret_pair = pair_name is not None and (self._secret_key(pair_name) or pair_name.lower() in self._drop_headers)
+            return [
+                self._redact_under(item, pair_name, depth) if secret_pair and index == 1 else self._walk(item, key, depth)
+                for index, item in enumerate(value)
+            ]
+        if kind is str:
+            return self._scrub(value, key, depth).text
         return value
 
-    def _scrub_string(self, text: str) -> str:
-        for name, pattern in self._detectors:
-            if pattern.search(text):
-                text = pattern.sub(f"[REDACTED:{name}]", text)
+    def _walk_dict(self, value: dict[str, Any], key: str | None, depth: int) -> dict[str, Any]:
+        if key == "headers":
+            value = {name: item for name, item in value.items() if name.lower() not in self._drop_headers}
+        pair_name = detectors.pair_name(value) if len(value) == 2 else None
+        secret_pair = pair_name is not None and (self._secret_key(pair_name) or pair_name.lower() in self._drop_headers)
+        out: dict[str, Any] = {}
+        for child_key, item in value.items():
+            new_key = child_key
+            if len(child_key) >= 8 and self._hits(child_key, None, depth):
+                new_key = key_marker(child_key)
+                while new_key in out or new_key in value:
+                    new_key = key_marker(new_key)
+            if self._secret_key(child_key) or secret_pair and child_key == "value":
+                out[new_key] = self._redact_under(item, child_key if not secret_pair else pair_name, depth)
+            else:
+                out[new_key] = self._walk(item, child_key, depth)
+        return out
+
+    def _redact_under(self, item: Any, key: str | None, depth: int) -> Any:
+        """A value under a sensitive name: replaced whole (numbers, strings, containers)."""
+        if item is None or type(item) is bool or item == REDACTED:
+            return item
+        if type(item) in (int, float) and not detectors.is_secret_number(item):
+            return item  # a flag or a small count (auth: 1) under a secret-sounding name
+        if type(item) is str and (not item or detectors.is_placeholder(item)):
+            return item
+        return REDACTED
+
+    def _hits(self, text: str, key: str | None, depth: int) -> list[tuple[int, int, str]]:
+        spans: list[tuple[int, int, str]] = []
+        if self._enabled:
+            context = key if key is not None and not self._secret_key(key) else None
+            spans.extend(
+                (hit.start, hit.end, hit.detector)
+                for hit in detectors.find_secrets(text, context, depth=depth)
+                if hit.detector in self._enabled
+            )
+        for name, pattern in self._extra:
+            spans.extend((match.start(), match.end(), name) for match in pattern.finditer(text) if match.end() > match.start())
+        return spans
+
+    def _scrub(self, text: str, key: str | None, depth: int) -> _Scrubbed:
+        """``text`` with every secret replaced by ``[REDACTED:<detector>]``, and the edits made."""
+        if len(text) >= 4:
+            decoded = self._scrub_json(text, depth)
+            if decoded is not None:
+                return _Scrubbed(decoded, [Edit(0, len(text), len(decoded))])
+        # leftmost first; at one start a credential format names the marker, not a structural detector
+        spans = sorted(self._hits(text, key, depth), key=lambda s: (s[0], s[2] not in detectors.FORMAT_NAMES, -s[1]))
+        edits: list[Edit] = []
+        if spans:
+            parts, position = [], 0
+            merged: list[list[Any]] = []
+            for start, end, name in spans:
+                if merged and start < merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], end)
+                else:
+                    merged.append([start, end, name])
+            for start, end, name in merged:
+                marker = f"[REDACTED:{name}]"
+                parts.append(text[position:start])
+                edits.append(Edit(start, end, len(marker)))
+                parts.append(marker)
+                position = end
+            parts.append(text[position:])
+            text = "".join(parts)
         if self._cap is not None:
             raw = text.encode("utf-8")
             if len(raw) > self._cap:
                 kept = raw[: self._cap].decode("utf-8", "ignore")
-                text = f"{kept}…[truncated {len(raw) - len(kept.encode())} bytes]"
-        return text
+                marker = f"…[truncated {len(raw) - len(kept.encode())} bytes]"
+                edits = [edit for edit in edits if edit.start < len(kept)]  # edits are of the text before the cap
+                edits.append(Edit(len(kept), len(text), len(marker)))
+                text = kept + marker
+        return _Scrubbed(text, edits)
 
-
-def _literal_alternation(literals: list[bytes]) -> re.Pattern[bytes]:
-    return re.compile(b"|".join(re.escape(literal) for literal in dict.fromkeys(literals)) or rb"(?!x)x")
-
-
-def _key_anchors(key_names: tuple[str, ...]) -> tuple[bytes, ...] | None:
-    """Literal substrings one of which every matching key contains (lowercased);
-    None when a configured name is a pattern with no such literal."""
-    anchors: list[bytes] = []
-    for name in key_names:
-        if name in DEFAULT_KEY_ANCHORS:
-            anchors.append(DEFAULT_KEY_ANCHORS[name])
-            continue
-        literal = re.sub(r"\\(.)", r"\1", name)
-        if re.escape(literal) != name:
+    def _scrub_json(self, text: str, depth: int) -> str | None:
+        """JSON inside a string, decoded, redacted and encoded again; None when it is not JSON
+        or holds nothing to redact (then the text is left byte for byte)."""
+        stripped = text.strip()
+        if depth >= detectors.MAX_JSON_DEPTH or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
             return None
-        anchors.append(literal.lower().encode())
-    return tuple(dict.fromkeys(anchors))  # each anchor once, in order
+        try:
+            value = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            return None
+        redacted = self._walk(value, None, depth + 1)
+        return None if redacted == value else orjson.dumps(redacted).decode()
+
+    def _keep_stream_consistent(self, before: Mapping[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """Streamed content was redacted as assembled text; move the chunk boundaries with it,
+        so the recorded chunks join to the recorded text and no chunk keeps part of a secret."""
+        stream, response = after.get("stream"), after.get("response")
+        original = (before.get("response") or {}).get("content") if isinstance(before.get("response"), dict) else None
+        if not isinstance(stream, dict) or not isinstance(response, dict) or not isinstance(original, str):
+            return after
+        content = response.get("content")
+        boundaries = stream.get("boundaries")
+        if content == original or not isinstance(content, str) or not isinstance(boundaries, list):
+            return after
+        edits = self._scrub(original, "content", 0).edits
+        return {**after, "stream": {**stream, "boundaries": remap_boundaries(boundaries, edits, len(content))}}
 
 
 def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:
-    """Every string in a JSON value with its JSONPath; used to name where a secret survived."""
+    """Every string, key and number in a JSON value with its JSONPath; names where a secret survived."""
     if isinstance(value, dict):
         for key, item in value.items():
             yield key, f"{path}.{key}"  # key names can leak too
@@ -360,6 +411,8 @@ def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:
             yield from iter_string_paths(item, f"{path}[{index}]")
     elif isinstance(value, str):
         yield value, path
+    elif type(value) in (int, float):
+        yield str(value), path  # a numeric password
 
 
 Redact = Callable[[str, dict[str, Any]], dict[str, Any]]

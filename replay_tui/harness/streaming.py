@@ -8,9 +8,18 @@ chunk's content in the assembled text, so replay can re-split it identically.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import orjson
+
+
+class Edit(NamedTuple):
+    """Text[start:end] of the original was replaced by ``length`` characters (redaction)."""
+
+    start: int
+    end: int
+    length: int
 
 
 def assemble_stream(chunks: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -55,3 +64,25 @@ def split_stream(content: str, boundaries: list[int]) -> list[str]:
         deltas.append(content[start:end])
         start = end
     return deltas
+
+
+def remap_boundaries(boundaries: list[int], edits: list[Edit], length: int) -> list[int]:
+    """Chunk boundaries of a text after ``edits`` (sorted, not overlapping) were made to it.
+
+    A boundary inside an edited span moves to the span's end, so the whole replacement
+    lands in one chunk and no chunk holds part of what was replaced; the chunks still join
+    to the edited text (of ``length`` characters).
+    """
+    remapped: list[int] = []
+    shift, index = 0, 0
+    for boundary in boundaries:
+        while index < len(edits) and edits[index].end <= boundary:
+            edit = edits[index]
+            shift += edit.length - (edit.end - edit.start)
+            index += 1
+        if index < len(edits) and edits[index].start < boundary:
+            edit = edits[index]
+            remapped.append(min(edit.start + shift + edit.length, length))
+        else:
+            remapped.append(min(boundary + shift, length))
+    return remapped

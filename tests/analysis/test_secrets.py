@@ -12,11 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.analysis.secrets import flagged_seqs, is_sensitive_key, mask, scan_event, scan_journal, scan_string
+from replay_tui.analysis.secrets import (
+    flagged_seqs,
+    is_sensitive_key,
+    mask,
+    scan_event,
+    scan_journal,
+    scan_string,
+)
 from replay_tui.journal import JournalWriter, call_key_of, hash_value, open_journal
 
 sys.path.insert(0, str(Path(__file__).parent))
-from incident_sample import PLANTED_SECRET, write_incident_journal  # noqa: E402
+from incident_sample import PLANTED_SECRET, write_incident_journal
 
 # Realistic shapes, built at run time so this file itself holds no token a scanner would flag.
 KNOWN = {
@@ -273,7 +280,7 @@ def test_ignore_patterns_leave_out_reviewed_paths(tmp_path: Path) -> None:
 )
 def test_sensitive_names_assigned_inside_text(text: str, name: str) -> None:
     hit = scan_string(text, "body")
-    assert hit is not None and hit[0] == "key-name" and hit[2] == f"{name!r} set in text"
+    assert hit is not None and hit[0] == "assignment" and hit[2] == f"{name!r} set in text"
 
 
 @pytest.mark.parametrize(

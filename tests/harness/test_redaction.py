@@ -8,11 +8,13 @@ import copy
 import orjson
 import pytest
 
+from replay_tui.analysis.secrets import scan_event
 from replay_tui.harness import Harness, JsonlSink, RedactionRules, Redactor
 from replay_tui.harness.canaries import detector_canaries
 from replay_tui.harness.config import config_from_mapping
 from replay_tui.harness.redaction import REDACTED, RedactionConfigError
-from replay_tui.journal import hash_value
+from replay_tui.journal import Event, hash_value
+from replay_tui.journal.detectors import FORMAT_NAMES
 
 from .helpers import events_of
 
@@ -37,13 +39,14 @@ def test_key_names_leave_counts_and_allowed_keys_alone(redactor):
     assert out["response"] == response
 
 
-@pytest.mark.parametrize("filler", [0, 2000])  # small payloads take the one-regex path, big ones the loop
+@pytest.mark.parametrize("filler", [0, 2000])
 def test_every_detector_catches_its_format(redactor, filler):
     for canary in detector_canaries():
         text = f"before {canary.text} after" + " lorem ipsum" * (filler // 12)
         out = redactor.redact("input.received", {"role": "user", "content": text})
         assert canary.secret not in out["content"], canary.name
-        assert f"[REDACTED:{canary.name}]" in out["content"], canary.name
+        if canary.name in FORMAT_NAMES:
+            assert f"[REDACTED:{canary.name}]" in out["content"], canary.name
 
 
 def test_bearer_and_url_credentials_in_free_text(redactor):
@@ -104,6 +107,7 @@ def test_untouched_payload_is_returned_as_is(redactor):
     ({"nonsense": 1}, "unknown key"),
     ({"max_body_bytes": 3}, "max_body_bytes"),
     ({"detectors": ["no-such"]}, "unknown detector"),
+    ({"extra_detectors": {"bad": 1}}, "extra_detectors"),
     ({"replace": [{"path": "request.x"}]}, "must start with '$'"),
     ({"extra_detectors": {"bad": "("}}, None),
 ])
@@ -150,10 +154,9 @@ def test_redaction_from_a_config_file_is_used_by_the_harness(tmp_path):
     assert out["arguments"]["customer_ssn"] == REDACTED
 
 
-import re  # noqa: E402
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 _secretish = st.sampled_from([c.text for c in detector_canaries()] + ["plain words", "token", "key=value", "://x"])
 _json = st.recursive(
@@ -166,13 +169,12 @@ _json = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(_json)
-def test_redaction_is_idempotent_and_leaves_no_detected_secret(value):
+def test_redaction_is_idempotent_and_leaves_nothing_scan_finds(value):
     redactor = Redactor()
     once = redactor.redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": value})
     assert redactor.redact("tool.result", once) == once
-    text = re.sub(r"\[REDACTED(:[a-z-]+)?\]", "", orjson.dumps(once["result"]).decode())  # markers are not secrets
-    for canary in detector_canaries():
-        assert not any(pattern.search(text) for name, pattern in redactor._detectors if name == canary.name)
+    event = Event(1, "tool.result", "r", "r:1", None, None, "2026-01-01T00:00:00Z", once, None, None, {"payload": once})
+    assert scan_event(event) == []
 
 
 def test_model_usage_token_counts_are_not_redacted() -> None:

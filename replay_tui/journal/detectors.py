@@ -1,0 +1,473 @@
+"""Secret detectors: the one table that redaction (harness) and ``scan`` (analysis) both use.
+
+A value holds a secret when one of these finds it (names are the detector names both report):
+
+* a known credential format (``FORMATS``: AWS, GitHub, GitLab, OpenAI, Anthropic, Slack, Stripe, ...);
+* ``key-name``: a value under a sensitive key (``password``, ``api_key``, ``clientSecret``, a header
+  pair such as ``["Authorization", "Basic ..."]``), a number there included;
+* ``assignment``: a sensitive name set inside text (``DB_PASSWORD=...``, ``?client_secret=...``,
+  ``password: ...`` in an exception message, ``AccountKey=...;`` in a connection string);
+* ``json``: JSON encoded inside a string, decoded and checked to ``MAX_JSON_DEPTH``;
+* ``base64``: base64 whose decoded text holds one of the above;
+* ``entropy``: a token that looks random (ids, hashes, names and paths excluded).
+
+Patterns compile on first use, so importing this module costs nothing at app start-up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any, NamedTuple
+
+import orjson
+
+
+@dataclass(frozen=True)
+class Format:
+    """A credential shape. ``anchors`` are regex fragments one of which every match contains
+    (a cheap gate before the full pattern); a group named ``secret`` marks the secret part."""
+
+    name: str
+    pattern: str
+    anchors: tuple[str, ...]
+    detect_secrets: str = ""  # the detect-secrets plugin this covers, for the README comparison
+    check: Callable[[str], bool] | None = None  # a further test of the matched secret
+
+
+def _basic_credentials(value: str) -> bool:
+    """``Basic`` auth is base64 of ``user:password``; prose such as "Basic information" is not."""
+    try:
+        return b":" in base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+
+
+_START = r"(?<![A-Za-z0-9])"  # a token starts here ('_', '-' and punctuation may precede it)
+
+FORMATS: tuple[Format, ...] = (
+    Format("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----END))*"
+           r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?", ("PRIVATE KEY",), "PrivateKeyDetector"),
+    Format("aws-access-key-id", _START + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[0-9A-Z]{16}",
+           ("A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|3T)",), "AWSKeyDetector"),
+    Format("github-token", _START + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+           ("gh[pousr]_", "github_pat_"), "GitHubTokenDetector"),
+    Format("gitlab-token", _START + r"gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-[A-Za-z0-9_-]{20,}",
+           ("gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-",), "GitLabTokenDetector"),
+    Format("anthropic-key", _START + r"sk-ant-(?:api|admin|oat)[0-9]{2}-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
+    Format("openai-key", _START + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", ("sk-",), "OpenAIDetector"),
+    Format("slack-token", _START + r"xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), "SlackDetector"),
+    Format("slack-webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+",
+           (r"hooks\.slack",), "SlackDetector"),
+    Format("stripe-key", _START + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", ("k_(?:live|test)_",), "StripeDetector"),
+    Format("google-api-key", r"AIza[0-9A-Za-z_-]{35}", ("AIza",)),
+    Format("sendgrid-key", _START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", (r"SG\.",), "SendGridDetector"),
+    Format("npm-token", _START + r"npm_[A-Za-z0-9]{36}", ("npm_",), "NpmDetector"),
+    Format("pypi-token", _START + r"pypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-AgE",), "PypiTokenDetector"),
+    Format("twilio-key", _START + r"SK[0-9a-fA-F]{32}", ("SK[0-9a-fA-F]",), "TwilioKeyDetector"),
+    Format("discord-bot-token", _START + r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",
+           (r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.",), "DiscordBotTokenDetector"),
+    Format("telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", (r"[0-9]:AA",), "TelegramBotTokenDetector"),
+    Format("azure-storage-key", r"(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
+           ("(?i:accountkey|sharedaccesskey)=",), "AzureStorageKeyDetector"),
+    Format("jwt", _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", ("eyJ",), "JwtTokenDetector"),
+    # short values only with a digit, so prose ("bearer tokens are...") is not a token
+    Format("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*|(?=[A-Za-z._~+/-]{0,14}[0-9])"
+           r"[A-Za-z0-9._~+/-]{6,15}(?![A-Za-z0-9._~+/-])=*)", ("(?i:bearer)",)),
+    Format("basic-auth", r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})", ("(?i:basic)",), "BasicAuthDetector",
+           check=_basic_credentials),
+    Format("url-password", r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]{1,200})@", ("://",),
+           "BasicAuthDetector"),
+)
+
+FORMAT_NAMES = tuple(f.name for f in FORMATS)
+#: Every detector name both redaction and scan report (formats and the structural ones).
+DETECTOR_NAMES = FORMAT_NAMES + ("key-name", "assignment", "json", "base64", "entropy")
+
+#: detect-secrets plugins this table does not cover, and why (README lists them too).
+NOT_COVERED = {
+    "ArtifactoryDetector": "rare; its tokens are caught by entropy",
+    "CloudantDetector": "rare; passwords in its URLs are caught by url-password",
+    "IbmCloudIamDetector": "rare; caught by key-name (apikey) and entropy",
+    "IbmCosHmacDetector": "rare; caught by key-name and entropy",
+    "MailchimpDetector": "hex with a -usNN suffix; caught by key-name and entropy",
+    "SoftlayerDetector": "rare; caught by key-name (api_key)",
+    "SquareOAuthDetector": "rare; caught by entropy",
+}
+
+# -- sensitive names -------------------------------------------------------------------------
+# Names are compared lower-cased with everything but letters and digits removed,
+# so api_key, apiKey, API-KEY and x-api-key all become "apikey"/"xapikey".
+_SENSITIVE_NAME = (
+    r"(password|passwd|passphrase|pwd|secret|token|apikey|accesskey|privatekey|signingkey|encryptionkey|secretkey|"
+    r"accountkey|sharedaccesskey|masterkey|credential|credentials|authorization|cookie|sessionkey|sessiontoken|auth|"
+    r"bearer)$|^(auth|secret|password|passwd|privatekey|apikey|accesstoken|refreshtoken|bearer)"
+)
+# ... except names that only talk about tokens or secrets: counts, limits, types, pagination.
+_NOT_SENSITIVE_NAME = (
+    r"tokens$|tokenizer|tokentype|tokencount|tokenlimit|tokenusage|maxtoken|pagetoken|nexttoken|continuationtoken|"
+    r"cursor|secretname|secretref|secretid|passwordpolicy|author$|authors$|authority|authored|authmethod|authtype|"
+    r"authurl|authprovider|authenabled|authrequired|(type|count|limit|name|id|ids|url|uri|path|hash|hint|length|"
+    r"expiry|expires|expiresat|expiresin|scope|scopes|usage|details)$"
+)
+#: Whole names that are always sensitive (checked before the exceptions above).
+ALWAYS_SENSITIVE = frozenset({"pass", "pw", "sig", "sessionid", "sessid", "phpsessid", "jsessionid", "connectionstring"})
+#: Lower-case literals one of which every sensitive name contains (a cheap gate before a parse).
+NAME_HINTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "sess", "bearer", "sig", "connection")
+_PLACEHOLDER = (
+    r"^[\[<({]?\s*(redacted|masked|removed|hidden|filtered|omitted)\b|\*{3,}|^x{3,}$|^<[^>]*>$|^\[[^\]]*\]$"
+    r"|^\{\{.*\}\}$|^\$\{.*\}$|^\$[A-Z_][A-Z0-9_]*$|^sha256:[0-9a-f]{64}$"
+    r"|^(none|null|true|false|changeme|example|placeholder|test|dummy|required|optional|string)$"
+)
+MIN_KEYED_VALUE_CHARS = 6  # a shorter value under a sensitive key is reported by scan only if it is a number
+MIN_SECRET_NUMBER_DIGITS = 4
+# ... a colour, a version or OID, or a dotted name such as ed25519.Ed25519PrivateKey is no credential
+_NOT_A_CREDENTIAL = r"#[0-9a-fA-F]{3,8}$|\d+(\.\d+)+$|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
+_AUTH_SCHEMES = r"basic|bearer|token|digest|negotiate|apikey|sso-key"
+_ASSIGNMENT = (
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,60})[\"']?(?P<lead>[ \t]*)(?P<op>=|:)(?P<trail>[ \t]*)"
+    rf"(?:(?P<scheme>(?i:{_AUTH_SCHEMES}))[ \t]+)?"
+    r"(?:\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|(?P<bare>[^\s\"'&,;<>(){}\[\]]+))"
+)
+MAX_JSON_DEPTH = 4
+MAX_BASE64_CHARS = 65536
+
+# -- entropy -----------------------------------------------------------------------------
+_CANDIDATE = r"[A-Za-z0-9+/_\-.~]{20,}={0,3}"  # '=' only as base64 padding, so a=b splits
+ENTROPY_MIN_CHARS = 20
+ENTROPY_MAX_CHARS = 512  # longer runs are blobs (images, base64 documents), not credentials
+# bits per character, by token length: a random base62 token of 20 chars measures
+# about 4.0, of 32 about 4.6, of 40+ about 5.0; English-like identifiers stay below.
+_ENTROPY_FLOOR = ((20, 3.9), (28, 4.2), (40, 4.5))
+IDENTIFIER_WORD_LENGTH = 3.5
+MIN_CLASS_SWITCH_RATIO = 0.3  # tokens under 32 chars
+MIN_CLASS_SWITCH_RATIO_LONG = 0.25  # tokens of 32+ chars, where entropy already separates well
+_ID_KEY = r"(^|[_\-.])(id|ids|key|hash|digest|checksum|etag|sha|uuid|ulid|nonce|cursor|ref)$"
+_ID_KEY_CAMEL = r"[a-z0-9](Id|Ids|Hash|Key|Digest|Uuid|Sha)$"
+
+
+class Hit(NamedTuple):
+    """A secret in a string: its span, the detector and a short note (never the value)."""
+
+    start: int
+    end: int
+    detector: str
+    detail: str = ""
+
+
+class _Compiled:
+    """Everything compiled once, on first use."""
+
+    def __init__(self) -> None:
+        groups = []
+        for index, fmt in enumerate(FORMATS):
+            groups.append(f"(?P<f{index}>{fmt.pattern.replace('(?P<secret>', f'(?P<s{index}>')})")
+        self.formats = re.compile("|".join(groups))
+        self.format_gate = re.compile("|".join(anchor for fmt in FORMATS for anchor in fmt.anchors))
+        self.name_gate = re.compile("|".join(NAME_HINTS), re.IGNORECASE)
+        self.gate = re.compile("|".join([self.format_gate.pattern, "(?i:" + self.name_gate.pattern + ")"]))
+        self.gate_bytes = re.compile(self.gate.pattern.encode())
+        self.candidate = re.compile(_CANDIDATE)
+        self.candidate_bytes = re.compile(_CANDIDATE.encode())
+        self.sensitive = re.compile(_SENSITIVE_NAME)
+        self.not_sensitive = re.compile(_NOT_SENSITIVE_NAME)
+        self.placeholder = re.compile(_PLACEHOLDER, re.IGNORECASE)
+        self.not_credential = re.compile(_NOT_A_CREDENTIAL)
+        self.assignment = re.compile(_ASSIGNMENT)
+        self.hex = re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
+        self.uuid = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+        self.id_key = re.compile(_ID_KEY, re.IGNORECASE)
+        self.id_key_camel = re.compile(_ID_KEY_CAMEL)
+        self.words = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+        self.name_part = re.compile(r"[a-z]+\d*|[A-Z]+\d*|[A-Z][a-z]+\d*|\d+")
+
+
+@cache
+def compiled() -> _Compiled:
+    return _Compiled()
+
+
+# -- names -----------------------------------------------------------------------------------
+@lru_cache(maxsize=8192)
+def is_secret_key(key: str) -> bool:
+    """password, api_key, apiKey, x-api-key, clientSecret, raw_token, DB_PASSWORD ... not max_tokens or token_type."""
+    name = "".join(c for c in key.lower() if c.isalnum())
+    if not name:
+        return False
+    if name in ALWAYS_SENSITIVE:
+        return True
+    patterns = compiled()
+    return bool(patterns.sensitive.search(name)) and not patterns.not_sensitive.search(name)
+
+
+@lru_cache(maxsize=8192)
+def is_id_key(key: str) -> bool:
+    """call_id, request_hash, etag, requestId: values that are random by design."""
+    patterns = compiled()
+    return bool(patterns.id_key.search(key) or patterns.id_key_camel.search(key))
+
+
+def is_placeholder(value: str) -> bool:
+    """[REDACTED], <redacted>, ***, ${VAR}, a sha256: hash, true/none: not a secret."""
+    return bool(compiled().placeholder.search(value.strip()))
+
+
+def is_secret_number(value: Any) -> bool:
+    """A number that, under a sensitive key, is a secret (a numeric password or PIN)."""
+    return type(value) in (int, float) and len(str(value).lstrip("-")) >= MIN_SECRET_NUMBER_DIGITS
+
+
+def pair_name(container: Any) -> str | None:
+    """The name of a header pair: ``["Authorization", value]`` or ``{"name": ..., "value": ...}``."""
+    if type(container) is list:
+        if len(container) == 2 and type(container[0]) is str and _HEADER_NAME.fullmatch(container[0]):
+            return container[0]
+        return None
+    if type(container) is dict and len(container) == 2 and "value" in container:
+        for field in ("name", "key", "header", "field"):
+            name = container.get(field)
+            if type(name) is str and _HEADER_NAME.fullmatch(name):
+                return name
+    return None
+
+
+_HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def pair_secret_index(container: Any) -> str | int | None:
+    """Where the value of a sensitive header pair sits (1 or "value"), else None."""
+    name = pair_name(container)
+    if name is None or not is_secret_key(name):
+        return None
+    return 1 if type(container) is list else "value"
+
+
+# -- entropy ---------------------------------------------------------------------------------
+def shannon_entropy(text: str) -> float:
+    """Bits per character of ``text``'s own character distribution."""
+    length = len(text)
+    if not length:
+        return 0.0
+    return -sum(count / length * math.log2(count / length) for count in Counter(text).values())
+
+
+def _entropy_floor(length: int) -> float:
+    floor = _ENTROPY_FLOOR[0][1]
+    for min_length, bits in _ENTROPY_FLOOR:
+        if length >= min_length:
+            floor = bits
+    return floor
+
+
+def random_part(token: str) -> str | None:
+    """The part of a candidate token that looks random, or None."""
+    if "." in token or "//" in token:
+        # dotted names, URLs and file paths (base64 has no '.'): judge the parts, not the whole
+        parts = (part for part in re.split(r"[./]+", token) if len(part) >= ENTROPY_MIN_CHARS)
+        return next((part for part in parts if looks_random(part)), None)
+    return token if looks_random(token) else None
+
+
+def looks_random(token: str) -> bool:
+    stripped = token.strip("=.-_~")
+    if len(stripped) < ENTROPY_MIN_CHARS or len(stripped) > ENTROPY_MAX_CHARS:
+        return False
+    patterns = compiled()
+    if patterns.hex.fullmatch(stripped) or patterns.uuid.search(stripped):
+        return False
+    # random tokens mix classes; a word, a slug or an ALL_CAPS name does not
+    has_digit = any(c.isdigit() for c in stripped)
+    has_lower = any(c.islower() for c in stripped)
+    has_upper = any(c.isupper() for c in stripped)
+    separators = stripped.count("-") + stripped.count("_") + stripped.count(".")
+    if has_digit + has_lower + has_upper < 2 or not has_digit and separators >= 2:
+        return False
+    if _class_switch_ratio(stripped) < (MIN_CLASS_SWITCH_RATIO if len(stripped) < 32 else MIN_CLASS_SWITCH_RATIO_LONG):
+        return False
+    if _mean_word_length(stripped) >= IDENTIFIER_WORD_LENGTH or _is_snake_name(stripped):
+        return False
+    return shannon_entropy(stripped) >= _entropy_floor(len(stripped))
+
+
+def _mean_word_length(token: str) -> float:
+    """Mean length of the letter runs: about 1.5 in random text, 4 or more in names."""
+    words = compiled().words.findall(token)
+    return sum(map(len, words)) / len(words) if words else 0.0
+
+
+def _is_snake_name(token: str) -> bool:
+    """EC_KEY_get0_public_key, ORDER_STATUS_2024_Q3: three or more parts, each one word."""
+    parts = re.split(r"[_\-]+", token.strip("_-"))
+    name_part = compiled().name_part
+    return len(parts) >= 3 and all(name_part.fullmatch(part) for part in parts)
+
+
+def _char_class(char: str) -> int:
+    return 0 if char.islower() else 1 if char.isupper() else 2 if char.isdigit() else 3
+
+
+def _class_switch_ratio(token: str) -> float:
+    """How often neighbours differ in class: ~0.45 for random base62/base64, under 0.3 for identifiers."""
+    classes = [_char_class(c) for c in token]
+    # upper -> lower is how a capitalised word starts, so it does not count as a switch
+    return sum(a != b and (a, b) != (1, 0) for a, b in itertools.pairwise(classes)) / (len(token) - 1)
+
+
+# -- strings ---------------------------------------------------------------------------------
+def might_hold_secret(data: bytes) -> bool:
+    """Cheap test over serialized JSON: False means no detector can fire on any key or value in it."""
+    patterns = compiled()
+    if patterns.gate_bytes.search(data):
+        return True
+    for candidate in patterns.candidate_bytes.finditer(data):
+        token = candidate.group().decode("ascii")
+        if random_part(token) is not None or _base64_hit(token, 0) is not None:
+            return True
+    return False
+
+
+def find_secrets(text: str, key: str | None = None, *, first: bool = False, depth: int = 0) -> list[Hit]:
+    """The secrets in ``text`` (a value under ``key``, or a key when ``key`` is None), in order found.
+
+    ``first`` stops at the first hit (scan); redaction wants them all. JSON inside the
+    string is decoded and checked as a whole: its hit spans the whole string.
+    """
+    if len(text) < 4:
+        return []
+    patterns = compiled()
+    hits: list[Hit] = []
+    gated = patterns.gate.search(text) is not None
+    if gated and patterns.format_gate.search(text):
+        for match in patterns.formats.finditer(text):
+            index = int(match.lastgroup[1:])  # type: ignore[index]
+            fmt = FORMATS[index]
+            span = match.span(f"s{index}") if f"s{index}" in patterns.formats.groupindex else match.span()
+            secret = text[span[0]:span[1]]
+            if span[0] < 0 or fmt.check is not None and not fmt.check(secret) or secret[:1] == "[" and is_placeholder(secret):
+                continue
+            hits.append(Hit(span[0], span[1], fmt.name))
+            if first:
+                return hits
+    if key is not None and is_secret_key(key) and len(text) >= MIN_KEYED_VALUE_CHARS and not is_placeholder(text):
+        hits.append(Hit(0, len(text), "key-name", f"under key {key!r}"))
+        return hits
+    if gated and ("=" in text or ":" in text) and patterns.name_gate.search(text):
+        for hit in _assignments(text):
+            hits.append(hit)
+            if first:
+                return hits
+    if depth < MAX_JSON_DEPTH and text.lstrip()[:1] in ("{", "["):
+        inner = _json_hit(text, depth)
+        if inner is not None:
+            return [*hits, Hit(0, len(text), "json", f"{inner.detector} {inner.detail}".strip())]
+    if len(text) >= ENTROPY_MIN_CHARS and not (key is not None and is_id_key(key)):
+        for candidate in patterns.candidate.finditer(text):
+            token = candidate.group()
+            base64_hit = _base64_hit(token, depth)
+            if base64_hit is not None:
+                hits.append(Hit(candidate.start(), candidate.end(), "base64", f"decodes to {base64_hit.detector}"))
+            else:
+                part = random_part(token)
+                if part is None:
+                    continue
+                start = candidate.start() + token.index(part)
+                bits = shannon_entropy(part.strip("=.-_~"))
+                hits.append(Hit(start, start + len(part), "entropy", f"{bits:.1f} bits/char"))
+            if first:
+                return hits
+    return hits
+
+
+def _assignments(text: str) -> Iterator[Hit]:
+    patterns = compiled()
+    position = 0
+    while True:
+        match = patterns.assignment.search(text, position)
+        if match is None:
+            return
+        name = match.group("name")
+        # a value may hold further assignments (a URL's query string, a cookie): look on after the name
+        position = match.end("op")
+        if not is_secret_key(name):
+            continue
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        value = match.group(group)
+        if is_placeholder(value) or patterns.not_credential.match(value):
+            continue
+        tight = match.group("op") == "=" and not match.group("lead") and not match.group("trail")
+        # "name": "value" is JSON (or a dict literal) kept in text: as structured as name=value
+        tight = tight or group != "bare" and match.start("name") > 0 and text[match.start("name") - 1] in "\"'"
+        has_digit = any(c.isdigit() for c in value)
+        # in prose "password: required" is not a secret; in code and URLs name=value is one
+        if not (len(value) >= 16 or has_digit and len(value) >= 4 or tight and len(value) >= 6):
+            continue
+        yield Hit(match.start(group), match.end(group), "assignment", f"{name!r} set in text")
+
+
+def _json_hit(text: str, depth: int) -> Hit | None:
+    stripped = text.strip()
+    if depth >= MAX_JSON_DEPTH or stripped[-1:] not in ("}", "]"):
+        return None
+    try:
+        value = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None
+    hit = first_secret_in_value(value, depth=depth + 1)
+    return None if hit is None else Hit(0, len(text), hit.detector, hit.detail)
+
+
+def _base64_hit(token: str, depth: int) -> Hit | None:
+    """A hit in the text a base64 token decodes to (formats, names; not entropy), else None."""
+    if depth >= MAX_JSON_DEPTH or "." in token or "~" in token or len(token) > MAX_BASE64_CHARS:
+        return None
+    body = token.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    try:
+        if "-" in body or "_" in body:
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        else:
+            raw = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 12 or not raw.isascii():
+        return None
+    decoded = raw.decode("ascii")
+    if not decoded.isprintable() and not decoded.replace("\n", "").replace("\r", "").replace("\t", "").isprintable():
+        return None
+    hits = [hit for hit in find_secrets(decoded, depth=depth + 1) if hit.detector != "entropy"]
+    return hits[0] if hits else None
+
+
+def first_secret_in_value(value: Any, key: str | None = None, *, depth: int = 0) -> Hit | None:
+    """The first secret anywhere in a decoded JSON value (keys, values, header pairs, numbers)."""
+    stack: list[tuple[Any, str | None]] = [(value, key)]
+    while stack:
+        item, item_key = stack.pop()
+        kind = type(item)
+        if kind is str:
+            hits = find_secrets(item, item_key, first=True, depth=depth)
+            if hits:
+                return hits[0]
+        elif is_secret_number(item) and item_key is not None and is_secret_key(item_key):
+            return Hit(0, 0, "key-name", f"number under key {item_key!r}")
+        elif kind is dict:
+            for child_key, child in item.items():
+                key_hits = find_secrets(child_key, first=True, depth=depth) if len(child_key) >= 8 else []
+                if key_hits:
+                    return Hit(0, 0, key_hits[0].detector, "in a key")
+                stack.append((child, child_key))
+            if pair_secret_index(item) is not None:
+                stack.append((item["value"], pair_name(item)))
+        elif kind is list:
+            if pair_secret_index(item) is not None:
+                stack.append((item[1], item[0]))
+            stack.extend((child, item_key) for child in item)
+    return None
