@@ -25,9 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
-import orjson
 
 from ..journal import Event, Journal, JournalError, canonical_json
+from ..journal.canonical import canonical_json_of_parsed
 from ..journal.model import (
     MODEL_REQUEST,
     MODEL_RESPONSE,
@@ -332,16 +332,12 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
     return found
 
 
-def _strict_json(value: Any) -> bytes:
-    """Byte form for equality that, unlike ``==``, tells ``true`` from ``1``."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-
-
 def _same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON values; for values nested deeper than ``==`` and orjson go, equal canonical bytes."""
+    """Equal in canonical (RFC 8785) form, as the hash chain sees them: ``3`` is ``3.0``, key order never
+    counts, ``true`` is not ``1``. Any depth the reader accepts (canonical_json is iterative)."""
     try:
-        return a == b and _strict_json(a) == _strict_json(b)
-    except (RecursionError, orjson.JSONEncodeError):
+        return canonical_json_of_parsed(a) == canonical_json_of_parsed(b)
+    except RecursionError:
         return canonical_json(a) == canonical_json(b)
 
 
