@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
-from .detect import FORMATS, JOURNAL, OTLP, detect_format
+from .detect import FORMATS, JOURNAL, OPENAI_AGENTS, OTLP, detect_format
 from .errors import TraceImportError
-from .records import Fidelity, with_leading_input
+from .records import Fidelity, Record, with_leading_input
 
 __all__ = ["FORMATS", "IMPORTER_VERSION", "ImportedJournal", "TraceImportError", "detect_format", "file_sha256", "import_trace"]
 
@@ -77,4 +78,52 @@ def _import_otlp(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
     return [ImportedJournal(out, events, counted.label(), detail)]
 
 
-IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {OTLP: _import_otlp}
+@dataclass
+class _Run:
+    """One run of a multi-run source, with its records in memory (these formats are small)."""
+
+    name: str
+    run_id: str
+    records: list[Record]
+    detail: dict[str, Any]
+    initial_state: Any = None
+    started_at: str | None = None
+
+
+def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) -> list[ImportedJournal]:
+    """One run: ``out`` is the journal; several: ``out`` is a directory holding one journal each."""
+    if len(runs) > 1:
+        out.mkdir(parents=True)
+    written: list[ImportedJournal] = []
+    try:
+        for run in runs:
+            fidelity = Fidelity()
+            records = list(with_leading_input(iter(run.records), fidelity))
+            target = out if len(runs) == 1 else out / f"{run.name}.jsonl"
+            events = write_run(target, records, run_id=run.run_id, source=_source(path, fmt, digest, run.detail),
+                               fidelity=fidelity, initial_state=run.initial_state, started_at=run.started_at)
+            written.append(ImportedJournal(target, events, fidelity.label(), run.detail))
+    except BaseException:
+        if len(runs) > 1:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    return written
+
+
+def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+    from .agents_sdk import TraceRecords, traces
+
+    runs = []
+    for trace_id, entry in traces(path).items():
+        if not entry["spans"]:
+            continue
+        trace = entry["trace"] or {}
+        detail = {"trace_id": trace_id, "workflow_name": trace.get("workflow_name"), "group_id": trace.get("group_id")}
+        spans = TraceRecords(entry["spans"])
+        started = spans.spans[0][1].get("started_at")
+        runs.append(_Run(f"trace-{trace_id}", f"agents-{digest[:12]}-{len(runs) + 1}", list(spans.records()), detail,
+                         started_at=str(started).replace("+00:00", "Z") if started else None))
+    return _write_runs(path, out, OPENAI_AGENTS, digest, runs)
+
+
+IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {OTLP: _import_otlp, OPENAI_AGENTS: _import_agents}
