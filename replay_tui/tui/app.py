@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable, Mapping
 
 from textual import events
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
 from ..analysis.search import ReplayMarks
 from ..journal import Journal
-from .screens.help import HelpScreen
+from .actions import bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
+from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
 
@@ -26,11 +26,7 @@ class ReplayApp(App[None]):
     TITLE = "replay-tui"
     CSS_PATH = stylesheet_paths()  # type: ignore[assignment]
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help"),
-        Binding("t", "next_theme", "Next theme"),
-    ]
+    BINDINGS = bindings_for("app")  # the keys live in tui/actions.py
 
     def __init__(
         self,
@@ -40,8 +36,12 @@ class ReplayApp(App[None]):
         theme: str = DEFAULT_THEME,
         follow: bool = False,
         replay_agent: str | None = None,
+        keymap: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.user_keymap = dict(keymap or {})  # action id -> keys, from the user's keymap file
+        if self.user_keymap:
+            self.set_keymap(self.user_keymap)
         self.journal = journal
         self.replay_agent = replay_agent  # entry point `r` replays with (None: as recorded)
         self.start_seq = start_seq
@@ -61,7 +61,13 @@ class ReplayApp(App[None]):
         await super().on_event(event)
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(self.journal, start_seq=self.start_seq, follow=self.follow, input_clock=self.input_clock)
+        return MainScreen(
+            self.journal,
+            start_seq=self.start_seq,
+            follow=self.follow,
+            input_clock=self.input_clock,
+            replay_agent=self.replay_agent,
+        )
 
     @property
     def main(self) -> MainScreen:
@@ -95,40 +101,13 @@ class ReplayApp(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.user_keymap))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if not isinstance(screen, MainScreen):
             return
-        main = screen
-        entries = (
-            ("Go to seq", "Jump to an event by its seq (:)", main.action_goto),
-            ("Search", "Find events by words and field filters (/)", main.action_search),
-            ("Filter the timeline", "Show only events matching words and filters (&)", main.action_filter),
-            ("Clear filter or highlight", "Show every event again (escape)", main.action_cancel_search),
-            ("Next search hit", "Repeat the last search forwards (n)", main.action_search_next),
-            ("Previous search hit", "Repeat the last search backwards (N)", main.action_search_previous),
-            ("Next error", "Jump to the next error or timeout (e)", main.action_next_error),
-            ("Previous error", "Jump to the previous error (E)", main.action_previous_error),
-            ("Replay", "Strict replay of this journal in a network-isolated child (r; R to choose the agent)", main.action_replay),
-            ("Experiment", "model-live or tools-live with a chosen plugin config, then compare (x)", main.action_experiments),
-            ("Replay report", "Isolation, environment differences and child output of the last replay (v)", main.action_replay_report),
-            ("First divergence", "Jump to where the last replay diverged and explain it (d)", main.action_divergence),
-            ("Watch path: next change", "Watch the state path under the cursor; next change (w)", main.action_watch_next),
-            ("Watch path: previous change", "Previous change of the watched path (W)", main.action_watch_previous),
-            ("First event", "Go to the first event (g)", main.timeline.action_first),
-            ("Last event", "Go to the last event (G)", main.timeline.action_last),
-            ("Unfold the event", "Show every folded value of the event (F)", main.action_unfold_all),
-            ("Follow the journal", "Show new events as the file grows; toggle (f)", main.action_toggle_follow),
-            ("Bookmark", "Bookmark the event under the cursor, or remove its bookmark (m)", main.action_toggle_bookmark),
-            ("Note", "Add or edit the note on the event under the cursor (a)", main.action_edit_note),
-            ("Next bookmark", "Go to the next bookmark (')", main.action_next_bookmark),
-            ("Presenter mode", "Step through the bookmarks with their notes and causal chains (p)", main.action_presenter),
-            ("Stats", "Events by kind, model usage, tool latency, errors, longest steps (s)", main.action_stats),
-            ("Export incident report", "Write the HTML or Markdown incident report next to the journal or to a chosen path", main.action_export_report),
-            ("Next theme", "Cycle dark, light and high-contrast (t)", self.action_next_theme),
-            ("Help", "Show all keys (?)", self.action_help),
-        )
-        for title, help_text, callback in entries:
-            yield SystemCommand(title, help_text, callback)
+        targets = {"app": self, "screen": screen, "timeline": screen.timeline}
+        for action in palette_actions():
+            callback = getattr(targets[action.owner], f"action_{action.id}")
+            yield SystemCommand(palette_title(action), palette_help(action, self.user_keymap), callback)

@@ -108,12 +108,19 @@ def launch_app(args: argparse.Namespace) -> int:
             print(f"replay-tui: {problem}", file=sys.stderr)
             return EXIT_USAGE
 
+    from .actions import KeymapError, default_keymap_path, load_keymap
     from .app import ReplayApp
 
+    try:
+        keymap = load_keymap(default_keymap_path())
+    except KeymapError as error:
+        journal.close()
+        print(f"replay-tui: {error}", file=sys.stderr)
+        return EXIT_USAGE
     agent = getattr(args, "agent", None)
     if agent is None and args.journal is None:
         agent = DEMO_AGENT  # the recorded fixtures.agents module exists only in a checkout
-    app = ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=agent)
+    app = ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=agent, keymap=keymap)
     try:
         app.run()
     finally:

@@ -10,7 +10,7 @@ import pytest
 from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.tui.screens.prompt import PromptScreen
-from replay_tui.tui.walkthrough import default_report_path
+from replay_tui.tui.controllers.export import default_report_path
 
 pytestmark = pytest.mark.asyncio
 

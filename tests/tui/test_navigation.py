@@ -232,7 +232,7 @@ async def test_tree_enter_selects_an_event_and_expands_lazily(incident_path: Pat
         result = next(p for p in range(len(screen.journal)) if screen.journal.event(p).kind == "tool.result")
         screen.timeline.move_to(result)
         await settle(pilot)
-        tree = screen.tree
+        tree = screen.causal_tree
         labels = [str(node.label) for node in tree.root.children]
         assert labels and "input.received" in labels[0]
         tree.focus()
@@ -260,7 +260,7 @@ async def test_tab_cycles_panes_and_folding(tmp_path: Path) -> None:
         for _ in range(5):
             await pilot.press("tab")
             focused.append(app.focused)
-        assert detail in focused and screen.tree in focused
+        assert detail in focused and screen.causal_tree in focused
         detail.focus()
         await pilot.press("F")
         assert len(detail.lines) > folded_lines + 150

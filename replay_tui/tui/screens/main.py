@@ -24,8 +24,16 @@ from ...analysis.causal import CausalIndex
 from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, matching_positions, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
 from ...journal import Event, Journal, JournalError
+from ...analysis.annotations import AnnotationStore
+from ..actions import bindings_for
 from ..chain_check import ChainCheck
+from ..controllers import ScreenParts
+from ..controllers.bookmarks import BookmarksController
+from ..controllers.export import ExportController
+from ..controllers.follow import FollowController
+from ..controllers.replay import ReplayController
 from ..input_clock import UserInputClock
+from ..live_analysis import LiveAnalysis
 from ..messages import (
     ChainChecked,
     ChainLoaded,
@@ -34,21 +42,22 @@ from ..messages import (
     FilterProgress,
     IndexFinished,
     IndexProgress,
+    JournalGrew,
     JumpTo,
     Notice,
     ReplayMarksChanged,
     SearchFinished,
+    SecretsScanned,
     StateComputed,
 )
+from ..widgets.annotation_marks import GLYPHS, SECRET, WalkthroughMarks
 from ..widgets.bars import RunHeader, StatusBar
 from ..widgets.causal_tree import CausalTree, NodeData
 from ..widgets.panes import EventDetail, StatePane
+from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest
 from ..widgets.timeline import Timeline
-from ..widgets.replay_panel import ReplayPanel
-from .help import HelpScreen
 from .prompt import PromptScreen
-from .replay_actions import ReplayActions
-from ..walkthrough import WalkthroughScreen
+from .stats_screen import StatsScreen
 
 FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
@@ -57,29 +66,19 @@ SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
 ERROR_QUERY = parse_query("is:error")
 
 
-class MainScreen(ReplayActions, WalkthroughScreen):
-    BINDINGS = [
-        Binding("colon", "goto", "Go to seq"),
-        Binding("slash", "search", "Search"),
-        Binding("ampersand", "filter", "Filter"),
-        Binding("n", "search_next", "Next hit"),
-        Binding("N", "search_previous", "Previous hit"),
-        Binding("e", "next_error", "Next error"),
-        Binding("E", "previous_error", "Previous error"),
-        Binding("d", "divergence", "First divergence"),
-        Binding("r", "replay", "Replay"),
-        Binding("R", "replay_dialog", "Replay with…", show=False),
-        Binding("x", "experiments", "Experiment"),
-        Binding("v", "replay_report", "Replay report", show=False),
-        Binding("c", "compare_last", "Compare experiment", show=False),
-        Binding("w", "watch_next", "Watch path / next change"),
-        Binding("W", "watch_previous", "Previous change"),
-        Binding("F", "unfold_all", "Unfold event", show=False),
-        Binding("escape", "cancel_search", "Cancel search / clear highlight", show=False),
-    ]
+class MainScreen(Screen[None]):
+    """The debugger; follow, bookmarks, export and replay are its controllers (see ``controllers/``)."""
+
+    BINDINGS = bindings_for("screen")  # the keys live in tui/actions.py
 
     def __init__(
-        self, journal: Journal, *, start_seq: int | None = None, follow: bool = False, input_clock: UserInputClock | None = None
+        self,
+        journal: Journal,
+        *,
+        start_seq: int | None = None,
+        follow: bool = False,
+        input_clock: UserInputClock | None = None,
+        replay_agent: str | None = None,
     ) -> None:
         super().__init__()
         self.journal = journal
@@ -87,7 +86,10 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         self.history = StateHistory(journal)
         self.causal = CausalIndex(journal)
         self.start_seq = start_seq
-        self.follow = follow
+        self.follow_at_start = follow
+        # --follow without --seq opens at the end and sticks to it
+        self._open_at_end = follow and start_seq is None
+        self.replay_agent = replay_agent
         self.replay_marks: ReplayMarks | None = None
         self.query_: Query | None = None
         self.filter_query: Query | None = None
@@ -99,6 +101,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         self._settle: Timer | None = None
         self._have_first = False
         self._chain_check = ChainCheck(journal.path)
+        self.live = LiveAnalysis(journal)
 
     # -- layout -----------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -124,19 +127,44 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         return self.query_one(Timeline)
 
     @property
-    def tree(self) -> CausalTree:
+    def causal_tree(self) -> CausalTree:
         return self.query_one(CausalTree)
 
     @property
     def status(self) -> StatusBar:
         return self.query_one(StatusBar)
 
+    @property
+    def header(self) -> RunHeader:
+        return self.query_one(RunHeader)
+
+    @property
+    def replay_panel(self) -> ReplayPanel:
+        return self.query_one(ReplayPanel)
+
     def on_mount(self) -> None:
-        header = self.query_one(RunHeader)
-        header.set_first_event(None, self.journal.path.name)
-        header.set_chain("checking", "checked after indexing…")
+        parts = ScreenParts(self.app, self.journal, self.timeline, self.status, self.header, self._goto_seq,
+                            self.post_message, self.run_worker)
+        self.follower = FollowController(parts, self.live, check_chain=self.check_chain,
+                                         journal_reset=self._journal_reset)
+        self.bookmarks = BookmarksController(parts)
+        self.exporter = ExportController(parts)
+        self.replays = ReplayController(parts, self.replay_panel, replay_agent=self.replay_agent,
+                                        set_replay_marks=self.set_replay_marks)
+        self.marks = WalkthroughMarks(self.bookmarks.annotations, self.live.secret_seqs)
+        self.timeline.mark_source = self.marks.of
+        self.header.set_first_event(None, self.journal.path.name)
+        self.header.set_chain("checking", "checked after indexing…")
         self.timeline.focus()
         self.index_journal()
+
+    @property
+    def annotations(self) -> AnnotationStore:
+        return self.bookmarks.annotations
+
+    @property
+    def follow(self) -> bool:
+        return self.follower.following
 
     # -- indexing ---------------------------------------------------------
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
@@ -177,7 +205,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         text = f"{message.events:,} events"
         if self.journal.pending_tail_bytes():
             text += f" · last line incomplete ({self.journal.pending_tail_bytes()} bytes held back)"
-        self.query_one(RunHeader).set_events(text + (" · following" if self.follow else ""))
+        self.query_one(RunHeader).set_events(text + (" · following" if self.follow_at_start else ""))
         if message.error:
             self.notify(message.error, title="journal", severity="error", timeout=10)
             self.status.say(message.error)
@@ -187,6 +215,12 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         if self.start_seq is not None:
             self._goto_seq(self.start_seq)
             self.start_seq = None
+        self.scan_secrets()
+        self.bookmarks.check_stale()
+        if self.follow_at_start:
+            self.follower.start()
+            if self._open_at_end:
+                self.timeline.action_last()
 
     def _on_events_available(self) -> None:
         if self._have_first or len(self.journal) == 0:
@@ -210,6 +244,8 @@ class MainScreen(ReplayActions, WalkthroughScreen):
 
     def on_unmount(self) -> None:
         self._chain_check.cancel()
+        self.follower.stop()
+        self.live.cancel()
 
     @on(ChainChecked)
     def _chain_checked(self, message: ChainChecked) -> None:
@@ -224,6 +260,11 @@ class MainScreen(ReplayActions, WalkthroughScreen):
             self._settle.stop()
         self._settle = self.set_timer(SETTLE_S, lambda: self._cursor_settled(message.position))
 
+    @on(CursorMoved)
+    def _cursor_moved_for_walkthrough(self, message: CursorMoved) -> None:
+        self.follower.cursor_moved()
+        self.bookmarks.say_annotation(message.position)
+
     def _cursor_settled(self, position: int) -> None:
         if position != self.timeline.cursor or position >= len(self.journal):
             return
@@ -233,7 +274,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         for pane in self.query(StatePane):
             pane.show_loading(seq)
         self.load_state(position)
-        self.load_chain(position, self.tree.generation)
+        self.load_chain(position, self.causal_tree.generation)
 
     @work(thread=True, exclusive=True, group="state", exit_on_error=False)
     def load_state(self, position: int) -> None:
@@ -264,7 +305,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         # A new chain makes every pending children scan stale: stop them now, so
         # holding a key does not leave a pile of scans competing with the UI.
         self.workers.cancel_group(self, "children")
-        selected = self.tree.show_chain(message.chain)
+        selected = self.causal_tree.show_chain(message.chain)
         if selected is not None:
             self._load_children_of(selected)
             selected.expand()
@@ -274,14 +315,14 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         if data is None or data.position is None or data.loading or (data.loaded and start is None):
             return
         data.loading = True
-        self.load_children(node.id, data.position, start, self.tree.generation)
+        self.load_children(node.id, data.position, start, self.causal_tree.generation)
 
     @work(thread=True, group="children", exit_on_error=False)
     def load_children(self, node_id: int, position: int, start: int | None, generation: int) -> None:
         worker = get_current_worker()
 
         def stale() -> bool:
-            return worker.is_cancelled or generation != self.tree.generation
+            return worker.is_cancelled or generation != self.causal_tree.generation
 
         # Scans for children pause while keys arrive, like search does.
         page = self.causal.children(position, start=start, cancelled=self.input_clock.politely(stale))
@@ -290,13 +331,13 @@ class MainScreen(ReplayActions, WalkthroughScreen):
 
     @on(ChildrenLoaded)
     def _children_loaded(self, message: ChildrenLoaded) -> None:
-        if message.generation != self.tree.generation:
+        if message.generation != self.causal_tree.generation:
             return
         try:
-            node = self.tree.get_node_by_id(message.node_id)  # type: ignore[arg-type]
+            node = self.causal_tree.get_node_by_id(message.node_id)  # type: ignore[arg-type]
         except UnknownNodeID:  # the node was removed meanwhile (tree rebuilt)
             return
-        self.tree.apply_children(node, message.page)
+        self.causal_tree.apply_children(node, message.page)
 
     @on(Tree.NodeExpanded)
     def _node_expanded(self, message: Tree.NodeExpanded[NodeData]) -> None:
@@ -308,7 +349,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         if data is None:
             return
         if data.shows_elided_chain:
-            selected = self.tree.show_chain(self.tree.chain, elide=False)
+            selected = self.causal_tree.show_chain(self.causal_tree.chain, elide=False)
             if selected is not None:
                 self._load_children_of(selected)
                 selected.expand()
@@ -440,7 +481,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
 
     def action_cancel_search(self) -> None:
         """Escape: cancel a running replay, else stop a running search or filter, else clear the filter, else the highlight."""
-        if self.cancel_replay():
+        if self.replays.cancel():
             return
         running = [w for w in self.workers if w.group in ("search", "filter") and w.is_running]
         if running:
@@ -549,7 +590,7 @@ class MainScreen(ReplayActions, WalkthroughScreen):
         self.set_replay_marks(message.marks)
 
     def action_divergence(self) -> None:
-        if self.open_divergence_view():
+        if self.replays.open_divergence_view():
             return
         if self.replay_marks is None:
             self.status.say("no replay results yet: run a replay of this journal to find its first divergence")
@@ -604,3 +645,84 @@ class MainScreen(ReplayActions, WalkthroughScreen):
 
     def action_unfold_all(self) -> None:
         self.query_one(EventDetail).view.unfold_all()
+
+    # -- secret marks -------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="secrets", exit_on_error=False)
+    def scan_secrets(self) -> None:
+        worker = get_current_worker()
+        generation, end = self.live.begin_opening_scan()
+        try:
+            # The scan steps aside while keys arrive.
+            cancelled = self.input_clock.politely(lambda: worker.is_cancelled)
+            seqs = self.live.scan_opening(generation, end, cancelled=cancelled)
+        except (JournalError, OSError):
+            return  # the journal was reset under the scan; follow mode starts a new one
+        if seqs is not None:
+            self.post_message(SecretsScanned(seqs))
+
+    @on(SecretsScanned)
+    def _secrets_scanned(self, message: SecretsScanned) -> None:
+        if message.seqs:
+            self.timeline.invalidate()
+            self.status.say(f"secret scan: {len(message.seqs):,} events may hold a secret redaction missed "
+                            f"(marked {GLYPHS[SECRET]}; replay-tui scan lists them)")
+
+    # -- follow ---------------------------------------------------------------------
+    def _journal_reset(self) -> None:
+        """The journal was truncated or replaced: what was derived from it starts over."""
+        self.history = StateHistory(self.journal)
+        self.causal = CausalIndex(self.journal)
+        self.scan_secrets()
+
+    @on(JournalGrew)
+    def _journal_grew(self, message: JournalGrew) -> None:
+        self.follower.journal_grew(message)
+
+    def action_toggle_follow(self) -> None:
+        self.follower.toggle(indexing=self.indexing)
+
+    # -- bookmarks, presenter, stats, export --------------------------------------------
+    def action_toggle_bookmark(self) -> None:
+        self.bookmarks.toggle_bookmark()
+
+    def action_edit_note(self) -> None:
+        self.bookmarks.edit_note()
+
+    def action_next_bookmark(self) -> None:
+        self.bookmarks.next_bookmark()
+
+    def action_presenter(self) -> None:
+        self.bookmarks.present(self.causal)
+
+    def action_stats(self) -> None:
+        if self.indexing:
+            self.status.say("still indexing: stats need the whole journal read (try again in a moment)")
+            return
+        self.app.push_screen(StatsScreen(self.live, self.journal))
+
+    def action_export_report(self) -> None:
+        """Ask where, then write the incident report (HTML, or Markdown for a .md path)."""
+        self.exporter.ask(indexing=self.indexing)
+
+    # -- replay -----------------------------------------------------------------------
+    def start_replay(self, request: ReplayRequest) -> None:
+        self.replays.start(request)
+
+    def action_replay(self) -> None:
+        self.replays.replay()
+
+    def action_replay_dialog(self) -> None:
+        self.replays.replay_dialog()
+
+    def action_experiments(self) -> None:
+        self.replays.experiments()
+
+    def action_replay_report(self) -> None:
+        self.replays.report()
+
+    def action_compare_last(self) -> None:
+        self.replays.compare_last()
+
+    @on(ReplayFinished)
+    def _replay_finished(self, message: ReplayFinished) -> None:
+        self.replays.finished(message)

@@ -1,0 +1,76 @@
+"""The action registry: one table feeds the bindings, the help screen and the palette, and a
+user keymap file rebinds keys by action id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay_tui.tui.actions import KeymapError, all_actions, bindings_for, default_keymap_path, help_rows, load_keymap
+from replay_tui.tui.app import ReplayApp
+from replay_tui.tui.screens.help import HelpScreen, help_text
+from replay_tui.tui.screens.main import MainScreen
+
+from tui_helpers import SIZE, make_app, settle
+
+def test_every_bound_action_has_a_method_and_a_help_line() -> None:
+    ids = [action.id for action in all_actions()]
+    assert len(ids) == len(set(ids)), "action ids are unique"
+    for owner, cls in (("screen", MainScreen), ("app", ReplayApp)):
+        for binding in bindings_for(owner):
+            assert callable(getattr(cls, f"action_{binding.action}", None)), binding.action
+            assert binding.id == binding.action
+    helped = {what for _keys, what in help_rows({})}
+    assert all(action.help in helped for action in all_actions())
+
+
+def test_keymap_file(tmp_path: Path) -> None:
+    path = tmp_path / "keymap.toml"
+    assert load_keymap(path) == {}, "no file: the defaults"
+    with pytest.raises(KeymapError, match="no such keymap file"):
+        load_keymap(path, required=True)
+    path.write_text('[keymap]\nsearch = "ctrl+f"\nreplay = ["r", "f5"]\n')
+    assert load_keymap(path) == {"search": "ctrl+f", "replay": "r,f5"}
+    path.write_text('[keymap]\nsearhc = "ctrl+f"\n')
+    with pytest.raises(KeymapError, match=r"keymap.toml: \[keymap\] 'searhc' is not an action"):
+        load_keymap(path)
+    path.write_text('[keymap]\nsearch = 3\n')
+    with pytest.raises(KeymapError, match="expected keys like"):
+        load_keymap(path)
+    path.write_text("[keymap\n")
+    with pytest.raises(KeymapError, match="not valid TOML"):
+        load_keymap(path)
+    assert default_keymap_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "replay-tui" / "keymap.toml"
+    assert default_keymap_path({"REPLAY_TUI_KEYMAP": str(path)}) == path
+
+
+def test_a_bad_keymap_file_stops_the_launch_with_its_name(tmp_path: Path, incident_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from replay_tui.cli import main
+
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('[keymap]\nnope = "x"\n')
+    monkeypatch.setenv("REPLAY_TUI_KEYMAP", str(keymap))
+    assert main([str(incident_path)]) == 2
+    assert f"{keymap}: [keymap] 'nope' is not an action" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+async def test_a_rebound_key_works_and_the_help_and_palette_say_so(incident_path: Path) -> None:
+    app = make_app(incident_path, keymap={"next_error": "ctrl+e", "help": "f1"})
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        start = screen.timeline.cursor
+        await pilot.press("e")  # the default key no longer does it
+        await settle(pilot)
+        assert screen.timeline.cursor == start
+        await pilot.press("ctrl+e")
+        await settle(pilot)
+        assert screen.journal.event(screen.timeline.cursor).kind == "tool.result"
+        commands = {command.title: command.help for command in app.get_system_commands(screen)}
+        assert commands["Next error"].endswith("(ctrl+e)")
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        assert "ctrl+e" in help_text(app.user_keymap)
