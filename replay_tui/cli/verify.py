@@ -4,8 +4,14 @@ boundaries and seals."""
 from __future__ import annotations
 
 import argparse
+import gzip
+import sys
+from pathlib import Path
+
+import orjson
 
 from ..journal import JournalError, verify_journal
+from ..journal.safe_text import safe_line
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
 
 
@@ -28,7 +34,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def first_run_id(path: Path) -> str | None:
+    """The run_id on the first line of a journal file (None when it has none or cannot be read)."""
+    try:
+        with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as handle:
+            first = orjson.loads(handle.readline(1 << 20))
+    except (OSError, EOFError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    run_id = first.get("run_id", first.get("session_id"))
+    return run_id if isinstance(run_id, str) else None
+
+
+def corpus_problem(path: Path) -> str | None:
+    """A directory whose journals start different runs is a corpus, not the shards of one journal."""
+    if not path.is_dir():
+        return None
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith((".jsonl", ".jsonl.gz")))
+    runs = {run_id for run_id in map(first_run_id, files) if run_id is not None}
+    if len(runs) < 2:
+        return None
+    return (
+        f"{path}: a corpus of {len(files)} independent journals ({len(runs)} runs), not the shards of one journal; "
+        f"verify each file (replay-tui verify {path / files[0].name}), or replay them all: replay-tui replay {path}"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    corpus = corpus_problem(Path(args.path))
+    if corpus is not None:
+        if args.json:
+            print_json({"ok": False, "path": str(args.path), "error": corpus, "error_type": "CorpusDirectory"})
+        else:
+            print(f"replay-tui verify: {safe_line(corpus)}", file=sys.stderr)
+        return EXIT_USAGE
     public_key = None
     if args.key:
         from ..journal.seal import load_public_key  # cryptography only when a key is given

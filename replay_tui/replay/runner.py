@@ -32,15 +32,21 @@ from .isolation import IsolationInfo, Refusal
 from .protocol import (
     DIVERGENCE,
     ERROR,
+    EVENTS,
     HELLO,
+    MODEL_LIVE,
     PROGRESS,
     REFUSAL,
     RESULT,
+    START,
+    TOOLS_LIVE,
     ProtocolError,
     ReplaySpec,
     decode,
 )
 from .report import DivergenceReport
+from .sandbox import BWRAP
+from .sandbox_launch import Launch, LaunchRefused, prepare_launch
 
 # Outcome statuses.
 MATCH = "match"
@@ -53,6 +59,8 @@ CRASHED = "crashed"
 UNRECORDED_CALL = "unrecorded_call"  # an experiment asked for an observation the journal never saw
 FAILED = "error"  # the child reported an error (agent import, journal, usage, internal)
 
+#: Verification faults that mean "cannot be read" rather than "was changed".
+UNREADABLE_FAULTS = frozenset({"truncated_last_line", "malformed_line", "schema", "unknown_kind", "unsupported_version"})
 #: Progress phases that count journal events (the "load" phase counts bytes indexed).
 EVENT_PHASES = frozenset({"replay", "fast-forward"})
 STDERR_LINES = 40
@@ -116,7 +124,7 @@ class ReplayOutcome:
         """0 match; 2 unusable input (journal, usage, agent import); 1 everything else."""
         if self.status == MATCH:
             return 0
-        if self.status == FAILED and self.error and self.error.get("kind") in ("journal", "usage", "agent_import"):
+        if self.status == FAILED and self.error and self.error.get("kind") in ("journal", "usage", "agent_import", "isolation"):
             return 2
         return 1
 
@@ -188,6 +196,8 @@ class ReplayOutcome:
         if self.verification and self.verification.get("ok"):
             chain = self.verification.get("chain")
             lines.append(f"hash chain: {chain} ({self.verification.get('events')} events)")
+        elif self.verification is None and self.status not in (VERIFICATION_FAILED,):
+            lines.append("hash chain: not verified (--no-verify-hash-chain)")
         if self.status == MATCH and self.experiment is None:
             lines.append(f"checked: {self.state_checks} state hashes, {self.observations_served} observations served from the journal")
         if self.unused and self.unused.get("count") and self.status == DIVERGED and not self.experiment:
@@ -205,6 +215,8 @@ class ReplayOutcome:
             lines.append(f"  live calls: {len(self.live_calls)}")
         if self.out:
             lines.append(f"experiment journal: {self.out}")
+        if self.status == FAILED and self.error and self.error.get("kind") == "usage":
+            return safe("\n".join(lines), multiline=True)  # refused before any agent code ran: no isolation
         if self.isolation:
             lines.append(f"isolation: {self.isolation.summary}")
         if self.refusals:
@@ -272,6 +284,13 @@ class ReplayRunner:
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._stdout: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._drains: list[threading.Thread] = []
+        self._launch: Launch | None = None
+        self._early: ReplayOutcome | None = None  # decided before any child started (verification, usage)
+        self._referee: Any = None  # referee.Referee once the child said where it starts
+        self._journal: Any = None  # the parent's own Journal: the only one the verdict reads
+        self._child_divergence: DivergenceReport | None = None
+        self._protocol_fault: str | None = None
+        self._stop_reason: str | None = None
 
     @property
     def pid(self) -> int | None:
@@ -289,25 +308,38 @@ class ReplayRunner:
         return self.wait()
 
     def start(self) -> None:
-        """Spawn the child. Returns at once; follow it with ``wait``."""
-        if self._process is not None:
+        """Verify the journal, make the sandbox's scratch dir and spawn the child; follow it with ``wait``."""
+        if self._process is not None or self._early is not None:
             raise RuntimeError("a ReplayRunner runs one child; make a new runner for another replay")
+        self._started = time.perf_counter()
+        early = self._preflight()
+        if early is not None:
+            self._early = early
+            return
         with self._wake_lock:
             self._wake_r, self._wake_w = os.pipe()
         read_fd, write_fd = os.pipe()
-        self.spec.protocol_fd = write_fd
-        self._started = time.perf_counter()
+        try:
+            self._launch = prepare_launch(self.spec, write_fd, python=self.python, env=self.env, cwd=self.cwd)
+        except LaunchRefused as refused:
+            os.close(read_fd)
+            os.close(write_fd)
+            self._early = self._outcome(FAILED, error={"kind": refused.kind, "message": str(refused), "traceback": []})
+            return
         try:
             self._process = subprocess.Popen(
-                [self.python, "-m", "replay_tui.replay.child", self.spec.to_argv()],
+                self._launch.argv,
                 pass_fds=(write_fd,),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group, so a kill takes agent subprocesses too
-                cwd=self.cwd,
-                env=self.env,
+                cwd=self._launch.cwd,
+                env=self._launch.env,
             )
+        except BaseException:
+            self._launch.cleanup()
+            raise
         finally:
             os.close(write_fd)
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
@@ -316,10 +348,47 @@ class ReplayRunner:
             thread.start()
             self._drains.append(thread)
 
+    def _outcome(self, status: str, **fields: Any) -> ReplayOutcome:
+        return ReplayOutcome(status=status, journal=self.spec.journal, mode=self.spec.mode, timeout_s=self.timeout_s, **fields)
+
+    def _preflight(self) -> ReplayOutcome | None:
+        """What the parent checks before a child exists: --out, the chain (by default), its own journal."""
+        from ..journal import Journal, JournalError, verify_journal
+
+        spec = self.spec
+        if spec.out and os.path.lexists(spec.out):
+            message = f"--out {spec.out} already exists; an experiment never overwrites a journal"
+            return self._outcome(FAILED, error={"kind": "usage", "message": message, "traceback": []})
+        verification = None
+        if spec.verify_hash_chain:
+            if self.on_progress is not None:
+                self.on_progress(Progress("verify", 0, 0, None))
+            try:
+                verification = verify_journal(spec.journal).to_json()
+            except (JournalError, OSError) as error:
+                return self._outcome(FAILED, error={"kind": "journal", "message": str(error), "traceback": []})
+            if not verification.get("ok"):
+                fault = verification.get("fault") or {}
+                if fault.get("kind") in UNREADABLE_FAULTS:  # bad input, not tampering: exit 2, like any unreadable journal
+                    where = f"line {fault['line']}: " if fault.get("line") is not None else ""
+                    message = f"{spec.journal}: {where}{fault.get('message')}"
+                    return self._outcome(FAILED, verification=verification, error={"kind": "journal", "message": message, "traceback": []})
+                return self._outcome(VERIFICATION_FAILED, verification=verification)
+        if spec.mode not in (MODEL_LIVE, TOOLS_LIVE):
+            try:
+                self._journal = Journal(spec.journal)
+            except (JournalError, OSError) as error:
+                return self._outcome(FAILED, error={"kind": "journal", "message": str(error), "traceback": []})
+        self._verification = verification
+        return None
+
     def wait(self) -> ReplayOutcome:
         """Follow the child to its end; returns the outcome (never raises for child failures)."""
+        if self._early is not None:
+            self._early.elapsed_s = round(time.perf_counter() - self._started, 4)
+            return self._early
         assert self._process is not None, "start() first"
-        outcome = ReplayOutcome(status=CRASHED, journal=self.spec.journal, mode=self.spec.mode, timeout_s=self.timeout_s)
+        outcome = self._outcome(CRASHED, verification=self._verification)
         deadline = None if self.timeout_s is None else self._started + self.timeout_s
         selector = selectors.DefaultSelector()
         selector.register(self._pipe, selectors.EVENT_READ)
@@ -330,6 +399,8 @@ class ReplayRunner:
             while True:
                 if self._cancelled.is_set():
                     ended_by = CANCELLED
+                    break
+                if self._stop_reason is not None:
                     break
                 wait_s = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.perf_counter()))
                 if deadline is not None and time.perf_counter() >= deadline:
@@ -357,15 +428,26 @@ class ReplayRunner:
             selector.close()
         if ended_by is not None:
             outcome.status = ended_by
+        elif self._stop_reason is None:
+            self._decide(outcome)
         # The pipe closes only when the child exits, so its exit status is already set;
         # killing the group (before reaping, while the group id cannot be reused) takes
         # whatever the agent started and left behind.
+        if ended_by is None:
+            self._await_exit(2.0)  # bwrap exits just after the child closed the pipe
         self._kill()
         exit_code = self._reap()
         outcome.child_exit = exit_code
+        if ended_by is None and outcome.status == MATCH and exit_code != 0:
+            outcome.status = CRASHED  # a result line followed by a failing exit is no match
         if ended_by is None and outcome.status == CRASHED and outcome.error is None and exit_code == 0:
             outcome.error = {"kind": "internal", "message": "the child exited without a result", "traceback": []}
             outcome.status = FAILED
+        if self._launch is not None:
+            if self.spec.out:
+                outcome.out = self._launch.collect_out(self.spec.out)
+            if self._launch.policy.mechanism == BWRAP and exit_code is not None and exit_code > 128:
+                outcome.child_exit = 128 - exit_code  # bwrap exits 128+N when the child dies of signal N
         for thread in self._drains:
             thread.join(timeout=2)
         outcome.stderr_tail = list(self._stderr)
@@ -373,18 +455,116 @@ class ReplayRunner:
         if outcome.elapsed_s is None:
             outcome.elapsed_s = round(time.perf_counter() - self._started, 4)
         self._close()
+        if self._launch is not None:
+            self._launch.cleanup()
         return outcome
+
+    def _decide(self, outcome: ReplayOutcome) -> None:
+        """The verdict, from the parent's own comparison; the child's claims can only make it fail."""
+        claimed = outcome.status
+        if self._protocol_fault is not None and claimed != DIVERGED:
+            outcome.status = FAILED
+            outcome.error = {"kind": "internal", "message": self._protocol_fault, "traceback": []}
+        referee = self._referee
+        if outcome.experiment is not None or self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+            outcome.divergence = self._child_divergence
+            return  # experiments: the child's summary of its own new journal (see the README)
+        if referee is None:
+            if claimed in (MATCH, UNUSED_EVENTS, DIVERGED):
+                outcome.status = FAILED
+                outcome.error = {"kind": "internal", "message": "the child claimed a result but never started the replay", "traceback": []}
+            return
+        cursor = referee.cursor
+        outcome.consumed, outcome.total, outcome.last_seq = cursor.consumed, cursor.total - cursor.start, cursor.last_seq
+        outcome.state_checks, outcome.observations_served = cursor.state_checks, cursor.observations
+        outcome.unused = cursor.unused()
+        if referee.mismatch is not None:
+            outcome.status = DIVERGED
+            outcome.divergence = self._report(referee.mismatch)
+            outcome.error = None
+            return
+        if referee.fault is not None:
+            outcome.status = FAILED
+            outcome.error = {"kind": referee.fault_kind, "message": referee.fault, "traceback": []}
+            return
+        if outcome.status not in (MATCH, UNUSED_EVENTS):
+            if outcome.status == DIVERGED:  # the child saw a divergence the parent did not: still a failure
+                outcome.divergence = self._child_divergence
+            return
+        if not cursor.ended:
+            outcome.status = FAILED
+            outcome.error = {
+                "kind": "internal",
+                "message": f"the child claimed {claimed!r}, but the agent never reached the recorded run.ended "
+                f"({outcome.consumed} of {outcome.total} events produced)",
+                "traceback": [],
+            }
+            return
+        if outcome.unused and (self.spec.strict or self.spec.fail_on_unused_events):
+            outcome.status = UNUSED_EVENTS
+        else:
+            outcome.status = MATCH
+
+    def _report(self, found: Any) -> DivergenceReport:
+        from .report import build_report
+
+        report = build_report(
+            self._journal, found.seq, found.reason, found.produced, expected=found.expected, parent_matches=found.parent_matches
+        )
+        child = self._child_divergence
+        if child is not None and child.seq == found.seq and getattr(child, "agent_traceback", None):
+            report.agent_traceback = child.agent_traceback
+        return report
+
+    def _start_referee(self, message: dict[str, Any]) -> None:
+        from .referee import Referee, nearest_snapshot
+
+        if self._referee is not None or self._journal is None:
+            self._protocol_fault = "the child sent a second start, or one for an experiment"
+            return
+        journal = self._journal
+        resume_seq = message.get("resume_seq")
+        start = 0
+        if resume_seq is not None:
+            snapshot = nearest_snapshot(journal, self.spec.from_seq) if self.spec.from_seq else None
+            if snapshot is None or snapshot.seq != resume_seq:
+                self._protocol_fault = f"the child asked to resume from seq {resume_seq!r}, which is not the snapshot for --from-seq"
+                return
+            start = (journal.position_of_seq(resume_seq) or 0) + 1
+        self._referee = Referee(journal, start)
 
     def _handle(self, line: bytes, outcome: ReplayOutcome) -> None:
         try:
             message = decode(line)
         except ProtocolError as error:
             self._stderr.append(f"(replay-tui: bad protocol line: {error})")
+            self._protocol_fault = self._protocol_fault or f"the child wrote garbage on the protocol pipe: {error}"
             return
         kind = message["type"]
-        if kind == HELLO:
+        if kind == EVENTS:
+            if self._referee is None:
+                self._protocol_fault = self._protocol_fault or "the child sent events before it started the replay"
+            else:
+                self._referee.feed(message.get("items"))
+            return
+        if kind == START:
+            try:
+                self._journal.index()
+                self._start_referee(message)
+            except Exception as error:  # the parent's journal: unreadable is a journal error, never a traceback
+                self._protocol_fault = f"journal: {error}"
+        elif kind == HELLO:
             outcome.child_startup_s = round(time.perf_counter() - self._started, 4)
             outcome.isolation = IsolationInfo.from_json(message.get("isolation") or {})
+            missing = outcome.isolation.missing_layers or ([] if outcome.isolation.sandbox else ["sandbox"])
+            if self.spec.require_isolation and missing:
+                self._stop_reason = "isolation"
+                outcome.status = FAILED
+                outcome.error = {
+                    "kind": "isolation",
+                    "message": "--require-isolation: missing sandbox layer(s): " + ", ".join(missing),
+                    "traceback": [],
+                }
         elif kind == PROGRESS:
             progress = Progress(message.get("phase", ""), message.get("consumed", 0), message.get("total", 0), message.get("seq"))
             if progress.phase in EVENT_PHASES:
@@ -394,7 +574,10 @@ class ReplayRunner:
         elif kind == REFUSAL:
             outcome.refusals.append(Refusal(message.get("operation", "?"), message.get("target", "?"), message.get("where")))
         elif kind == DIVERGENCE:
-            outcome.divergence = DivergenceReport.from_json(message["report"])
+            try:
+                self._child_divergence = DivergenceReport.from_json(message["report"])
+            except Exception:
+                self._protocol_fault = self._protocol_fault or "the child sent a malformed divergence report"
         elif kind == RESULT:
             self._apply_result(message, outcome)
         elif kind == ERROR:
@@ -404,16 +587,31 @@ class ReplayRunner:
             self.on_message(message)
 
     def _apply_result(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
-        outcome.status = message.get("status", FAILED)
-        for name in (
-            "consumed", "total", "first_seq", "from_seq", "resumed_from_snapshot", "state_checks", "observations_served",
-            "unused", "verification", "out", "experiment", "elapsed_s", "replay_s", "replay_cpu_s", "events_per_s",
-        ):
+        """The child's own view: its status is a claim (``_decide`` checks it), its timings are informational."""
+        outcome.status = str(message.get("status", FAILED))
+        names = ["first_seq", "from_seq", "resumed_from_snapshot", "elapsed_s", "replay_s", "replay_cpu_s", "events_per_s"]
+        if self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+            names += ["consumed", "total", "state_checks", "observations_served", "unused", "experiment"]
+        if self.spec.out:
+            names.append("out")
+        for name in names:
             if name in message:
                 setattr(outcome, name, message[name])
         outcome.live_calls = list(message.get("live_calls") or [])
-        if message.get("last_seq") is not None:
+        if message.get("last_seq") is not None and self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
             outcome.last_seq = message["last_seq"]
+
+    def _await_exit(self, limit_s: float) -> None:
+        """Wait for the child to exit without reaping it (its process group stays ours to kill)."""
+        assert self._process is not None
+        deadline = time.perf_counter() + limit_s
+        while time.perf_counter() < deadline:
+            try:
+                if os.waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.005)
 
     def _kill(self) -> None:
         assert self._process is not None

@@ -58,6 +58,13 @@ CHECK = textwrap.dedent(
 )
 
 
+ENTRY = "from replay_tui.cli import entry_point; entry_point()"
+
+
+def demo_path(python: Path) -> str:
+    return str(Path(venv_site(python)) / "replay_tui" / "_bundled" / "journals" / "crm-incident.jsonl")
+
+
 def dependency_dirs() -> list[str]:
     """This interpreter's site-packages (a venv's own, or the system's), without the checkout."""
     dirs = [*site.getsitepackages(), site.getusersitepackages()]
@@ -96,6 +103,12 @@ def test_installed_wheel_opens_the_bundled_demo(tmp_path: Path) -> None:
     environment = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     done = subprocess.run([python, "-c", CHECK], check=False, cwd=outside, capture_output=True, text=True, timeout=300, env=environment)
     assert done.returncode == 0, done.stderr[-3000:]
+    # `r` on the demo replays it with the agent shipped in the package: the same replay from the CLI.
+    replay = subprocess.run(
+        [python, "-c", ENTRY, "replay", demo_path(python), "--agent", "replay_tui._demo.crm_incident:agent"],
+        check=False, cwd=outside, capture_output=True, text=True, timeout=300, env=environment,
+    )
+    assert replay.returncode == 0 and replay.stdout.startswith("Replay matched"), replay.stdout + replay.stderr[-2000:]
     fixture = REPO / "fixtures" / "journals" / "crm-incident.jsonl"
     run_id = json.loads(fixture.read_bytes().split(b"\n", 1)[0])["run_id"]
     events = fixture.read_bytes().count(b"\n")
