@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.analysis.causal import CausalIndex
 from replay_tui.journal import Journal, JournalWriter
 from replay_tui.tui.widgets.causal_tree import CausalTree
-from tui_helpers import SIZE, make_app, settle
 
 STARTED = {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}}
 

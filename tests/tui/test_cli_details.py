@@ -10,10 +10,10 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
+from test_launch import REPO, run_cli
 
 from replay_tui.replay.runner import FAILED, ReplayOutcome
 from replay_tui.tui import launch
-from test_launch import REPO, run_cli
 
 FIXTURES = REPO / "fixtures" / "journals"
 
