@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from replay_tui.journal.canonical import CanonicalizationError, canonical_json, canonical_json_of_parsed
 
 REPO = Path(__file__).resolve().parents[2]
-JCS_DIR = Path(os.environ.get("REPLAY_TUI_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance")) / "jcs"
+# The vectors live in the repository (tests/journal/conformance, with their licence and source).
+JCS_DIR = Path(os.environ.get("REPLAY_TUI_CONFORMANCE_DIR", Path(__file__).parent / "conformance")) / "jcs"
 VECTORS = sorted(p.name for p in (JCS_DIR / "input").glob("*.json")) if JCS_DIR.is_dir() else []
 
 
