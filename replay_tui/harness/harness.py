@@ -249,7 +249,7 @@ class Harness:
             self._maybe_snapshot()
         return event
 
-    def _emit_transition(self, cause: Event, transition: Transition) -> Event:
+    def _emit_transition(self, cause: Event, transition: Transition, step_id: str | None = None) -> Event:
         payload = {
             "cause_seq": cause.seq,
             "before_hash": transition.before_hash,
@@ -257,8 +257,8 @@ class Harness:
             "reducer_version": self.tracker.reducer_version,
             "patch": transition.patch,
         }
-        return self._emit(STATE_TRANSITION, payload, step_id=cause.step_id, parent=cause.event_id, reduce=False,
-                          redact=False)
+        return self._emit(STATE_TRANSITION, payload, step_id=step_id or cause.step_id, parent=cause.event_id,
+                          reduce=False, redact=False)
 
     def _maybe_snapshot(self) -> None:
         if self._since_snapshot < self.snapshot_every or self.ended:
@@ -611,8 +611,9 @@ class Harness:
     def record_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
         """Make ``state`` (a framework's own state: graph channels, run context) the run state and
         write the state.transition from the previous one, caused by ``cause`` (default: the last
-        event). None when the state did not change. The state is kept as the journal holds it."""
-        after = _json_or_error(state, "framework state")
+        event), in the current step (else the cause's). None when the state did not change. The
+        state is kept as the journal holds it."""
+        after = self.redactor.redact_value(_json_or_error(state, "framework state"))  # written as a patch and snapshots
         after_hash = state_hash(after)
         if after_hash == self.tracker.hash:
             return None
@@ -621,7 +622,7 @@ class Harness:
             raise HarnessError("record_state needs an event to hang from: start the run first")
         transition = Transition(self.tracker.hash, after_hash, diff(self.tracker.state, after))
         self.tracker.state, self.tracker.hash = after, after_hash
-        return self._emit_transition(cause, transition)
+        return self._emit_transition(cause, transition, self.step_id)
 
     # -- memory --------------------------------------------------------------------------
 

@@ -1,0 +1,54 @@
+"""What the three recorders share: OpenAI clients on the harness's httpx transport, and tool
+results in the order the journal keeps them.
+
+The key: read from ``OPENAI_API_KEY`` while recording (redaction keeps it out of the
+journal and out of the request hash); a replay child gets an allowlisted environment with
+no key and sends nothing, so a placeholder stands in.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...journal.canonical import canonical_json_of_parsed
+from ..httpx_transport import async_http_client, http_client
+
+if TYPE_CHECKING:
+    from ..harness import Harness
+
+PLACEHOLDER_KEY = "replay-tui-placeholder-key"
+
+
+def api_key() -> str:
+    return os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
+
+
+def openai_client(h: Harness, base_url: str) -> Any:
+    """``openai.OpenAI`` recording through ``h`` (no retries: a retry would be a second exchange)."""
+    from openai import OpenAI
+
+    return OpenAI(api_key=api_key(), base_url=base_url, http_client=http_client(h), max_retries=0)
+
+
+def async_openai_client(h: Harness, base_url: str) -> Any:
+    """``openai.AsyncOpenAI`` twin of ``openai_client``."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(api_key=api_key(), base_url=base_url, http_client=async_http_client(h), max_retries=0)
+
+
+def in_journal_order(value: Any) -> Any:
+    """``value`` with every JSON object's members in the journal's canonical (RFC 8785) order.
+
+    A replay serves a tool result as the journal holds it, members sorted; a framework that
+    prints a dict result into the next model request (``str``, its own JSON serializer) would
+    print the live and the served result differently. Recording the result in this order makes
+    the framework see the same value in record and in replay. Values that are not JSON pass
+    through (the harness then records the tool as failing with a clear error)."""
+    try:
+        return orjson.loads(canonical_json_of_parsed(orjson.loads(orjson.dumps(value))))
+    except TypeError:
+        return value

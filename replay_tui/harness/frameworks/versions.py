@@ -1,0 +1,56 @@
+"""The framework versions each recorder was tested with, and the check that says so when the
+installed one is outside (the recorders hook framework internals that move between releases)."""
+
+from __future__ import annotations
+
+import warnings
+from importlib import metadata
+
+from packaging.version import InvalidVersion, Version
+
+#: distribution -> (lowest tested, first untested), as the tests of tests/frameworks ran them.
+TESTED_RANGES: dict[str, tuple[str, str]] = {
+    "openai-agents": ("0.24.0", "0.25"),
+    "langgraph": ("1.2.0", "1.3"),
+    "langgraph-checkpoint-sqlite": ("3.1.0", "3.2"),
+    "langchain-openai": ("1.7.0", "1.8"),
+    "pydantic-ai-slim": ("2.68.0", "2.69"),
+}
+
+
+class FrameworkVersionWarning(UserWarning):
+    """The installed framework is outside the range its recorder was tested with."""
+
+
+def version_problem(distribution: str) -> str | None:
+    """Why ``distribution`` as installed is not a tested version, or None when it is."""
+    low, high = TESTED_RANGES[distribution]
+    try:
+        installed = metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return f"{distribution} is not installed: pip install 'replay-tui[{_extra_of(distribution)}]'"
+    try:
+        parsed = Version(installed)
+    except InvalidVersion:
+        return f"{distribution} {installed!r} is not a version replay-tui can read (tested: >={low},<{high})"
+    if Version(low) <= parsed < Version(high):
+        return None
+    return (f"{distribution} {installed} is outside the range the replay-tui recorder was tested with "
+            f"(>={low},<{high}): recording may miss events and replays may diverge")
+
+
+def check_versions(*distributions: str) -> list[str]:
+    """Warn (``FrameworkVersionWarning``, once per distribution) for each untested version."""
+    problems = [problem for name in distributions if (problem := version_problem(name)) is not None]
+    for problem in problems:
+        if problem not in _warned:
+            _warned.add(problem)
+            warnings.warn(problem, FrameworkVersionWarning, stacklevel=3)
+    return problems
+
+
+_warned: set[str] = set()
+
+
+def _extra_of(distribution: str) -> str:
+    return {"openai-agents": "agents-sdk", "pydantic-ai-slim": "pydantic-ai"}.get(distribution, "langgraph")
