@@ -579,7 +579,7 @@ def compute_stats(
     cancelled: CancelCheck | None = None,
 ) -> RunStats:
     """Statistics of the events indexed in ``journal`` (call ``journal.index()`` first)."""
-    return collect_stats(
+    stats = collect_stats(
         journal.events(),
         path=str(journal.path),
         dialect=journal.dialect,
@@ -587,3 +587,7 @@ def compute_stats(
         progress=progress,
         cancelled=cancelled,
     )
+    skipped, errors = journal.skipped_lines()  # empty or too-short lines get no index entry: count them here
+    stats.unreadable += skipped
+    stats.unreadable_examples.extend(str(error) for error in errors[: max(0, 5 - len(stats.unreadable_examples))])
+    return stats

@@ -189,6 +189,10 @@ class Journal:
         with self._lock:
             self._rebuild_starts()
             self._expand_type_data()
+        if self.line_count == 0 and not self.allow_empty:
+            skipped = self.skipped_lines()[1]
+            if skipped:  # nothing but empty or too-short lines: say what the first one is
+                raise skipped[0]
         return True
 
     def known_bytes(self) -> int:
@@ -282,14 +286,14 @@ class Journal:
     def skipped_lines(self) -> tuple[int, list[MalformedLineError]]:
         """Lines the index left out (empty, too short to be an event) and shards it stopped reading:
         how many, and the first of them as located errors."""
-        count, errors = 0, []
+        count, stops, errors = 0, [], []
         for segment in self.segments:
             count += segment.skipped_count
             for line_no, why in segment.skipped:
                 errors.append(MalformedLineError(why, path=str(segment.path), line=line_no))
             if segment.stopped:
-                errors.append(MalformedLineError(segment.stopped, path=str(segment.path)))
-        return count, errors
+                stops.append(MalformedLineError(segment.stopped, path=str(segment.path)))
+        return count, stops + errors  # a shard that was given up on matters most: first
 
     # -- events -----------------------------------------------------------
     def _load_event(self, position: int) -> Event | JournalError:

@@ -142,6 +142,12 @@ class Segment:
         self._stored += len(data)
 
     def _add_chunk(self, chunk: bytes) -> None:
+        newlines = chunk.count(b"\n")
+        if newlines * MIN_EVENT_BYTES > len(chunk) + MIN_EVENT_BYTES:
+            # Lines shorter than any event on average (a bomb of empty lines, say): walk them
+            # one by one rather than split the chunk into millions of objects.
+            self._add_short_lines(chunk)
+            return
         parts = chunk.split(b"\n")
         tail = parts.pop()
         limit = self.max_line_bytes
@@ -176,6 +182,21 @@ class Segment:
                     self.scanned += len(chunk)
                     return
         self._continue_line(tail)
+        self.scanned += len(chunk)
+
+    def _add_short_lines(self, chunk: bytes) -> None:
+        start, position = 0, self.scanned
+        find = chunk.find
+        while self.stopped is None:
+            end = find(b"\n", start)
+            if end < 0:
+                break
+            position += end - start + 1
+            self._line_end_source = position
+            self._end_line(chunk[start:end])
+            start = end + 1
+        if self.stopped is None:
+            self._continue_line(chunk[start:])
         self.scanned += len(chunk)
 
     def _continue_line(self, piece: bytes) -> None:

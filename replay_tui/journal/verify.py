@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -123,7 +124,7 @@ class VerifyReport:
     faults: list[Fault] = field(default_factory=list)  # every fault found (one unless all_faults)
     all_faults: bool = False  # whether the check went on after the first fault
     faults_capped: bool = False  # stopped listing at MAX_FAULTS or at too many faults in a row
-    closed: bool = True  # a run.ended was found
+    closed: bool | None = True  # a run.ended was found (None: the check stopped before the end)
     ended_seq: int | None = None
     seals: list[Seal] = field(default_factory=list)
     sealed_by: list[str] = field(default_factory=list)  # key ids of the seals, in order of appearance
@@ -157,11 +158,11 @@ class VerifyReport:
             text = f"no hash chain ({self.dialect} dialect)"
         else:
             text = f"✓ verified ({self.events:,} events)"
-        if not self.closed and self.chain != "absent":
+        if self.closed is False and self.chain != "absent":
             text += " · not closed"
         if self.sealed_by:
             checked = " ✓" if self.key_id and all(seal.status == "verified" for seal in self.seals) else ""
-            text += f" · sealed by key {', '.join(self.sealed_by)}{checked}"
+            text += f" · sealed by key {_key_ids(self.sealed_by)}{checked}"
         return text
 
     def to_text(self) -> str:
@@ -191,6 +192,14 @@ class VerifyReport:
             cap = " (the list stops here)" if self.faults_capped else ""
             text += f"\n{len(self.faults)} fault(s){cap}:\n{listed}"
         return text
+
+
+_KEY_ID = re.compile(r"ed25519:[0-9a-f]{16}")
+
+
+def _key_ids(key_ids: list[str]) -> str:
+    """Key ids as read from seals (journal text): shown as is only when well-formed."""
+    return ", ".join(key if _KEY_ID.fullmatch(key) else quoted(key) for key in key_ids)
 
 
 @dataclass(frozen=True)
@@ -293,6 +302,7 @@ class _RangeResult:
     ended_seq: int | None = None  # the first run.ended in the range
     closing: tuple[str, int] | None = None  # (run.ended or run.sealed, seq): the last that closed the run
     seals: list[_SealEvent] = field(default_factory=list)
+    complete: bool = False  # every line of the range was looked at
 
 
 def _after_end_fault(kind: str, seq: int, closing: tuple[str, int], path: str, line: int) -> Fault | None:
@@ -345,6 +355,8 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
         """A fault in one line; stops after MAX_CONSECUTIVE_FAULTS of them in a row."""
         nonlocal bad_run, prev_seq
         bad_run += 1
+        if prev_seq is not None:  # the last good event stays the range's tail
+            result.tail = _Link(prev_seq, None, prev_hash, prev_run, prev_kind, path, prev_line)
         prev_seq = None  # resync on the next good event
         if bad_run > MAX_CONSECUTIVE_FAULTS:
             faults.append(
@@ -485,6 +497,7 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
         result.closing = closing
         if prev_seq is not None:
             result.tail = _Link(prev_seq, None, prev_hash, prev_run, prev_kind, path, prev_line)
+        result.complete = not result.stopped
     return result
 
 
@@ -637,13 +650,15 @@ def verify_journal(
         results = [_check_range(part, max_line_bytes, all_faults) for part in ranges]
     seals = _stitch(ranges, results, report)
     _check_seals(report, seals, public_key)
-    if report.ended_seq is None:
+    if report.ended_seq is None and not all(result.complete for result in results):
+        report.closed = None  # the pass stopped early: whether a run.ended follows is not known
+    elif report.ended_seq is None:
         report.closed = False
         cut = f"after seq {report.last_seq}" if report.last_seq is not None else "before its first event"
         report.notes.append(f"Not closed: the run is still going, or the file was cut {cut} (no run.ended).")
     if report.sealed_by and public_key is None:
         report.notes.append(
-            f"Sealed by key {', '.join(report.sealed_by)} (signatures not checked: give --key PUB to check them)."
+            f"Sealed by key {_key_ids(report.sealed_by)} (signatures not checked: give --key PUB to check them)."
         )
     elif report.key_id and report.seals and all(seal.status == "verified" for seal in report.seals):
         report.notes.append(f"Sealed by key {report.key_id}: every seal's signature verifies.")

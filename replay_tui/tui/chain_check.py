@@ -61,9 +61,10 @@ class ChainCheck:
 def result_of(report: dict) -> ChainResult:
     """The header's one-line verdict from a VerifyReport.to_json() object."""
     fault = report.get("fault")
+    summary = report.get("summary")  # verify's own one-liner: faults, "not closed", "sealed by key"
     if fault:
         where = f"seq {fault['seq']}" if fault.get("seq") is not None else f"line {fault.get('line')}"
-        return ChainResult("broken", f"✗ {fault['kind'].replace('_', ' ')} at {where}", fault.get("seq"))
+        return ChainResult("broken", summary or f"✗ {fault['kind'].replace('_', ' ')} at {where}", fault.get("seq"))
     if report.get("chain") == "absent":
-        return ChainResult("absent", f"no hash chain ({report.get('dialect')} dialect)")
-    return ChainResult("verified", f"✓ verified ({report.get('events', 0):,} events)")
+        return ChainResult("absent", summary or f"no hash chain ({report.get('dialect')} dialect)")
+    return ChainResult("verified", summary or f"✓ verified ({report.get('events', 0):,} events)")
