@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
-from .detect import FORMATS, JOURNAL, OPENAI_AGENTS, OTLP, detect_format
+from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, detect_format
 from .errors import TraceImportError
 from .records import Fidelity, Record, with_leading_input
 
@@ -113,7 +113,7 @@ def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) 
 def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
     from .agents_sdk import TraceRecords, traces
 
-    runs = []
+    runs: list[_Run] = []
     for trace_id, entry in traces(path).items():
         if not entry["spans"]:
             continue
@@ -126,4 +126,24 @@ def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
     return _write_runs(path, out, OPENAI_AGENTS, digest, runs)
 
 
-IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {OTLP: _import_otlp, OPENAI_AGENTS: _import_agents}
+def _import_inspect(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+    from .inspect_log import sample_records, samples
+
+    runs: list[_Run] = []
+    for where, sample, log in samples(path):
+        records, initial_state = sample_records(path, where, sample)
+        spec = log.get("eval") or {}
+        sample_id, epoch = sample.get("id"), sample.get("epoch")
+        detail = {"member": where, "sample_id": sample_id, "epoch": epoch, "task": spec.get("task"), "eval_id": spec.get("eval_id"),
+                  "model": spec.get("model")}
+        started = str(sample.get("started_at") or "").replace("+00:00", "Z") or None
+        runs.append(_Run(f"sample-{sample_id}-epoch-{epoch}", f"inspect-{digest[:12]}-{sample_id}-{epoch}", records, detail,
+                         initial_state=initial_state, started_at=started))
+    if not runs:
+        raise TraceImportError(str(path), None, "at least one sample in the Inspect AI log")
+    return _write_runs(path, out, INSPECT, digest, runs)
+
+
+IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {
+    OTLP: _import_otlp, OPENAI_AGENTS: _import_agents, INSPECT: _import_inspect,
+}
