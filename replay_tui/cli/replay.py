@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from ..replay.corpus import is_shard_directory
-from ..replay.protocol import MODES, NEW_CODE, STRICT, ReplaySpec
+from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
+from ..replay.sandbox import pass_env_default
 from .common import EXIT_USAGE, print_json, print_text
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -25,7 +26,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="every recorded event must be consumed (default); --no-strict reports unused events without failing",
     )
-    parser.add_argument("--verify-hash-chain", action="store_true", help="verify schema and hash chain before replaying")
+    parser.add_argument(
+        "--verify-hash-chain",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="verify schema and hash chain before replaying (default); --no-verify-hash-chain skips it (the report says so)",
+    )
     parser.add_argument("--fail-on-unused-events", action="store_true", help="fail when recorded events are left unused (also with --no-strict)")
     parser.add_argument("--agent", metavar="MODULE:ATTR", help="entry point to run (default: the one run.started recorded)")
     parser.add_argument(
@@ -43,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-config", metavar="FILE", help="harness config whose model plugin answers (model-live)")
     parser.add_argument("--tools-config", metavar="FILE", help="harness config whose tool plugins run (tools-live)")
     parser.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]", help="also let the child reach this host (experiments)")
+    _configure_sandbox(parser)
     parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     parser.add_argument("--jobs", type=int, metavar="N", help="JOURNAL is a corpus directory: replay its journals, N at a time")
@@ -64,6 +71,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="replay up to the first divergence, then continue live (plugins of --config) into --out; the journal is untouched",
     )
     parser.add_argument("--config", metavar="FILE", help="harness config whose plugins run live after the divergence (re-record)")
+
+
+def _configure_sandbox(parser: argparse.ArgumentParser) -> None:
+    """The child's sandbox (README: "What the sandbox guarantees")."""
+    group = parser.add_argument_group("sandbox")
+    group.add_argument(
+        "--isolation",
+        choices=ISOLATIONS,
+        default="auto",
+        help="auto: bubblewrap when installed, else the child's own namespaces; guard-only: the socket guard alone (reported)",
+    )
+    group.add_argument(
+        "--require-isolation", action="store_true", help="exit 2 when any sandbox layer is missing on this system"
+    )
+    group.add_argument(
+        "--pass-env",
+        action="append",
+        default=pass_env_default(),
+        metavar="NAME",
+        help="let the child see this environment variable (repeatable; default: the names in $REPLAY_TUI_PASS_ENV)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,6 +145,9 @@ def _spec(args: argparse.Namespace, journal: str) -> ReplaySpec:
         model_config=os.path.abspath(args.model_config) if args.model_config else None,
         tools_config=os.path.abspath(args.tools_config) if args.tools_config else None,
         allow_hosts=list(args.allow_host),
+        isolation=args.isolation,
+        require_isolation=args.require_isolation,
+        pass_env=list(args.pass_env),
         sys_path=[os.path.abspath(path) for path in args.agent_path] + [os.getcwd()],
     )
 

@@ -1,9 +1,11 @@
-"""The replay child: isolate the network, then run the agent against the journal.
+"""The replay child: enter the sandbox, then run the agent against the parent's copy of the journal.
 
-Started by ``runner.ReplayRunner`` as ``python -m replay_tui.replay.child SPEC_JSON``;
-it speaks the protocol of ``protocol.py`` on the pipe the spec names. Isolation comes
-before anything else, in particular before the agent module is imported, so
-import-time network access is refused as well. The child imports only what a replay
+Started by ``runner.ReplayRunner`` as ``python -m replay_tui.replay.child SPEC_JSON``
+(inside bubblewrap when installed); it speaks the protocol of ``protocol.py`` on the
+pipe the spec names. The sandbox (``sandbox.enter_sandbox``) comes before anything
+else, in particular before the agent module is imported, so import-time access is
+refused as well. Every event the agent produces is streamed to the parent, which
+alone decides the verdict. The child imports only what a replay
 needs (no Textual; deepdiff only when a divergence is reported), to start fast.
 """
 
@@ -17,9 +19,13 @@ import time
 import traceback
 from typing import Any
 
+import orjson
+
 from .hosts import HostsConfigError, hosts_in_config
-from .isolation import GUARD_ONLY, NETNS_AUTO, Refusal, SocketGuard, isolate
+from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
+from .isolation import GUARD_ONLY, Refusal, SocketGuard, isolate
 from .protocol import (
+    EVENTS,
     AGENT_CRASH,
     AGENT_IMPORT,
     ERROR,
@@ -39,6 +45,7 @@ from .protocol import (
 )
 
 TRACEBACK_LINES = 30
+BATCH_EVENTS = 256  # produced events per "events" message (fewer writes, no round trips)
 
 
 class Channel:
@@ -49,10 +56,31 @@ class Channel:
         self.progress_interval_s = progress_interval_s
         self._next_progress = 0.0
         self._calls = 0
+        self._batch: list[bytes] = []
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
 
+    def produce(self, kind: str, payload: dict, step_id: str | None, parent_event_id: str | None) -> None:
+        """One event the agent produced, for the parent's verdict (serialized now: payloads may change later)."""
+        self._batch.append(orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS))
+        if len(self._batch) >= BATCH_EVENTS:
+            self.flush()
+
+    def request(self, kind: str, key: Any) -> None:
+        """One observation the agent asked for."""
+        self._batch.append(orjson.dumps(["o", kind, key], option=orjson.OPT_NON_STR_KEYS))
+        if len(self._batch) >= BATCH_EVENTS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._batch:
+            items, self._batch = self._batch, []
+            self._write(b'{"type":"' + EVENTS.encode() + b'","items":[' + b",".join(items) + b"]}\n")
+
     def send(self, message_type: str, **fields: Any) -> None:
-        data = encode(message_type, **fields)
+        self.flush()  # events first: every other message comes after the events it follows
+        self._write(encode(message_type, **fields))
+
+    def _write(self, data: bytes) -> None:
         try:
             while data:
                 written = os.write(self.fd, data)
@@ -95,12 +123,12 @@ def main(argv: list[str]) -> int:
         channel.send(REFUSAL, **refusal.to_json())
 
     live = spec.mode in (MODEL_LIVE, TOOLS_LIVE)
-    level = GUARD_ONLY if live or spec.isolation == GUARD_ONLY else NETNS_AUTO
+    report = enter_sandbox(SandboxPolicy(**spec.sandbox)) if spec.sandbox is not None else None
     reason = None
     allow = list(spec.allow_hosts)
     config_error = None
     if live:
-        reason = f"{spec.mode} experiment: the live plugin's hosts must be reachable"
+        reason = f"{spec.mode} experiment: the live plugin's hosts are reached through the socket guard (no broker yet)"
         config = spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config
         if config:
             try:
@@ -109,7 +137,13 @@ def main(argv: list[str]) -> int:
                 config_error = str(error)
     elif spec.isolation == GUARD_ONLY:
         reason = "guard-only isolation was requested"
-    info, guard = isolate(level, allow, report_refusal, reason)
+    info, guard = isolate(GUARD_ONLY, allow, report_refusal, reason)
+    if report is not None:
+        info.sandbox = report.to_json()
+        netns = next(layer for layer in report.layers if layer.name == NETWORK_NAMESPACE)
+        info.network_namespace = netns.in_force
+        info.namespace_method = report.mechanism if netns.in_force else None
+        info.reason = reason if reason or netns.in_force else netns.detail
     channel.send(HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=platform.python_version())
     if config_error is not None:
         channel.error(USAGE_ERROR, config_error)

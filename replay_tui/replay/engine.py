@@ -29,7 +29,8 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from .entry_point import load_entry_point
-from .protocol import DIVERGENCE, MODEL_LIVE, MODES, TOOLS_LIVE, ReplaySpec
+from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
+from .referee import nearest_snapshot
 from .tape import OBSERVATION_KEY, Divergence, KeyedSource, StrictSink, StrictSource, Tape, TapeUnreadable, UnrecordedCall
 
 if TYPE_CHECKING:
@@ -133,8 +134,9 @@ class ReplaySession:
         if spec.out:
             start_after = (resume.seq, resume.event_hash) if resume is not None and resume.event_hash else None
             tee = JsonlSink(spec.out, run_id=f"{first.run_id}-{spec.mode}", start_after=start_after)
-        sink = StrictSink(tape, tee=tee, on_match=matched)
-        source = StrictSource(tape)
+        self.channel.send(START, resume_seq=resume.seq if resume is not None else None)
+        sink = StrictSink(tape, tee=tee, on_match=matched, on_produce=self.channel.produce)
+        source = StrictSource(tape, on_request=self.channel.request)
         sources = {kind: source for kind in OBSERVATION_KEY}
         inputs = [] if resume is not None else recorded_inputs(journal)
         divergence: Divergence | None = None
@@ -396,21 +398,6 @@ def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> No
             "response_call_ids": sorted(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str)),
         }
     )
-
-
-def nearest_snapshot(journal: Journal, seq: int) -> Event | None:
-    """The last state.snapshot at or before ``seq`` (None: start from the beginning)."""
-    position = journal.position_of_seq(seq)
-    if position is None:
-        position = len(journal) - 1
-    needle = b'"state.snapshot"'
-    for candidate in range(position, -1, -1):
-        if needle not in journal.line_bytes(candidate):
-            continue
-        event = journal.event(candidate)
-        if event.kind == STATE_SNAPSHOT and event.seq <= seq:
-            return event
-    return None
 
 
 def summarize_experiment(

@@ -65,10 +65,19 @@ class IsolationInfo:
     socket_guard: bool
     allowed_hosts: list[str] = field(default_factory=list)
     reason: str | None = None  # why there is no namespace, when there is none
+    sandbox: dict[str, Any] | None = None  # SandboxReport.to_json(): every layer, checked from inside
+
+    @property
+    def missing_layers(self) -> list[str]:
+        layers = (self.sandbox or {}).get("layers") or []
+        return [str(layer.get("name")) for layer in layers if isinstance(layer, dict) and not layer.get("in_force")]
 
     @property
     def summary(self) -> str:
         allowed = ", ".join(self.allowed_hosts) if self.allowed_hosts else "nothing"
+        if self.sandbox is not None:
+            text = f"{self.sandbox.get('summary')}; socket guard (allowed: {allowed})"
+            return text + (f"; {self.reason}" if self.reason else "")
         if self.network_namespace:
             text = f"network namespace ({self.namespace_method}) + socket guard (allowed: {allowed})"
         else:
@@ -90,6 +99,7 @@ class IsolationInfo:
             socket_guard=bool(data.get("socket_guard")),
             allowed_hosts=list(data.get("allowed_hosts") or []),
             reason=data.get("reason"),
+            sandbox=data.get("sandbox") if isinstance(data.get("sandbox"), dict) else None,
         )
 
 

@@ -14,9 +14,16 @@ the parent reports its exit status and the last lines of its stderr.
 ===============  ==============================================================
 type             fields
 ===============  ==============================================================
-``hello``        ``protocol`` (int, 1), ``pid``, ``isolation`` {network_namespace,
-                 namespace_method, socket_guard, allowed_hosts, reason, summary},
+``hello``        ``protocol`` (int, 2), ``pid``, ``isolation`` {network_namespace,
+                 namespace_method, socket_guard, allowed_hosts, reason, sandbox
+                 {mechanism, layers [{name, in_force, detail}], summary}, summary},
                  ``python`` (version string)
+``start``        ``resume_seq``: the state.snapshot a step-loop agent resumes
+                 from, or null (the parent accepts only the one it computes)
+``events``       ``items``: what the agent produced, in order, batched:
+                 ``["e", kind, step_id, parent_event_id, payload]`` (an event) and
+                 ``["o", kind, key]`` (an observation it asked for). The parent
+                 compares them with its own journal: that alone is the verdict
 ``progress``     ``phase`` ("verify", "load", "fast-forward", "replay"),
                  ``consumed`` (events matched so far), ``total`` (events in the
                  journal), ``seq`` (last seq matched, or null)
@@ -38,6 +45,10 @@ type             fields
                  "internal"; ``message``; ``traceback`` (last lines, may be empty)
 ===============  ==============================================================
 
+The child's ``divergence`` and ``result`` are its own view, used only for what the
+parent cannot see (timings, refusals, the agent's traceback, experiment summaries).
+They can make a run fail, never pass: the parent decides from the ``events`` stream.
+
 A timeout or a cancel is decided by the parent, which kills the child's process
 group; it never appears on the pipe.
 """
@@ -49,10 +60,16 @@ from typing import Any
 
 import orjson
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR = "hello", "progress", "refusal", "divergence", "result", "error"
-MESSAGE_TYPES = frozenset({HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR})
+START, EVENTS = "start", "events"
+MESSAGE_TYPES = frozenset({HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR, START, EVENTS})
+
+#: Isolation a caller can ask for: "auto" (bubblewrap when installed, else the child's own
+#: namespaces), "bwrap", "namespaces" (never bwrap), or "guard-only" (the socket guard
+#: alone: an explicit, reported opt-out).
+ISOLATIONS = ("auto", "bwrap", "namespaces", "guard-only")
 
 #: Replay modes. ``strict`` and ``new-code`` serve every observation from the journal
 #: in order; the other two make one group of dependencies live.
@@ -82,13 +99,16 @@ class ReplaySpec:
     mode: str = STRICT
     from_seq: int | None = None
     strict: bool = True  # unused events at the end fail the replay
-    verify_hash_chain: bool = False
+    verify_hash_chain: bool = True  # the parent verifies the chain before the child starts
     fail_on_unused_events: bool = False
     out: str | None = None  # experiment journal
     model_config: str | None = None  # live model plugin config (model-live)
     tools_config: str | None = None  # live tool plugin config (tools-live)
     allow_hosts: list[str] = field(default_factory=list)
-    isolation: str = "auto"  # "auto" (namespace where allowed + guard) or "guard-only"
+    isolation: str = "auto"  # one of ISOLATIONS
+    require_isolation: bool = False  # a missing sandbox layer fails the run (exit 2)
+    pass_env: list[str] = field(default_factory=list)  # environment variables the child may see
+    sandbox: dict[str, Any] | None = None  # the SandboxPolicy the runner made (set by the runner)
     sys_path: list[str] = field(default_factory=list)  # prepended, so fixture agents import
     protocol_fd: int = -1
     progress_interval_s: float = 0.05

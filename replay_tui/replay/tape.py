@@ -18,78 +18,17 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Iterable
 
-from ..journal import Event, Journal, JournalError
-from ..journal.model import (
-    CLOCK_READ,
-    INPUT_RECEIVED,
-    MODEL_REQUEST,
-    MODEL_RESPONSE,
-    DIAGNOSTIC_FIELDS,
-    RANDOM_DRAW,
-    RUN_ENDED,
-    RUN_SEALED,
-    RUN_STARTED,
-    STATE_SNAPSHOT,
-    STATE_TRANSITION,
-    TOOL_CALL,
-    TOOL_RESULT,
-)
 from ..harness.replay_support import observation_key
 from ..harness.seam import ObservationMissing, StopRun
+from ..journal import Event, Journal, JournalError
+from .referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
 
-#: The payload fields that are an event's key, compared in strict matching.
-KEY_FIELDS: dict[str, tuple[str, ...]] = {
-    MODEL_REQUEST: ("request_hash",),
-    MODEL_RESPONSE: ("request_hash",),
-    TOOL_CALL: ("call_key",),
-    TOOL_RESULT: ("call_key",),
-    STATE_TRANSITION: ("before_hash", "after_hash"),
-    STATE_SNAPSHOT: ("state_hash",),
-    CLOCK_READ: ("source",),
-    RANDOM_DRAW: ("source",),
-    INPUT_RECEIVED: ("role", "content"),
-    RUN_ENDED: ("status", "output"),
-    RUN_STARTED: ("initial_state",),
-}
-#: The field an observation is looked up by.
-OBSERVATION_KEY = {MODEL_RESPONSE: "request_hash", TOOL_RESULT: "call_key", CLOCK_READ: "source", RANDOM_DRAW: "source"}
+__all__ = ["KEY_FIELDS", "OBSERVATION_KEY", "Divergence", "KeyedSource", "StrictSink", "StrictSource", "Tape", "mismatch"]
 
-_WHAT_CHANGED = {
-    "request_hash": "the model request changed",
-    "call_key": "the tool name or arguments changed",
-    "before_hash": "the state before this transition differs",
-    "after_hash": "the reducer produced a different state",
-    "state_hash": "the snapshot state differs",
-    "source": "a different clock or random source was read",
-    "content": "the input differs",
-    "role": "the input role differs",
-    "status": "the run ended with a different status",
-    "output": "the run produced a different output",
-}
-
-
-#: Observations are served from the tape, so they equal the recording by construction;
-#: run.started describes the replaying harness, not the agent's behaviour.
-_PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW, RUN_STARTED})
-#: A transition is judged by its hashes: several patches produce the same after_hash
-#: (journals recorded before the harness made patches deterministic wrote their ops in
-#: hash-seed order), and a new reducer version that computes the same states is no divergence.
-#: A snapshot's ``resume`` block is the harness's restart bookkeeping (step count, causal
-#: cursor), which harness versions write differently; the state and its hash are what count.
-_IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
-
-
-def _first_payload_difference(recorded: dict[str, Any], produced: dict[str, Any], ignored: tuple[str, ...]) -> str | None:
-    """The first top-level payload field that differs, diagnostics and ``ignored`` excluded."""
-    for name in sorted(set(recorded) | set(produced)):
-        if name in DIAGNOSTIC_FIELDS or name in ignored:
-            continue
-        if recorded.get(name, _ABSENT) != produced.get(name, _ABSENT):
-            return name
-    return None
-
-
-_ABSENT = object()
+#: Called with each produced event (kind, payload, step_id, parent_event_id) and each
+#: observation request (kind, key): the child streams them to the parent, which decides.
+Produced = Callable[[str, dict, "str | None", "str | None"], None]
+Requested = Callable[[str, Any], None]
 
 
 class Divergence(StopRun):
@@ -110,6 +49,10 @@ class Divergence(StopRun):
         self.produced = produced
         self.expected = expected
         self.parent_matches = parent_matches
+
+    @classmethod
+    def of(cls, found: Mismatch) -> "Divergence":
+        return cls(found.seq, found.reason, found.produced, found.expected, parent_matches=found.parent_matches)
 
 
 class UnrecordedCall(ObservationMissing):
@@ -132,36 +75,12 @@ class TapeUnreadable(StopRun):
         self.error = error
 
 
-class Tape:
-    """The recorded events in order with a cursor, shared by the strict sink and source."""
+class Tape(Cursor):
+    """The referee's cursor, with the child's way of stopping: exceptions the agent cannot catch."""
 
     def __init__(self, journal: Journal, start: int = 0) -> None:
-        self.journal = journal
-        self.start = start
-        self.position = start
-        self.total = len(journal)
-        # A run.sealed after the run is a signature over the chain, not an event of the run: not on the tape.
-        while self.total > start and getattr(journal.try_event(self.total - 1), "kind", None) == RUN_SEALED:
-            self.total -= 1
-        self.last_seq: int | None = None
+        super().__init__(journal, start)
         self.stopped: BaseException | None = None
-        self.reserved: set[int] = set()  # positions of observations served but not yet written
-
-    @property
-    def consumed(self) -> int:
-        return self.position - self.start
-
-    @property
-    def next_seq(self) -> int:
-        if self.last_seq is not None:
-            return self.last_seq + 1
-        if self.start == 0:
-            return 1
-        return self.journal.event(self.start - 1).seq + 1
-
-    def peek(self) -> Event | None:
-        """The next recorded event, or None at the end."""
-        return self.event_at(self.position) if self.position < self.total else None
 
     def event_at(self, position: int) -> Event:
         """A recorded event; an unreadable line stops the replay (TapeUnreadable)."""
@@ -170,75 +89,33 @@ class Tape:
         except JournalError as error:
             raise self.stop(TapeUnreadable(error)) from None
 
-    def advance(self, event: Event) -> None:
-        self.reserved.discard(self.position)
-        self.position += 1
-        self.last_seq = event.seq
-
     def stop(self, reason: BaseException) -> BaseException:
         if self.stopped is None:
             self.stopped = reason
         return reason
-
-    def unused(self) -> dict[str, Any] | None:
-        """Recorded events after the cursor: count, first seq and kinds."""
-        left = self.total - self.position
-        if left <= 0:
-            return None
-        kinds: dict[str, int] = {}
-        first_seq = None
-        for item in self.journal.events(self.position, self.total):
-            if isinstance(item, JournalError):
-                continue
-            first_seq = item.seq if first_seq is None else first_seq
-            kinds[item.kind] = kinds.get(item.kind, 0) + 1
-        return {"count": left, "first_seq": first_seq, "kinds": kinds}
-
-
-def deleted_reason(seq: int, found: int) -> str:
-    return (
-        f"the journal has no event with seq {seq} (the next recorded event is seq {found}): "
-        "an event was deleted or the seqs were edited"
-    )
-
-
-def produced_event(kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> dict[str, Any]:
-    return {"kind": kind, "step_id": step_id, "parent_event_id": parent_event_id, "payload": payload}
-
-
-def mismatch(recorded: Event, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None) -> tuple[str, bool] | None:
-    """Why ``recorded`` and the produced event differ, or None. Returns (reason, parent_matches)."""
-    if recorded.payload == payload and recorded.kind == kind and recorded.step_id == step_id and recorded.parent_event_id == parent:
-        return None  # the common case, decided by one C-level comparison
-    if recorded.kind != kind:
-        return f"kind differs: the journal has {recorded.kind}, the agent produced {kind}", True
-    for name in KEY_FIELDS.get(kind, ()):
-        expected, actual = recorded.payload.get(name), payload.get(name)
-        if expected != actual or type(expected) is not type(actual):
-            return f"{name} differs: {_WHAT_CHANGED.get(name, 'the key changed')}", True
-    if kind not in _PAYLOAD_UNCHECKED:
-        field = _first_payload_difference(recorded.payload, payload, _IGNORED_FIELDS.get(kind, ()))
-        if field is not None:
-            return f"payload.{field} differs (its key matches: the journal was edited, or the key does not cover it)", True
-    if recorded.step_id != step_id:
-        return f"step_id differs: the journal has {recorded.step_id!r}, the agent is in {step_id!r}", True
-    if recorded.parent_event_id != parent:
-        return f"parent differs: the journal has {recorded.parent_event_id!r}, the agent gave {parent!r}", False
-    return None
 
 
 class StrictSink:
     """EventSink of strict replay (see the module docstring).
 
     ``tee`` (optional) receives every produced event too: new-code runs with
-    ``--out`` write their own journal through it. ``on_match`` sees each matched
-    event (progress).
+    ``--out`` write their own journal through it. ``on_produce`` sees every produced
+    event before it is judged (the child streams them to the parent); ``on_match``
+    sees each matched event (progress).
     """
 
-    def __init__(self, tape: Tape, *, tee: Any = None, on_match: Callable[[Event], None] | None = None) -> None:
+    def __init__(
+        self,
+        tape: Tape,
+        *,
+        tee: Any = None,
+        on_match: Callable[[Event], None] | None = None,
+        on_produce: Produced | None = None,
+    ) -> None:
         self.tape = tape
         self.tee = tee
         self.on_match = on_match
+        self.on_produce = on_produce
 
     def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
         tape = self.tape
@@ -246,21 +123,14 @@ class StrictSink:
             raise ReplayStopped(f"{kind} after the replay stopped")
         if self.tee is not None:
             self.tee.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
-        seq = tape.next_seq
-        recorded = tape.peek()
-        if recorded is None or recorded.seq != seq:
-            produced = produced_event(kind, payload, step_id, parent_event_id)
-            reason = "the journal ends before this event" if recorded is None else deleted_reason(seq, recorded.seq)
-            raise tape.stop(Divergence(seq, reason, produced, None))
-        found = mismatch(recorded, kind, payload, step_id, parent_event_id)
-        if found is not None:
-            reason, parent_matches = found
-            produced = produced_event(kind, payload, step_id, parent_event_id)
-            raise tape.stop(Divergence(seq, reason, produced, recorded, parent_matches=parent_matches))
-        tape.advance(recorded)
+        if self.on_produce is not None:
+            self.on_produce(kind, payload, step_id, parent_event_id)
+        found = tape.emit(kind, payload, step_id, parent_event_id)
+        if isinstance(found, Mismatch):
+            raise tape.stop(Divergence.of(found))
         if self.on_match is not None:
-            self.on_match(recorded)
-        return recorded
+            self.on_match(found)
+        return found
 
     def close(self) -> None:
         if self.tee is not None:
@@ -268,47 +138,23 @@ class StrictSink:
 
 
 class StrictSource:
-    """ObservationSource of strict replay: the recorded observation with this kind and key.
+    """ObservationSource of strict replay: the recorded observation with this kind and key
+    (``Cursor.observe``); ``on_request`` sees each request (streamed to the parent)."""
 
-    It is normally the very next recorded event. Concurrent tool calls (``atool``)
-    ask for their results before the other calls are written, so the source looks
-    a little ahead for the first observation with that key not yet handed out; the
-    sink still checks each one at its own seq when the harness writes it.
-    """
-
-    LOOKAHEAD = 4096
-
-    def __init__(self, tape: Tape) -> None:
+    def __init__(self, tape: Tape, on_request: Requested | None = None) -> None:
         self.tape = tape
+        self.on_request = on_request
 
     def observe(self, kind: str, key: str, request: dict) -> dict:
         tape = self.tape
         if tape.stopped is not None:
             raise ReplayStopped(f"{kind} requested after the replay stopped")
-        field = OBSERVATION_KEY[kind]
-        for position in range(tape.position, min(tape.total, tape.position + self.LOOKAHEAD)):
-            if position in tape.reserved:
-                continue
-            recorded = tape.event_at(position)
-            if recorded.kind == kind and recorded.payload.get(field) == key:
-                tape.reserved.add(position)
-                return recorded.payload
-            if recorded.kind == RUN_ENDED:
-                break
-        seq = tape.next_seq
-        produced = produced_event(kind, {field: key}, None, None)
-        recorded = tape.peek()
-        if recorded is None:
-            raise tape.stop(Divergence(seq, f"the agent asked for a {kind} but the journal has ended", produced, None))
-        produced["step_id"] = recorded.step_id
-        if recorded.seq != seq:
-            raise tape.stop(Divergence(seq, deleted_reason(seq, recorded.seq), produced, None))
-        recorded_key = recorded.payload.get(OBSERVATION_KEY.get(recorded.kind, ""))
-        reason = (
-            f"the agent asked for {kind} {field}={key}, which the journal does not record here; "
-            f"at seq {recorded.seq} it has {recorded.kind}" + (f" for {recorded_key}" if recorded_key is not None else "")
-        )
-        raise tape.stop(Divergence(seq, reason, produced, recorded))
+        if self.on_request is not None:
+            self.on_request(kind, key)
+        found = tape.observe(kind, key)
+        if isinstance(found, Mismatch):
+            raise tape.stop(Divergence.of(found))
+        return found.payload
 
 
 class KeyedSource:

@@ -55,7 +55,8 @@ def rechained_copy(source: Path, target: Path, edit: Callable[[list[dict[str, An
 
 
 def replay(journal: Path, *, timeout_s: float = 60, env: dict[str, str] | None = None, on_progress=None, **spec: Any) -> ReplayOutcome:
-    """Strict replay (or an experiment) of ``journal`` in the real child process."""
+    """Strict replay (or an experiment) of ``journal`` in the real child process; ``env`` names are passed in."""
+    spec.setdefault("pass_env", sorted(env or {}))
     runner = ReplayRunner(
         ReplaySpec(journal=str(journal), sys_path=[str(REPO)], **spec),
         timeout_s=timeout_s,

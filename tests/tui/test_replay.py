@@ -124,6 +124,7 @@ async def test_the_replay_dialog_chooses_the_agent(tmp_path: Path) -> None:
 async def test_escape_cancels_a_running_replay_and_kills_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 60)
     monkeypatch.setenv("WOBBLY_SLEEP_S", "0.2")  # ~12 s of replay: long enough to cancel mid-run
+    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
     app = make_app(journal)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
@@ -151,6 +152,7 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(tmp_path: Pat
 async def test_a_crashing_agent_is_reported_with_its_last_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 10)
     monkeypatch.setenv("WOBBLY_CRASH_AT", "4")
+    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
     app = make_app(journal)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -182,6 +184,7 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
         await pilot.press("escape")
 
         monkeypatch.setenv("WOBBLY_SLEEP_S", "0.5")
+        monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
         screen.start_replay(ReplayRequest(agent=WOBBLY_AGENT, timeout_s=2))
         panel = await wait_for_replay(pilot, timeout_s=15)
         assert panel.last.outcome.status == "timeout"
@@ -192,6 +195,7 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
 async def test_quitting_mid_replay_kills_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 60)
     monkeypatch.setenv("WOBBLY_SLEEP_S", "0.3")
+    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
     app = make_app(journal)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

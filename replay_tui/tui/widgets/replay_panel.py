@@ -38,6 +38,7 @@ from ...replay.runner import (
     ReplayOutcome,
     ReplayRunner,
 )
+from ...replay.sandbox import pass_env_default
 from . import replay_format
 from .replay_environment import EnvironmentComparison, compare_environment
 
@@ -77,6 +78,7 @@ class ReplayRequest:
             model_config=self.model_config,
             tools_config=self.tools_config,
             sys_path=[os.path.abspath(path) for path in self.agent_path] + [root],
+            pass_env=pass_env_default(),  # the sandbox scrubs the rest of the environment
         )
 
 

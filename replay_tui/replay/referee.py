@@ -1,0 +1,309 @@
+"""Matching the agent's events against the journal: the one home of that logic, harness-free.
+
+The child uses it (through ``tape.py``) only to stop early; the parent runs the same
+``Cursor`` over its own copy of the journal on the events the child streams back, and
+only the parent's result is the verdict. Nothing here imports the harness, so the app
+can run a referee without importing agent-side code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..journal import Event, Journal, JournalError
+from ..journal.model import (
+    CLOCK_READ,
+    DIAGNOSTIC_FIELDS,
+    INPUT_RECEIVED,
+    MODEL_REQUEST,
+    MODEL_RESPONSE,
+    OBSERVATION_KINDS,
+    RANDOM_DRAW,
+    RUN_ENDED,
+    RUN_SEALED,
+    RUN_STARTED,
+    STATE_SNAPSHOT,
+    STATE_TRANSITION,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+
+#: The payload fields that are an event's key, compared in strict matching.
+KEY_FIELDS: dict[str, tuple[str, ...]] = {
+    MODEL_REQUEST: ("request_hash",),
+    MODEL_RESPONSE: ("request_hash",),
+    TOOL_CALL: ("call_key",),
+    TOOL_RESULT: ("call_key",),
+    STATE_TRANSITION: ("before_hash", "after_hash"),
+    STATE_SNAPSHOT: ("state_hash",),
+    CLOCK_READ: ("source",),
+    RANDOM_DRAW: ("source",),
+    INPUT_RECEIVED: ("role", "content"),
+    RUN_ENDED: ("status", "output"),
+    RUN_STARTED: ("initial_state",),
+}
+#: The field an observation is looked up by.
+OBSERVATION_KEY = {MODEL_RESPONSE: "request_hash", TOOL_RESULT: "call_key", CLOCK_READ: "source", RANDOM_DRAW: "source"}
+
+_WHAT_CHANGED = {
+    "request_hash": "the model request changed",
+    "call_key": "the tool name or arguments changed",
+    "before_hash": "the state before this transition differs",
+    "after_hash": "the reducer produced a different state",
+    "state_hash": "the snapshot state differs",
+    "source": "a different clock or random source was read",
+    "content": "the input differs",
+    "role": "the input role differs",
+    "status": "the run ended with a different status",
+    "output": "the run produced a different output",
+}
+
+#: Observations are served from the tape, so they equal the recording by construction;
+#: run.started describes the replaying harness, not the agent's behaviour.
+_PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW, RUN_STARTED})
+#: A transition is judged by its hashes: several patches produce the same after_hash
+#: (journals recorded before the harness made patches deterministic wrote their ops in
+#: hash-seed order), and a new reducer version that computes the same states is no divergence.
+#: A snapshot's ``resume`` block is the harness's restart bookkeeping (step count, causal
+#: cursor), which harness versions write differently; the state and its hash are what count.
+_IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
+_ABSENT = object()
+
+
+@dataclass
+class Mismatch:
+    """Where and why the agent left the journal (what a divergence report is built from)."""
+
+    seq: int
+    reason: str
+    produced: dict[str, Any] | None
+    expected: Event | None
+    parent_matches: bool = True
+
+
+def _first_payload_difference(recorded: dict[str, Any], produced: dict[str, Any], ignored: tuple[str, ...]) -> str | None:
+    """The first top-level payload field that differs, diagnostics and ``ignored`` excluded."""
+    for name in sorted(set(recorded) | set(produced)):
+        if name in DIAGNOSTIC_FIELDS or name in ignored:
+            continue
+        if recorded.get(name, _ABSENT) != produced.get(name, _ABSENT):
+            return name
+    return None
+
+
+def deleted_reason(seq: int, found: int) -> str:
+    return (
+        f"the journal has no event with seq {seq} (the next recorded event is seq {found}): "
+        "an event was deleted or the seqs were edited"
+    )
+
+
+def produced_event(kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> dict[str, Any]:
+    return {"kind": kind, "step_id": step_id, "parent_event_id": parent_event_id, "payload": payload}
+
+
+def mismatch(recorded: Event, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None) -> tuple[str, bool] | None:
+    """Why ``recorded`` and the produced event differ, or None. Returns (reason, parent_matches)."""
+    if recorded.payload == payload and recorded.kind == kind and recorded.step_id == step_id and recorded.parent_event_id == parent:
+        return None  # the common case, decided by one C-level comparison
+    if recorded.kind != kind:
+        return f"kind differs: the journal has {recorded.kind}, the agent produced {kind}", True
+    for name in KEY_FIELDS.get(kind, ()):
+        expected, actual = recorded.payload.get(name), payload.get(name)
+        if expected != actual or type(expected) is not type(actual):
+            return f"{name} differs: {_WHAT_CHANGED.get(name, 'the key changed')}", True
+    if kind not in _PAYLOAD_UNCHECKED:
+        field = _first_payload_difference(recorded.payload, payload, _IGNORED_FIELDS.get(kind, ()))
+        if field is not None:
+            return f"payload.{field} differs (its key matches: the journal was edited, or the key does not cover it)", True
+    if recorded.step_id != step_id:
+        return f"step_id differs: the journal has {recorded.step_id!r}, the agent is in {step_id!r}", True
+    if recorded.parent_event_id != parent:
+        return f"parent differs: the journal has {recorded.parent_event_id!r}, the agent gave {parent!r}", False
+    return None
+
+
+def nearest_snapshot(journal: Journal, seq: int) -> Event | None:
+    """The last state.snapshot at or before ``seq`` (None: start from the beginning)."""
+    position = journal.position_of_seq(seq)
+    if position is None:
+        position = len(journal) - 1
+    needle = b'"state.snapshot"'
+    for candidate in range(position, -1, -1):
+        if needle not in journal.line_bytes(candidate):
+            continue
+        event = journal.event(candidate)
+        if event.kind == STATE_SNAPSHOT and event.seq <= seq:
+            return event
+    return None
+
+
+class Cursor:
+    """The recorded events in order with a cursor: checks each produced event and observation request.
+
+    ``emit`` and ``observe`` return the recorded event, or a ``Mismatch`` (the first one
+    is kept in ``stopped``). Reading an unreadable line raises ``JournalError``.
+    """
+
+    LOOKAHEAD = 4096
+
+    def __init__(self, journal: Journal, start: int = 0) -> None:
+        self.journal = journal
+        self.start = start
+        self.position = start
+        self.total = len(journal)
+        # A run.sealed after the run is a signature over the chain, not an event of the run: not on the tape.
+        while self.total > start and getattr(journal.try_event(self.total - 1), "kind", None) == RUN_SEALED:
+            self.total -= 1
+        self.last_seq: int | None = None
+        self.reserved: set[int] = set()  # positions of observations served but not yet written
+        self.state_checks = 0
+        self.observations = 0
+        self.ended = False  # a recorded run.ended was matched
+
+    @property
+    def consumed(self) -> int:
+        return self.position - self.start
+
+    @property
+    def next_seq(self) -> int:
+        if self.last_seq is not None:
+            return self.last_seq + 1
+        if self.start == 0:
+            return 1
+        return self.journal.event(self.start - 1).seq + 1
+
+    def event_at(self, position: int) -> Event:
+        return self.journal.event(position)
+
+    def peek(self) -> Event | None:
+        """The next recorded event, or None at the end."""
+        return self.event_at(self.position) if self.position < self.total else None
+
+    def advance(self, event: Event) -> None:
+        self.reserved.discard(self.position)
+        self.position += 1
+        self.last_seq = event.seq
+        if event.kind in (STATE_TRANSITION, STATE_SNAPSHOT):
+            self.state_checks += 1
+        elif event.kind in OBSERVATION_KINDS:
+            self.observations += 1
+        elif event.kind == RUN_ENDED:
+            self.ended = True
+
+    def emit(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> Event | Mismatch:
+        """Compare one produced event with the recorded event of the same seq."""
+        seq = self.next_seq
+        recorded = self.peek()
+        if recorded is None or recorded.seq != seq:
+            produced = produced_event(kind, payload, step_id, parent_event_id)
+            reason = "the journal ends before this event" if recorded is None else deleted_reason(seq, recorded.seq)
+            return Mismatch(seq, reason, produced, None)
+        found = mismatch(recorded, kind, payload, step_id, parent_event_id)
+        if found is not None:
+            reason, parent_matches = found
+            produced = produced_event(kind, payload, step_id, parent_event_id)
+            return Mismatch(seq, reason, produced, recorded, parent_matches)
+        self.advance(recorded)
+        return recorded
+
+    def observe(self, kind: str, key: Any) -> Event | Mismatch:
+        """The recorded observation with this kind and key: normally the next event.
+
+        Concurrent tool calls ask for their results before the other calls are written,
+        so this looks a little ahead for the first one with that key not yet handed out;
+        ``emit`` still checks each at its own seq when the harness writes it.
+        """
+        field = OBSERVATION_KEY.get(kind)
+        if field is None:
+            seq = self.next_seq
+            return Mismatch(seq, f"the agent asked for a {kind}, which is not an observation", produced_event(kind, {}, None, None), None)
+        for position in range(self.position, min(self.total, self.position + self.LOOKAHEAD)):
+            if position in self.reserved:
+                continue
+            recorded = self.event_at(position)
+            if recorded.kind == kind and recorded.payload.get(field) == key:
+                self.reserved.add(position)
+                return recorded
+            if recorded.kind == RUN_ENDED:
+                break
+        seq = self.next_seq
+        produced = produced_event(kind, {field: key}, None, None)
+        recorded_next = self.peek()
+        if recorded_next is None:
+            return Mismatch(seq, f"the agent asked for a {kind} but the journal has ended", produced, None)
+        produced["step_id"] = recorded_next.step_id
+        if recorded_next.seq != seq:
+            return Mismatch(seq, deleted_reason(seq, recorded_next.seq), produced, None)
+        recorded_key = recorded_next.payload.get(OBSERVATION_KEY.get(recorded_next.kind, ""))
+        reason = (
+            f"the agent asked for {kind} {field}={key}, which the journal does not record here; "
+            f"at seq {recorded_next.seq} it has {recorded_next.kind}" + (f" for {recorded_key}" if recorded_key is not None else "")
+        )
+        return Mismatch(seq, reason, produced, recorded_next)
+
+    def unused(self) -> dict[str, Any] | None:
+        """Recorded events after the cursor: count, first seq and kinds."""
+        left = self.total - self.position
+        if left <= 0:
+            return None
+        kinds: dict[str, int] = {}
+        first_seq = None
+        for item in self.journal.events(self.position, self.total):
+            if isinstance(item, JournalError):
+                continue
+            first_seq = item.seq if first_seq is None else first_seq
+            kinds[item.kind] = kinds.get(item.kind, 0) + 1
+        return {"count": left, "first_seq": first_seq, "kinds": kinds}
+
+
+class Referee:
+    """The parent's judge: follows the child's stream of produced events over its own journal.
+
+    Items: ``["e", kind, step_id, parent_event_id, payload]`` (an event the agent produced)
+    and ``["o", kind, key]`` (an observation it asked for). The first mismatch, a malformed
+    item or an unreadable journal line stops it; later items are ignored.
+    """
+
+    def __init__(self, journal: Journal, start: int = 0) -> None:
+        self.cursor = Cursor(journal, start)
+        self.mismatch: Mismatch | None = None
+        self.fault: str | None = None  # the child's stream broke the protocol, or the journal is unreadable
+        self.fault_kind = "internal"  # "journal" when the parent's journal is unreadable there (exit 2)
+
+    @property
+    def stopped(self) -> bool:
+        return self.mismatch is not None or self.fault is not None
+
+    def feed(self, items: Any) -> None:
+        if self.stopped:
+            return
+        if not isinstance(items, list):
+            self.fault = "the child sent events that are not a list"
+            return
+        for item in items:
+            try:
+                found = self._one(item)
+            except JournalError as error:
+                self.fault, self.fault_kind = str(error), "journal"
+                return
+            if isinstance(found, Mismatch):
+                self.mismatch = found
+                return
+            if found is None:
+                self.fault = f"the child sent a malformed event item: {str(item)[:120]}"
+                return
+
+    def _one(self, item: Any) -> Event | Mismatch | None:
+        if isinstance(item, list) and len(item) == 5 and item[0] == "e":
+            _, kind, step_id, parent, payload = item
+            if isinstance(kind, str) and isinstance(payload, dict) and _str_or_none(step_id) and _str_or_none(parent):
+                return self.cursor.emit(kind, payload, step_id, parent)
+        elif isinstance(item, list) and len(item) == 3 and item[0] == "o" and isinstance(item[1], str):
+            return self.cursor.observe(item[1], item[2])
+        return None
+
+
+def _str_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)

@@ -1,0 +1,189 @@
+"""The parent's half of the sandbox: a scratch dir holding a copy of the journal, the child's
+environment and command line (bubblewrap when installed), and the cleanup afterwards.
+
+The child never opens the user's journal: it reads the copy the parent put in its
+scratch dir (one copy, no round trips; the engine keeps its random access for
+snapshots and concurrent tool calls). What it does to the copy cannot matter: the
+verdict is the parent's comparison against its own journal.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from .protocol import MODEL_LIVE, TOOLS_LIVE, ReplaySpec
+from .sandbox import (
+    BWRAP,
+    GUARD_ONLY,
+    NAMESPACES,
+    SandboxPolicy,
+    bwrap_command,
+    bwrap_path,
+    child_environment,
+    needed_paths,
+)
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds replay_tui/
+
+
+class LaunchRefused(Exception):
+    """The requested isolation cannot be had here (``kind`` "isolation") or the spec is unusable."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    scratch: str
+    policy: SandboxPolicy
+    child_out: str | None = None
+
+    def collect_out(self, requested: str) -> str | None:
+        """Copy the journal the child wrote in scratch to ``requested`` (a regular file only, never overwriting)."""
+        if self.child_out is None:
+            return None
+        try:
+            source = os.open(self.child_out, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(source).st_mode):
+                return None
+            target = os.open(requested, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                while chunk := os.read(source, 1 << 20):
+                    os.write(target, chunk)
+            finally:
+                os.close(target)
+        except OSError:
+            return None
+        finally:
+            os.close(source)
+        return requested
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def choose_mechanism(isolation: str) -> str:
+    """``auto``: bubblewrap when installed, else the child's own namespaces."""
+    if isolation == "guard-only":
+        return GUARD_ONLY
+    if isolation == "namespaces":
+        return NAMESPACES
+    if bwrap_path() is not None:
+        return BWRAP
+    if isolation == "bwrap":
+        raise LaunchRefused("isolation", "--isolation bwrap: bubblewrap (bwrap) is not installed")
+    if isolation != "auto":
+        raise LaunchRefused("usage", f"unknown isolation {isolation!r}; expected auto, bwrap, namespaces or guard-only")
+    return NAMESPACES
+
+
+def copy_journal(journal: str, scratch: str) -> str:
+    """The child's copy: a file, or a shard directory's files."""
+    name = os.path.basename(os.path.normpath(journal)) or "journal"
+    target = os.path.join(scratch, name)
+    if os.path.isdir(journal):
+        os.mkdir(target, 0o755)
+        for entry in sorted(os.listdir(journal)):
+            source = os.path.join(journal, entry)
+            if os.path.isfile(source):
+                shutil.copyfile(source, os.path.join(target, entry))
+                os.chmod(os.path.join(target, entry), 0o644)
+    else:
+        shutil.copyfile(journal, target)
+        os.chmod(target, 0o644)
+    return target
+
+
+def prepare_launch(
+    spec: ReplaySpec, protocol_fd: int, *, python: str = sys.executable, env: dict[str, str] | None = None, cwd: str | None = None
+) -> Launch:
+    """Scratch dir, journal copy, policy, environment and argv for one child."""
+    mechanism = choose_mechanism(spec.isolation)
+    live = spec.mode in (MODEL_LIVE, TOOLS_LIVE)
+    scratch = os.path.realpath(tempfile.mkdtemp(prefix="replay-tui-scratch-"))
+    try:
+        copy = copy_journal(spec.journal, scratch)
+        child_out = os.path.join(scratch, "out-" + os.path.basename(spec.out)) if spec.out else None
+        base_dir = os.path.abspath(cwd or os.getcwd())
+        sys_path = list(spec.sys_path) + ([base_dir] if base_dir not in spec.sys_path else [])
+        model_config, tools_config = (_reachable_copy(path, scratch) for path in (spec.model_config, spec.tools_config))
+        configs = [path for path in (model_config, tools_config) if path]
+        readable = needed_paths([*sys_path, PACKAGE_ROOT, *configs, *(os.path.dirname(path) for path in configs)])
+        policy = SandboxPolicy(
+            scratch=scratch,
+            mechanism=mechanism,
+            network=live or mechanism == GUARD_ONLY,
+            keep_readable=readable,
+            host_netns=_netns_inode(),
+            parent_pid=os.getpid(),
+        )
+        child_spec = replace(
+            spec,
+            journal=copy,
+            out=child_out,
+            verify_hash_chain=False,  # the parent verified its own journal
+            protocol_fd=protocol_fd,
+            sys_path=sys_path,
+            model_config=model_config,
+            tools_config=tools_config,
+            sandbox=asdict(policy),
+        )
+        child_env = child_environment(dict(os.environ if env is None else env), spec.pass_env, scratch)
+        python_path = [PACKAGE_ROOT] + [path for path in child_env.get("PYTHONPATH", "").split(os.pathsep) if path]
+        child_env["PYTHONPATH"] = os.pathsep.join(python_path)
+        argv = [python, "-m", "replay_tui.replay.child", child_spec.to_argv()]
+        if mechanism == BWRAP:
+            argv = bwrap_command(policy, bwrap_path() or "bwrap") + ["--"] + argv
+        return Launch(argv=argv, env=child_env, cwd=scratch, scratch=scratch, policy=policy, child_out=child_out)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+def world_readable(path: str) -> bool:
+    """Whether an unprivileged user (the child runs as nobody when we are root) can read ``path``."""
+    path = os.path.realpath(path)
+    try:
+        if not os.stat(path).st_mode & stat.S_IROTH:
+            return False
+        parent = os.path.dirname(path)
+        while True:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+            if parent == "/":
+                return True
+            parent = os.path.dirname(parent)
+    except OSError:
+        return False
+
+
+def _reachable_copy(path: str | None, scratch: str) -> str | None:
+    """A live plugin config the child could not read as nobody is copied into scratch (relative paths
+    in it then resolve there); a readable one is used in place."""
+    if path is None or os.getuid() != 0 or world_readable(path) or not os.path.isfile(path):
+        return path
+    target = os.path.join(scratch, "config-" + os.path.basename(path))
+    shutil.copyfile(path, target)
+    os.chmod(target, 0o644)
+    return target
+
+
+def _netns_inode() -> int | None:
+    try:
+        return os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        return None
