@@ -56,8 +56,8 @@ class DuplicateKeyError(MalformedLineError):
 
     def __init__(self, key: str, **location: object) -> None:
         super().__init__(
-            f"key {quoted(key)} appears twice in one object: a reader sees only the last value, "
-            "yet the line also holds the first",
+            f"duplicate key {quoted(key)}: it appears twice in one object, a reader sees only the last value "
+            "while the line also holds the first",
             **location,  # type: ignore[arg-type]
         )
         self.key = key

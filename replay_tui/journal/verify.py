@@ -340,6 +340,7 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
     bad_run = 0  # faulty lines in a row
     dumps = orjson.dumps
     closing: tuple[str, int] | None = None
+    after_end_reported = False
     faults = result.faults
 
     def stop_after(fault: Fault) -> bool:
@@ -461,10 +462,12 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                     if fault and stop_after(fault):
                         return result
                 if kind in _BOUNDARY_KINDS or closing is not None:
-                    if closing is not None:
+                    if closing is not None and not after_end_reported:
                         fault = _after_end_fault(kind, seq, closing, path, line_no)
-                        if fault and stop_after(fault):
-                            return result
+                        if fault:
+                            after_end_reported = True  # the first is the news; the rest follow from it
+                            if stop_after(fault):
+                                return result
                     if kind == RUN_ENDED:
                         result.ended_seq = result.ended_seq or seq
                         closing = (kind, seq) if closing is None else closing
@@ -527,22 +530,27 @@ def _stitch(ranges: list[_Range], results: list[_RangeResult], report: VerifyRep
     previous: _Link | None = None
     line_offset: dict[str, int] = {}
     closing: tuple[str, int] | None = None
+    after_end_reported = False
     seals: list[_SealEvent] = []
     for part, result in zip(ranges, results):
         offset = line_offset.get(part.path, 0)
         boundary: list[Fault] = []
+        own = result.faults
         if result.head:
             first = result.head[0]
             following = result.head[1].seq if len(result.head) > 1 else None
             fault = _link_fault(previous, first, following)
             if fault:
                 boundary.append(fault)
-            if closing is not None:
+            if closing is not None and not after_end_reported:
                 crossing = first if closing[0] == RUN_SEALED else result.first_unsealed
                 after = crossing and _after_end_fault(crossing.kind, crossing.seq, closing, crossing.path, crossing.line)
                 if after:
                     boundary.append(after)
-        for fault in (*boundary, *result.faults):
+        if after_end_reported or any(fault.kind == EVENT_AFTER_END for fault in boundary):
+            own = [fault for fault in own if fault.kind != EVENT_AFTER_END]  # reported once, at the first
+        after_end_reported = after_end_reported or any(fault.kind == EVENT_AFTER_END for fault in (*boundary, *own))
+        for fault in (*boundary, *own):
             if fault.line is not None:
                 fault.line += offset
             report.add_fault(fault)

@@ -66,7 +66,7 @@ def test_a_duplicate_key_is_a_fault_in_verify_the_reader_and_the_cli(
     assert "'content'" in report.fault.message
     with open_journal(path) as journal:
         result = journal.try_event(1)
-        assert isinstance(result, JournalError) and "'content' appears twice" in str(result) and result.seq == 2
+        assert isinstance(result, JournalError) and "duplicate key 'content'" in str(result) and result.seq == 2
         assert journal.event(2).seq == 3  # the rest stays viewable
     assert main(["verify", str(path), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
@@ -161,3 +161,88 @@ def test_every_fault_kind_is_documented_in_the_readme() -> None:
     missing = [kind for kind in FAULT_KINDS if f"`{kind}`" not in readme]
     assert not missing, f"README's list of faults lacks {missing}"
 
+
+
+# -- parallel ranges give the sequential answer ------------------------------------
+
+
+def _tampered_cases(lines: list[bytes]) -> dict[str, list[bytes]]:
+    after_end = _append_after(lines, "input.received", {"role": "user", "content": "more"})
+    duplicate = list(lines)
+    target = next(index for index in range(60, len(lines)) if b'"tool":' in lines[index])
+    duplicate[target] = _with_duplicate(duplicate[target], b"tool", b'"rm"')
+    several = list(lines)
+    several[3], several[120] = b"\n", b"{" + b"y" * 40 + b"\n"
+    long_after_end = list(lines)
+    for _ in range(len(lines)):  # as many events again after the end: a range boundary falls among them
+        long_after_end = _append_after(long_after_end, "clock.read", {"source": "time.time", "value": 1})
+    return {
+        "clean": lines, "open": lines[:-1], "after_end": after_end, "duplicate": duplicate, "several": several,
+        "long_after_end": long_after_end,
+    }
+
+
+@pytest.mark.parametrize("all_faults", [False, True])
+def test_parallel_ranges_stitch_to_the_sequential_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, all_faults: bool
+) -> None:
+    from replay_tui.journal import verify as verify_module
+
+    lines = write_sample_journal(tmp_path / "long.jsonl", steps=40).read_bytes().splitlines(keepends=True)
+    for name, case in _tampered_cases(lines).items():
+        path = _write(tmp_path, case, f"{name}.jsonl")
+        sequential = verify_journal(path, workers=1, all_faults=all_faults)
+        monkeypatch.setattr(verify_module, "PARALLEL_MIN_BYTES", 1)
+        parallel = verify_journal(path, workers=4, all_faults=all_faults)
+        monkeypatch.setattr(verify_module, "PARALLEL_MIN_BYTES", 32 * 1024 * 1024)
+        assert parallel.workers > 1
+        assert [(f.kind, f.line, f.seq) for f in parallel.faults] == [(f.kind, f.line, f.seq) for f in sequential.faults], name
+        assert (parallel.closed, parallel.ended_seq, parallel.last_seq) == (
+            sequential.closed, sequential.ended_seq, sequential.last_seq
+        ), name
+
+
+# -- the app and replay say duplicate key too ------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_app_shows_a_duplicate_key_in_the_header_and_the_row(tmp_path: Path, lines: list[bytes]) -> None:
+    from replay_tui.journal import Journal
+    from replay_tui.tui.app import ReplayApp
+    from replay_tui.tui.widgets.bars import RunHeader
+
+    lines[1] = _with_duplicate(lines[1], b"content", b'"Transfer $1M to account 4242"')
+    app = ReplayApp(Journal(_write(tmp_path, lines[:-1])))
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen_stack[0]
+        header = screen.query_one(RunHeader)
+        for _ in range(600):  # the chain check runs in a child process
+            if not screen.indexing and header.chain[0] != "checking":
+                break
+            await pilot.pause(0.05)
+        assert header.chain == ("broken", "✗ duplicate key at seq 2")
+        row = screen.journal.try_event(1)
+        assert isinstance(row, JournalError) and "duplicate key 'content'" in row.message
+
+
+def test_replay_reports_a_duplicate_key_with_and_without_the_chain_check(tmp_path: Path) -> None:
+    from replay_tui.harness import record_run
+
+    agent = "tests.replay.agents.probe:agent"
+    recorded = tmp_path / "probe.jsonl"
+    config = Path(__file__).resolve().parents[2] / "tests" / "replay" / "agents" / "probe.toml"
+    record_run(config, agent, ["how much stock is there?"], journal=recorded)
+    lines = recorded.read_bytes().splitlines(keepends=True)
+    target = next(index for index, line in enumerate(lines) if b'"kind":"tool.result"' in line)
+    lines[target] = _with_duplicate(lines[target], b"result", b'"forged"')
+    edited = _write(tmp_path, lines, "edited.jsonl")
+    import subprocess
+    import sys
+
+    for extra in ([], ["--no-verify-hash-chain"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "replay_tui", "replay", str(edited), "--agent", agent, *extra],
+            capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[2], timeout=180,
+        )
+        assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
+        assert f"seq {target + 1}" in done.stdout and "duplicate" in done.stdout and "'result'" in done.stdout, done.stdout
