@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
-from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, detect_format
+from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
 from .records import Fidelity, Record, with_leading_input
 
@@ -144,6 +144,14 @@ def _import_inspect(path: Path, out: Path, digest: str) -> list[ImportedJournal]
     return _write_runs(path, out, INSPECT, digest, runs)
 
 
+def _import_vcr(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+    from .vcr import cassette_records
+
+    records = list(cassette_records(path))
+    detail = {"interactions": len(records) - 1}
+    return _write_runs(path, out, VCR, digest, [_Run("cassette", f"vcr-{digest[:12]}", records, detail)])
+
+
 IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {
-    OTLP: _import_otlp, OPENAI_AGENTS: _import_agents, INSPECT: _import_inspect,
+    OTLP: _import_otlp, OPENAI_AGENTS: _import_agents, INSPECT: _import_inspect, VCR: _import_vcr,
 }

@@ -1,0 +1,261 @@
+"""vcrpy cassettes (YAML, version 1) -> records.
+
+Interactions with OpenAI or Anthropic endpoints (``/chat/completions``, ``/responses``,
+``/messages``) are model calls, in the form the harness's httpx transport records:
+``model``, ``messages``, ``tools``... at the top of the request, every other body field and
+the method and URL under ``params``, the request headers that describe the request (not
+the attempt or the machine); the response summary (``content``, ``tool_calls``,
+``finish_reason``, ``usage``) with the HTTP status, headers and body under
+``response.http``. ``text/event-stream`` bodies are split into stream chunks. Other
+hosts are tool-like HTTP calls. ``authorization``, ``x-api-key``, cookies and the other
+credential headers are dropped on import: they never reach the journal.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from .errors import TraceImportError
+from .messages import parse_arguments
+from .records import EndRecord, ModelRecord, Record, ToolRecord
+
+MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
+TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
+#: Credentials: dropped on import.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
+                            "openai-organization", "openai-project", "anthropic-api-key"})
+#: Headers that describe the attempt or the machine (as the httpx transport leaves them out).
+IGNORED_REQUEST_HEADERS = frozenset({"host", "content-length", "connection", "accept-encoding", "user-agent", "idempotency-key",
+                                     "transfer-encoding", "keep-alive", "te", "upgrade"})
+IGNORED_RESPONSE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
+
+
+def load_cassette(path: Path) -> list[Any]:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise TraceImportError(str(path), None, "PyYAML to read a vcrpy cassette: pip install 'replay-tui[vcr]'") from None
+    try:
+        with open(path, "rb") as handle:
+            document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else None
+        raise TraceImportError(str(path), where, f"a YAML vcrpy cassette ({getattr(error, 'problem', None) or error})") from None
+    if isinstance(document, list):
+        raise TraceImportError(str(path), None, "a vcrpy cassette: a mapping with interactions and version 1 (found a bare list)")
+    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
+        raise TraceImportError(str(path), None, "a vcrpy cassette: a mapping with an interactions list")
+    if document.get("version") != 1:
+        raise TraceImportError(str(path), "version", f"cassette version 1 (found {document.get('version')!r})")
+    return document["interactions"]
+
+
+def cassette_records(path: Path) -> Iterator[Record]:
+    for index, interaction in enumerate(load_cassette(path)):
+        where = f"interactions[{index}]"
+        if not isinstance(interaction, dict) or not isinstance(interaction.get("request"), dict) \
+                or not isinstance(interaction.get("response"), dict):
+            raise TraceImportError(str(path), where, "an interaction with a request and a response mapping")
+        yield _interaction(path, where, index, interaction["request"], interaction["response"])
+    yield EndRecord("ok")
+
+
+def _headers(raw: Any, ignored: frozenset[str]) -> dict[str, str]:
+    kept: dict[str, str] = {}
+    for name, values in (raw or {}).items():
+        lower = str(name).lower()
+        if lower in SECRET_HEADERS or lower in ignored or lower.startswith("x-stainless-"):
+            continue
+        kept[lower] = ", ".join(str(value) for value in values) if isinstance(values, list) else str(values)
+    return dict(sorted(kept.items()))
+
+
+def _body_bytes(body: Any, headers: Mapping[str, Any]) -> bytes:
+    if isinstance(body, dict):
+        body = body.get("string")
+    if body is None:
+        return b""
+    data = body if isinstance(body, bytes) else str(body).encode("utf-8")
+    encoding = _first(headers, "content-encoding").lower()
+    if encoding == "gzip" or data[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError):
+            return data
+    if encoding == "deflate":
+        try:
+            return zlib.decompress(data)
+        except zlib.error:
+            return data
+    return data
+
+
+def _first(headers: Mapping[str, Any], name: str) -> str:
+    for key, values in (headers or {}).items():
+        if str(key).lower() == name:
+            return str(values[0] if isinstance(values, list) and values else values)
+    return ""
+
+
+def _json_or_none(data: bytes) -> Any:
+    try:
+        return orjson.loads(data) if data.strip() else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _interaction(path: Path, where: str, index: int, request: dict[str, Any], response: dict[str, Any]) -> Record:
+    method = str(request.get("method") or "GET").upper()
+    url = str(request.get("uri") or "")
+    request_bytes = _body_bytes(request.get("body"), request.get("headers") or {})
+    raw_headers = response.get("headers") or {}
+    response_bytes = _body_bytes(response.get("body"), raw_headers)
+    status = response.get("status") or {}
+    code = int(status.get("code", 0)) if isinstance(status, dict) else int(status or 0)
+    http: dict[str, Any] = {"status": code, "headers": _headers(raw_headers, IGNORED_RESPONSE_HEADERS)}
+    parsed_response = _json_or_none(response_bytes)
+    if parsed_response is not None:
+        http["body_json"] = parsed_response
+    else:
+        http["body_text"] = response_bytes.decode("utf-8", errors="replace")
+    source = {"interaction": index, "method": method, "url": url}
+    route = urlsplit(url).path
+    if route.endswith(MODEL_PATHS):
+        shaped = _model_request(method, url, request.get("headers") or {}, request_bytes)
+        summary, stream = _summary(route, code, _first(raw_headers, "content-type"), parsed_response, response_bytes, path, where)
+        error = None
+        if not 200 <= code < 300:
+            error = {"type": f"HTTP {code}", "message": str(status.get("message", "")) if isinstance(status, dict) else "", "code": code,
+                     "timeout": False}
+        return ModelRecord(shaped, {**summary, "http": http}, source, error=error, stream=stream)
+    arguments: dict[str, Any] = {"method": method, "url": url}
+    if request_bytes:
+        parsed = _json_or_none(request_bytes)
+        arguments["body"] = parsed if parsed is not None else request_bytes.decode("utf-8", errors="replace")
+    error = None if code < 400 else {"type": f"HTTP {code}", "message": str(status.get("message", "")) if isinstance(status, dict) else "",
+                                     "code": code, "timeout": False}
+    return ToolRecord(f"http-{index + 1}", f"http {urlsplit(url).netloc}", arguments, source, result=http, error=error)
+
+
+def _model_request(method: str, url: str, headers: Mapping[str, Any], body: bytes) -> dict[str, Any]:
+    params: dict[str, Any] = {"http": {"method": method, "url": url}}
+    shaped: dict[str, Any] = {}
+    parsed = _json_or_none(body)
+    if isinstance(parsed, dict):
+        for name, value in parsed.items():
+            if name in TOP_LEVEL_FIELDS:
+                shaped[name] = value
+            else:
+                params.setdefault("body", {})[name] = value
+    elif parsed is not None:
+        params["body_json"] = parsed
+    elif body:
+        params["body_text"] = body.decode("utf-8", errors="replace")
+    shaped["params"] = params
+    shaped["headers"] = _headers(headers, IGNORED_REQUEST_HEADERS)
+    return shaped
+
+
+def _summary(route: str, code: int, content_type: str, body: Any, raw: bytes, path: Path,
+             where: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    empty: dict[str, Any] = {"content": None, "tool_calls": [], "finish_reason": None, "usage": {}}
+    if not 200 <= code < 300:
+        return empty, None
+    if "text/event-stream" in content_type.lower():
+        return _stream(raw.decode("utf-8", errors="replace"), path, where)
+    if not isinstance(body, dict):
+        return empty, None
+    if "choices" in body:
+        choice = (body.get("choices") or [{}])[0]
+        reply = choice.get("message") or {}
+        calls = [{"id": call.get("id"), "name": (call.get("function") or {}).get("name"),
+                  "arguments": parse_arguments((call.get("function") or {}).get("arguments"))} for call in reply.get("tool_calls") or ()]
+        return {"content": reply.get("content"), "tool_calls": calls, "finish_reason": choice.get("finish_reason"),
+                "usage": dict(body.get("usage") or {})}, None
+    if body.get("type") == "message":
+        blocks = body.get("content") or ()
+        text = "".join(block.get("text", "") for block in blocks if block.get("type") == "text")
+        calls = [{"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
+                 for block in blocks if block.get("type") == "tool_use"]
+        return {"content": text or None, "tool_calls": calls, "finish_reason": body.get("stop_reason"),
+                "usage": dict(body.get("usage") or {})}, None
+    if body.get("object") == "response":
+        texts, calls = [], []
+        for item in body.get("output") or ():
+            if item.get("type") == "message":
+                texts += [part.get("text", "") for part in item.get("content") or () if part.get("type") == "output_text"]
+            elif item.get("type") == "function_call":
+                calls.append({"id": item.get("call_id"), "name": item.get("name"), "arguments": parse_arguments(item.get("arguments"))})
+        return {"content": "".join(texts) or None, "tool_calls": calls, "finish_reason": body.get("status"),
+                "usage": dict(body.get("usage") or {})}, None
+    return {**empty, "usage": dict(body.get("usage") or {})}, None
+
+
+def _stream(text: str, path: Path, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a chat-completions or Anthropic SSE body into harness stream chunks and assemble them."""
+    parts: list[str] = []
+    boundaries: list[int] = []
+    length = 0
+    calls: dict[int, dict[str, Any]] = {}
+    finish: Any = None
+    usage: dict[str, Any] = {}
+    for data in _sse_data(text):
+        if data.strip() == "[DONE]":
+            break
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise TraceImportError(str(path), where, "server-sent events whose data lines are JSON") from None
+        delta_text = ""
+        kind = event.get("type")
+        for choice in event.get("choices") or ():
+            delta = choice.get("delta") or {}
+            delta_text += delta.get("content") or ""
+            for call in delta.get("tool_calls") or ():
+                entry = calls.setdefault(int(call.get("index", 0)), {"id": None, "name": "", "arguments": ""})
+                function = call.get("function") or {}
+                entry["id"] = call.get("id") or entry["id"]
+                entry["name"] += function.get("name") or ""
+                entry["arguments"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+        if kind == "content_block_start" and (event.get("content_block") or {}).get("type") == "tool_use":
+            block = event["content_block"]
+            calls[int(event.get("index", 0))] = {"id": block.get("id"), "name": block.get("name") or "", "arguments": ""}
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                delta_text += delta.get("text", "")
+            elif delta.get("type") == "input_json_delta":
+                calls.setdefault(int(event.get("index", 0)), {"id": None, "name": "", "arguments": ""})["arguments"] += \
+                    delta.get("partial_json", "")
+        elif kind == "message_delta":
+            finish = (event.get("delta") or {}).get("stop_reason") or finish
+        usage.update(event.get("usage") or (event.get("message") or {}).get("usage") or {})
+        parts.append(delta_text)
+        length += len(delta_text)
+        boundaries.append(length)
+    tool_calls = [{"id": calls[i]["id"] or f"stream-call-{i}", "name": calls[i]["name"], "arguments": parse_arguments(calls[i]["arguments"])}
+                  for i in sorted(calls)]
+    response = {"content": "".join(parts), "tool_calls": tool_calls, "finish_reason": finish, "usage": usage}
+    return response, {"chunks": len(boundaries), "boundaries": boundaries}
+
+
+def _sse_data(text: str) -> Iterator[str]:
+    data: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+    if data:
+        yield "\n".join(data)
