@@ -265,12 +265,13 @@ class Harness:
             return
         self.write_snapshot()
 
-    def write_snapshot(self, *, diagnostics: Mapping[str, Any] | None = None) -> Event:
+    def write_snapshot(self, *, diagnostics: Mapping[str, Any] | None = None, at_step_end: bool = False) -> Event:
         """Write a state.snapshot now. Framework recorders call it where the framework saves its own
         checkpoint (LangGraph's saver), so the journal's snapshots line up with the framework's.
-        ``diagnostics`` (the checkpoint id...) is shown to people, never compared."""
+        ``diagnostics`` (the checkpoint id...) is shown to people, never compared. ``at_step_end``:
+        written as the last event of the current step, so a resume starts at the next step."""
         self._since_snapshot = 0
-        resume = {"steps_done": self.steps_done, "cursor": self.causal_cursor()}
+        resume = {"steps_done": self.steps_done + (1 if at_step_end else 0), "cursor": self.causal_cursor()}
         payload: dict[str, Any] = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": resume}
         if diagnostics:
             payload["diagnostics"] = _json_or_error(dict(diagnostics), "snapshot diagnostics")
