@@ -18,13 +18,16 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
-    parser.add_argument("--format", choices=("html", "md"), help="report format (default: from the -o suffix)")
+    parser.add_argument("--format", choices=("html", "md", "otlp"),
+                        help="report format (default: from the -o suffix); otlp writes OTLP/JSON traces with GenAI conventions")
     parser.add_argument("-o", "--output", required=True, help="file to write, or - for standard output")
     parser.add_argument("--replay-result", metavar="FILE.json", help="output of 'replay-tui replay JOURNAL --json', for the divergence report")
 
 
 def run(args: argparse.Namespace) -> int:
     fmt = args.format
+    if fmt == "otlp":
+        return _export_otlp(args)
     if fmt is None:
         suffix = "." + args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
         fmt = _SUFFIXES.get(suffix)
@@ -49,6 +52,27 @@ def run(args: argparse.Namespace) -> int:
     where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
     masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
     print_text(f"wrote {args.output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}")
+    return EXIT_OK
+
+
+def _export_otlp(args: argparse.Namespace) -> int:
+    """`export JOURNAL --format otlp -o FILE`: the run as OTLP/JSON (see analysis/export_otlp.py)."""
+    from ..analysis.export_otlp import export_otlp
+
+    journal = open_journal(args.path)
+    try:
+        if args.output == "-":
+            result = export_otlp(journal, sys.stdout.buffer)
+        else:
+            with open(args.output, "xb") as out:
+                result = export_otlp(journal, out)
+    except FileExistsError:
+        print_text(f"replay-tui export: {args.output} exists already", error=True)
+        return EXIT_USAGE
+    finally:
+        journal.close()
+    if args.output != "-":
+        print_text(f"wrote {args.output} ({result.spans} spans in {result.requests} OTLP/JSON request(s))")
     return EXIT_OK
 
 

@@ -10,7 +10,7 @@ harness's ``{"content", "tool_calls", "finish_reason", "usage"}``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -87,25 +87,6 @@ def from_otel_messages(messages: Any) -> list[Message]:
         normalized.append(message(role, _joined(texts, others), calls))
         normalized.extend(responses)
     return normalized
-
-
-def to_otel_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Normalized messages -> OTel GenAI messages with parts (the inverse of the above)."""
-    converted = []
-    for item in messages:
-        parts: list[dict[str, Any]] = []
-        content = item.get("content")
-        if item.get("role") == "tool":
-            parts.append({"type": "tool_call_response", "id": item.get("tool_call_id"), "response": content})
-        elif isinstance(content, list):
-            for part in content:
-                parts.append({"type": "text", "content": part["content"]} if part.get("type") == "text" else dict(part))
-        elif content is not None:
-            parts.append({"type": "text", "content": content})
-        for call in item.get("tool_calls") or ():
-            parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"), "arguments": call.get("arguments")})
-        converted.append({"role": item.get("role"), "parts": parts})
-    return converted
 
 
 def response_from_messages(output: list[Message], finish_reason: Any, usage: Mapping[str, Any]) -> dict[str, Any]:

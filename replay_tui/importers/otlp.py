@@ -47,6 +47,8 @@ LEGACY_MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 STATUS_ERROR = 2
+#: What ``replay-tui export --format otlp`` adds to each model and tool span: the recorded content, exactly.
+EXACT_PAYLOAD = "replay_tui.payload"
 
 
 # -- OTLP/JSON values -------------------------------------------------------------------
@@ -150,6 +152,7 @@ class OtlpTrace:
         self.offsets = array("q")
         self.lengths = array("l")
         self.ends = array("q")
+        self.ranks = array("b")  # 0 for agent spans: they go before children that start at the same time
         self.operation: dict[str, str] = {}  # span id -> operation
         self.parent: dict[str, str] = {}  # span id -> parent span id
         self.content: dict[tuple[str, str], dict[str, Any]] = {}  # (trace, span) -> content from logs
@@ -188,6 +191,7 @@ class OtlpTrace:
         data = orjson.dumps(reduced)
         self.starts.append(start)
         self.ends.append(end)
+        self.ranks.append(0 if operation == "invoke_agent" else 1)
         self.offsets.append(self.spool.seek(0, os.SEEK_END))
         self.lengths.append(len(data))
         self.spool.write(data)
@@ -213,7 +217,7 @@ class OtlpTrace:
     def records(self) -> Iterator[Record]:
         """Every span's record in start-time order, then the run's end: the root agent's
         answer (or the last model answer) and its status."""
-        order = sorted(range(self.spans), key=self.starts.__getitem__)
+        order = sorted(range(self.spans), key=lambda index: (self.starts[index], self.ranks[index]))
         answer: Any = None
         root_answer: Any = None
         failed: dict[str, Any] | None = None
@@ -247,6 +251,9 @@ class OtlpTrace:
         attrs = span["attrs"]
         operation = span["op"]
         scope = self._scope(span["span"])
+        exact = attrs.get(EXACT_PAYLOAD)
+        if isinstance(exact, str) and operation in MODEL_OPERATIONS | {"execute_tool"}:
+            return _exact(span, operation, exact, source, at, scope, self.path)
         if operation in MODEL_OPERATIONS:
             return self._model(span, attrs, source, at, scope)
         if operation == "execute_tool":
@@ -305,6 +312,23 @@ class OtlpTrace:
             missing = "no output messages captured"
         return ModelRecord(request, None if error is not None and output is None else response, source, error=error, scope=scope,
                            at=at, content_complete=not missing, missing=missing)
+
+
+def _exact(span: dict[str, Any], operation: str, text: str, source: dict[str, Any], at: str | None, scope: str | None,
+           path: Path) -> Record:
+    """A span exported by replay-tui: its ``replay_tui.payload`` holds the journal's content as it was."""
+    try:
+        exact = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise TraceImportError(str(path), f"line {span['line']}, span {span['span']}", f"JSON text in {EXACT_PAYLOAD}") from None
+    if not isinstance(exact, dict):
+        raise TraceImportError(str(path), f"line {span['line']}, span {span['span']}", f"a JSON object in {EXACT_PAYLOAD}")
+    if operation == "execute_tool":
+        return ToolRecord(str(exact.get("call_id")), str(exact.get("tool")), parse_arguments(exact.get("arguments")), source,
+                          result=exact.get("result"), error=exact.get("error"), duration_ms=exact.get("duration_ms"), scope=scope, at=at)
+    request = exact.get("request") if isinstance(exact.get("request"), dict) else {}
+    return ModelRecord(request, exact.get("response"), source, error=exact.get("error"), stream=exact.get("stream"), scope=scope,
+                       at=at)
 
 
 def _operation(name: str, attrs: Mapping[str, Any]) -> str:
