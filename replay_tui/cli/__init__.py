@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 from types import ModuleType
-from typing import Sequence
+from typing import Any, Sequence
 
 from .. import __version__
 from ..journal import JournalError
@@ -55,8 +55,30 @@ def _resolve_sources(args: argparse.Namespace) -> argparse.Namespace:
     for name in JOURNAL_ARGUMENTS:
         value = getattr(args, name, None)
         if isinstance(value, str):
-            setattr(args, name, str(resolve_source(value).path))
+            source = resolve_source(value)
+            setattr(args, name, str(source.path))
+            if source.url:
+                _name_urls(str(source.path), source.url)
     return args
+
+
+class _UrlNaming:
+    """A text stream that writes the URL wherever the local cache path of a fetched journal appears,
+    so every report and message about an ``s3://…`` journal names what the user typed."""
+
+    def __init__(self, stream: Any, local: str, url: str) -> None:
+        self._stream, self._local, self._url = stream, local, url.rstrip("/")
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.replace(self._local, self._url))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _name_urls(local: str, url: str) -> None:
+    sys.stdout = _UrlNaming(sys.stdout, local, url)  # type: ignore[assignment]
+    sys.stderr = _UrlNaming(sys.stderr, local, url)  # type: ignore[assignment]
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -84,6 +106,14 @@ def _run_app(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    streams = sys.stdout, sys.stderr
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams  # _name_urls may have wrapped them
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in COMMANDS:

@@ -11,10 +11,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import replay_tui
 
 from ..journal import Journal, JournalError
+
+if TYPE_CHECKING:
+    from ..replay.storage import ObjectFollower
 
 DEMO_JOURNAL = "crm-incident.jsonl"
 DEMO_AGENT = "replay_tui._demo.crm_incident:agent"  # the demo's agent as shipped in the package (replay_tui/_demo)
@@ -37,6 +41,12 @@ def resolve_journal(argument: str | None) -> Path:
         if demo is None:
             raise ValueError(f"no journal given and the bundled demo {DEMO_JOURNAL} is not installed; pass a journal path")
         return demo
+    from ..replay.storage import is_url
+
+    if is_url(argument):  # object storage: fetched into the local cache (a StorageError names the URL)
+        from ..replay.sources import resolve_source
+
+        return resolve_source(argument).path
     path = Path(argument).expanduser()
     if not path.exists():
         raise ValueError(f"{argument}: no such file or directory")
@@ -92,8 +102,10 @@ def launch_app(args: argparse.Namespace) -> int:
     if args.seq is not None and args.seq < 1:
         print(f"replay-tui: --seq {args.seq}: a seq is a whole number from 1", file=sys.stderr)
         return EXIT_USAGE
+    follower = None
     try:
-        path = resolve_journal(args.journal)
+        follower = _object_follower(args)
+        path = follower.start() if follower is not None else resolve_journal(args.journal)
         journal = Journal(path)
     except ValueError as error:
         print(f"replay-tui: {error}", file=sys.stderr)
@@ -125,4 +137,15 @@ def launch_app(args: argparse.Namespace) -> int:
         app.run()
     finally:
         journal.close()
+        if follower is not None:
+            follower.stop()
     return app.return_code or 0  # a crash inside the app is not a success
+
+
+def _object_follower(args: argparse.Namespace) -> "ObjectFollower | None":
+    """``--follow s3://…``: a poller that appends the object's new bytes to a local copy the app tails."""
+    from ..replay.storage import ObjectFollower, is_url
+
+    if not getattr(args, "follow", False) or not args.journal or not is_url(args.journal):
+        return None
+    return ObjectFollower(args.journal, interval_s=1.0)
