@@ -10,7 +10,7 @@ from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("corpus", metavar="DIR", help="directory of journals (a shard directory below it is one journal)")
+    parser.add_argument("corpus", metavar="DIR|URL", help="directory or storage prefix of journals (a shard directory is one journal)")
     parser.add_argument("-o", "--out", required=True, metavar="FILE", help="DuckDB file to write (must not exist)")
     parser.add_argument("--glob", default="*.jsonl", metavar="PATTERN", help="file names of the journals (default *.jsonl)")
     parser.add_argument(
@@ -25,9 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..analysis.corpus_index import CorpusIndexError, build_index, iter_journal_sources, load_replay_results
     from ..replay.corpus import CorpusError, find_journals
+    from ..replay.storage import fetch, is_url
 
-    root = Path(args.corpus)
     try:
+        root = fetch(args.corpus).local if is_url(args.corpus) else Path(args.corpus)
         journals = list(iter_journal_sources(find_journals(root, args.glob), root))
         if not journals:
             print(f"replay-tui index: {root}: no journal matches {args.glob}", file=sys.stderr)

@@ -97,3 +97,13 @@ async def test_the_app_opens_a_url_and_follows_a_growing_object(s3_env: dict[str
                 await pilot.pause(0.1)
     finally:
         follower.stop()
+
+
+def test_index_a_corpus_under_a_prefix(s3_env: dict[str, str], bucket: str, tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    for journal in sorted(CORPUS.glob("*.replay.jsonl")):
+        put(s3_env, bucket, f"corpus/{journal.name}", journal.read_bytes())
+    database = tmp_path / "corpus.duckdb"
+    done = run_cli(s3_env, "index", f"s3://{bucket}/corpus/", "-o", str(database), "--glob", "*.replay.jsonl", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["journals"] == 11
