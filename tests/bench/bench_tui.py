@@ -27,6 +27,15 @@ Steps, each in a fresh Python process so imports, caches and RSS do not mix:
    while the child replays (``key_p95_during_replay_ms``, target <= 50 ms; the run with
    the median p95 of --runs runs, measured after the app's own indexing and chain check).
 
+5. End to end, as a user sees it: each app is started as a process on a pseudo-terminal
+   (160x45, TERM=xterm-256color), and the time runs from process start to the moment the
+   first timeline row (replay-tui: the run.started row; toolong: the text of the file's
+   lines' shared start, as it opens at the tail) has been drawn on the terminal (escape sequences stripped from the output).
+   Interpreter start, imports, reading the file and the first paint all count.
+   ``first_frame_end_to_end_ratio_vs_toolong`` is ours over theirs (target <= 0.6), and
+   ``import_s`` / ``textual_import_s`` time importing the app against importing Textual's
+   app and widgets alone (target: at most 0.15 s more), medians of alternating runs.
+
 First frames are the median of --runs runs of each, alternating. The last line
 printed is one JSON object with the figures.
 """
@@ -34,11 +43,17 @@ printed is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
+import pty
+import re
+import select
 import statistics
+import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import time
 from pathlib import Path
@@ -116,6 +131,56 @@ def child_json(command: list[str | Path]) -> dict:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"{command[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
     return json.loads(lines[-1])
+
+
+# -- end to end: process start to the first row on a pseudo-terminal ------------------
+ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def first_row_on_terminal(argv: list[str | Path], needle: bytes, timeout: float = 120.0) -> float:
+    """Seconds from starting ``argv`` on a pty to ``needle`` appearing in what it drew (escapes removed)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
+    environment = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(SIZE[0]), "LINES": str(SIZE[1])}
+    started = time.perf_counter()
+    process = subprocess.Popen([str(part) for part in argv], stdin=slave, stdout=slave, stderr=slave, env=environment,
+                               start_new_session=True)
+    os.close(slave)
+    drawn, seen = b"", None
+    try:
+        while seen is None and time.perf_counter() - started < timeout:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if not ready:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:
+                break
+            drawn += chunk
+            if needle in ANSI.sub(b"", drawn[-(1 << 20):]):
+                seen = time.perf_counter()
+    finally:
+        process.kill()
+        process.wait()
+        os.close(master)
+    if seen is None:
+        raise RuntimeError(f"{argv[0]}: {needle!r} never drawn; last output: {ANSI.sub(b'', drawn)[-800:]!r}")
+    return seen - started
+
+
+def toolong_needle(path: Path) -> bytes:
+    """The start of the file's first line, which every line shares (toolong opens at the tail, so its
+    first row is a later line): ``{"event_hash":"sha256:`` for a canonical journal."""
+    with open(path, "rb") as handle:
+        return handle.readline()[:22]
+
+
+def import_seconds(code: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return time.perf_counter() - started
 
 
 # -- the replay-tui child --------------------------------------------------------
@@ -326,6 +391,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3, help="first-frame runs of each app (median)")
     parser.add_argument("--replay-events", type=int, default=100_000, help="size of the run replayed while keys are timed")
+    parser.add_argument("--skip-replay", action="store_true", help="leave out the keys-during-a-replay runs")
     parser.add_argument("--child", choices=["first-frame", "full", "during-replay"], help=argparse.SUPPRESS)
     parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -352,15 +418,26 @@ def main() -> None:
             theirs.append(child_json([toolong, CACHE / "toolong_child.py", path])["first_frame_s"])
         if len(ours) < args.runs:
             ours.append(child_json([*me, "--child", "first-frame"])["first_frame_s"])
-    replayed = replay_journal(args.replay_events)
+    ours_e2e, theirs_e2e, ours_import, textual_import = [], [], [], []
+    ours_argv = [sys.executable, "-c", "from replay_tui.cli import entry_point; entry_point()", path]
+    for _ in range(args.runs):
+        ours_e2e.append(first_row_on_terminal(ours_argv, b"run.started"))
+        if toolong is not None:
+            theirs_e2e.append(first_row_on_terminal([toolong.with_name("tl"), path], toolong_needle(path)))
+        ours_import.append(import_seconds("import replay_tui.tui.app"))
+        textual_import.append(import_seconds("import textual.app, textual.widgets"))
+    print(f"end to end (process start to first row, pty): replay-tui {[round(x, 3) for x in ours_e2e]}, "
+          f"toolong {[round(x, 3) for x in theirs_e2e]}; import: app {[round(x, 3) for x in ours_import]}, "
+          f"Textual {[round(x, 3) for x in textual_import]}", flush=True)
+    replayed = replay_journal(args.replay_events) if not args.skip_replay else None
     runs = []
-    for _ in range(args.runs):  # the machine's other load moves a 2-second window a lot: median of runs
+    for _ in range(args.runs if replayed is not None else 0):  # the machine's load moves a 2 s window: median
         run = child_json([sys.executable, __file__, "--journal", replayed, "--child", "during-replay"])
         print(f"keys during a {run['replay_events']:,}-event replay ({run['replay_status']}, {run['replaying_s']:.1f} s): "
               f"p50 {run['key_p50_during_replay_ms']:.1f} ms p95 {run['key_p95_during_replay_ms']:.1f} ms "
               f"({run['samples']} samples); the same keys with no replay: p95 {run['key_p95_same_keys_no_replay_ms']:.1f} ms", flush=True)
         runs.append(run)
-    during = sorted(runs, key=lambda run: run["key_p95_during_replay_ms"])[len(runs) // 2]
+    during = sorted(runs, key=lambda run: run["key_p95_during_replay_ms"])[len(runs) // 2] if runs else {}
     first_frame = statistics.median(ours)
     toolong_first = statistics.median(theirs) if theirs else None
     print(f"first frame runs: replay-tui {[round(x, 3) for x in ours]}, toolong {[round(x, 3) for x in theirs]}", flush=True)
@@ -372,13 +449,21 @@ def main() -> None:
         "key_p95_ms": round(full["key_p95_ms"], 2),
         "peak_rss_mb": round(full["peak_rss_mb"], 1),
         "key_p95_during_search_ms": round(full["key_p95_during_search_ms"], 2),
-        "key_p95_during_replay_ms": round(during["key_p95_during_replay_ms"], 2),
-        "key_p50_during_replay_ms": round(during["key_p50_during_replay_ms"], 2),
-        "replay_events_during_keys": during["replay_events"],
-        "key_samples_during_replay": during["samples"],
-        "key_p95_same_keys_no_replay_ms": round(during["key_p95_same_keys_no_replay_ms"], 2),
+        "key_p95_during_replay_ms": round(during["key_p95_during_replay_ms"], 2) if during else None,
+        "key_p50_during_replay_ms": round(during["key_p50_during_replay_ms"], 2) if during else None,
+        "replay_events_during_keys": during.get("replay_events"),
+        "key_samples_during_replay": during.get("samples"),
+        "key_p95_same_keys_no_replay_ms": round(during["key_p95_same_keys_no_replay_ms"], 2) if during else None,
         "toolong_first_frame_s": round(toolong_first, 4) if toolong_first is not None else None,
         "first_frame_ratio_vs_toolong": round(first_frame / toolong_first, 3) if toolong_first else None,
+        "first_frame_end_to_end_s": round(statistics.median(ours_e2e), 4),
+        "toolong_first_frame_end_to_end_s": round(statistics.median(theirs_e2e), 4) if theirs_e2e else None,
+        "first_frame_end_to_end_ratio_vs_toolong": (
+            round(statistics.median(ours_e2e) / statistics.median(theirs_e2e), 3) if theirs_e2e else None
+        ),
+        "import_s": round(statistics.median(ours_import), 4),
+        "textual_import_s": round(statistics.median(textual_import), 4),
+        "import_over_textual_s": round(statistics.median(ours_import) - statistics.median(textual_import), 4),
     }
     print(json.dumps(figures))
 
