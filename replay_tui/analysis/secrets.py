@@ -100,8 +100,8 @@ def scan_key(key: str) -> tuple[str, str, str] | None:
     """A secret used as an object key (a token as a dict key), else None."""
     if len(key) < MIN_KEY_CHARS:
         return None
-    found = scan_string(key, None)
-    return None if found is None else (found[0], mask(key), "used as a key")
+    hit = detectors.secret_in_key(key)
+    return None if hit is None else (_reported(hit), mask(key), "used as a key")
 
 
 def scan_number(value: Any, key: str | None) -> tuple[str, str, str] | None:
@@ -141,19 +141,17 @@ def scan_event(event: Event) -> list[Finding]:
             pair = detectors.pair_name(value) if len(value) == 2 else None
             children = []
             for child_key, child in value.items():
-                child_node = (node, child_key)
+                child_kind = type(child)
                 if len(child_key) >= MIN_KEY_CHARS:
                     key_hit = scan_key(child_key)
                     if key_hit is not None:
-                        found(child_node, key_hit)
-                if pair is not None and child_key == "value" and detectors.is_secret_key(pair):
-                    child_key = pair  # {"name": "Authorization", "value": ...}
-                if type(child) in _SCALARS:
-                    number_hit = scan_number(child, child_key)
-                    if number_hit is not None:
-                        found(child_node, number_hit)
-                else:
-                    children.append((child, child_key, child_node))
+                        found((node, child_key), key_hit)
+                if child_kind is str or child_kind is dict or child_kind is list:
+                    if pair is not None and child_key == "value" and detectors.is_secret_key(pair):
+                        child_key = pair  # {"name": "Authorization", "value": ...}
+                    children.append((child, child_key, (node, child_key)))
+                elif (child_kind is int or child_kind is float) and child_key in _secret_keys_of(value, pair):
+                    found((node, child_key), ("key-name", mask(str(child)), f"number under key {child_key!r}"))
             stack.extend(reversed(children))
         elif kind is list:
             pair_key = value[0] if detectors.pair_secret_index(value) is not None else None
@@ -167,6 +165,14 @@ def scan_event(event: Event) -> list[Finding]:
                 else:
                     stack.append((child, child_key, (node, index)))
     return findings
+
+
+def _secret_keys_of(value: dict[str, Any], pair: str | None) -> frozenset[str]:
+    """Keys of ``value`` whose numbers are secrets (a numeric password; a header pair's value)."""
+    keys = {key for key, child in value.items() if detectors.is_secret_number(child) and detectors.is_secret_key(key)}
+    if pair is not None and detectors.is_secret_key(pair) and detectors.is_secret_number(value.get("value")):
+        keys.add("value")
+    return frozenset(keys)
 
 
 def _parts_of(node: tuple[Any, str | int] | None) -> tuple[str | int, ...]:
@@ -233,7 +239,7 @@ class ScanReport:
     unreadable_examples: list[str] = field(default_factory=list)
     ignored: int = 0  # findings left out by --ignore patterns
     complete: bool = True
-    _flagged: array = field(default_factory=lambda: array("Q"))
+    _flagged: "array[int]" = field(default_factory=lambda: array("Q"))
 
     @property
     def clean(self) -> bool:

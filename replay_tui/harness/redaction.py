@@ -228,6 +228,16 @@ class Redactor:
             out = self._keep_stream_consistent(payload, out)
         return out
 
+    def redact_value(self, value: Any) -> Any:
+        """A JSON value outside any payload (a framework's own state) under the same rules."""
+        if not self.rules.enabled:
+            return value
+        data = orjson.dumps(value)
+        if not self._needs_walk(data):
+            return value
+        walked = self._walk(orjson.loads(data), None, 0)
+        return value if walked == value else walked
+
     def secret_in_matched_field(self, name: str, value: Any) -> str | None:
         """The detector that finds a secret in ``value`` of a matched field, else None."""
         if type(value) is not str or not self.rules.enabled:
@@ -304,7 +314,7 @@ class Redactor:
         out: dict[str, Any] = {}
         for child_key, item in value.items():
             new_key = child_key
-            if len(child_key) >= 8 and self._hits(child_key, None, depth):
+            if len(child_key) >= 8 and self._secret_in_key(child_key):
                 new_key = key_marker(child_key)
                 while new_key in out or new_key in value:
                     new_key = key_marker(new_key)
@@ -323,6 +333,10 @@ class Redactor:
         if type(item) is str and (not item or detectors.is_placeholder(item)):
             return item
         return REDACTED
+
+    def _secret_in_key(self, key: str) -> bool:
+        hit = detectors.secret_in_key(key) if self._enabled else None
+        return hit is not None and hit.detector in self._enabled or any(p.search(key) for _, p in self._extra)
 
     def _hits(self, text: str, key: str | None, depth: int) -> list[tuple[int, int, str]]:
         spans: list[tuple[int, int, str]] = []

@@ -37,9 +37,10 @@ class Format:
 
     name: str
     pattern: str
-    anchors: tuple[str, ...]
+    anchors: tuple[str, ...]  # case-sensitive regex fragments
     detect_secrets: str = ""  # the detect-secrets plugin this covers, for the README comparison
     check: Callable[[str], bool] | None = None  # a further test of the matched secret
+    folded: tuple[str, ...] = ()  # lower-case literals looked for in the lower-cased text instead
 
 
 def _basic_credentials(value: str) -> bool:
@@ -73,16 +74,16 @@ FORMATS: tuple[Format, ...] = (
     Format("pypi-token", _START + r"pypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-AgE",), "PypiTokenDetector"),
     Format("twilio-key", _START + r"SK[0-9a-fA-F]{32}", ("SK[0-9a-fA-F]",), "TwilioKeyDetector"),
     Format("discord-bot-token", _START + r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",
-           (r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.",), "DiscordBotTokenDetector"),
+           (r"\.[A-Za-z0-9_-]{6}\.",), "DiscordBotTokenDetector"),
     Format("telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", (r"[0-9]:AA",), "TelegramBotTokenDetector"),
     Format("azure-storage-key", r"(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
-           ("(?i:accountkey|sharedaccesskey)=",), "AzureStorageKeyDetector"),
+           (), "AzureStorageKeyDetector", folded=("accountkey=", "sharedaccesskey=")),
     Format("jwt", _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", ("eyJ",), "JwtTokenDetector"),
     # short values only with a digit, so prose ("bearer tokens are...") is not a token
     Format("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*|(?=[A-Za-z._~+/-]{0,14}[0-9])"
-           r"[A-Za-z0-9._~+/-]{6,15}(?![A-Za-z0-9._~+/-])=*)", ("(?i:bearer)",)),
-    Format("basic-auth", r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})", ("(?i:basic)",), "BasicAuthDetector",
-           check=_basic_credentials),
+           r"[A-Za-z0-9._~+/-]{6,15}(?![A-Za-z0-9._~+/-])=*)", (), folded=("bearer",)),
+    Format("basic-auth", r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})", (), "BasicAuthDetector",
+           check=_basic_credentials, folded=("basic",)),
     Format("url-password", r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]{1,200})@", ("://",),
            "BasicAuthDetector"),
 )
@@ -170,10 +171,13 @@ class _Compiled:
         for index, fmt in enumerate(FORMATS):
             groups.append(f"(?P<f{index}>{fmt.pattern.replace('(?P<secret>', f'(?P<s{index}>')})")
         self.formats = re.compile("|".join(groups))
+        # Grouped into one alternation whose first characters are few: the engine skips most positions.
         self.format_gate = re.compile("|".join(anchor for fmt in FORMATS for anchor in fmt.anchors))
-        self.name_gate = re.compile("|".join(NAME_HINTS), re.IGNORECASE)
-        self.gate = re.compile("|".join([self.format_gate.pattern, "(?i:" + self.name_gate.pattern + ")"]))
-        self.gate_bytes = re.compile(self.gate.pattern.encode())
+        self.format_gate_bytes = re.compile(self.format_gate.pattern.encode())
+        self.folded = tuple(dict.fromkeys(anchor for fmt in FORMATS for anchor in fmt.folded))
+        self.folded_bytes = tuple(anchor.encode() for anchor in self.folded)
+        self.folded_gate = re.compile("|".join(map(re.escape, self.folded)))
+        self.name_gate = re.compile("|".join(NAME_HINTS))
         self.candidate = re.compile(_CANDIDATE)
         self.candidate_bytes = re.compile(_CANDIDATE.encode())
         self.sensitive = re.compile(_SENSITIVE_NAME)
@@ -324,13 +328,38 @@ def _class_switch_ratio(token: str) -> float:
 def might_hold_secret(data: bytes) -> bool:
     """Cheap test over serialized JSON: False means no detector can fire on any key or value in it."""
     patterns = compiled()
-    if patterns.gate_bytes.search(data):
+    if patterns.format_gate_bytes.search(data):
         return True
+    lowered = data.lower()
+    if any(anchor in lowered for anchor in patterns.folded_bytes):
+        return True
+    for hint in NAME_HINTS_BYTES:
+        position = lowered.find(hint)
+        while position != -1:
+            if _names_a_secret(data, position):
+                return True
+            position = lowered.find(hint, position + len(hint))
     for candidate in patterns.candidate_bytes.finditer(data):
         token = candidate.group().decode("ascii")
         if random_part(token) is not None or _base64_hit(token, 0) is not None:
             return True
     return False
+
+
+NAME_HINTS_BYTES = tuple(hint.encode() for hint in NAME_HINTS)
+
+
+def _names_a_secret(data: bytes, position: int) -> bool:
+    """Whether the JSON string around ``position`` is a sensitive key or name (a header pair's
+    name), or text that may assign one (holds '=' or ':'). Escaped quotes: assume it may."""
+    start = data.rfind(b'"', 0, position)
+    end = data.find(b'"', position)
+    if start == -1 or end == -1 or data[start - 1 : start] == b"\\" or data[end - 1 : end] == b"\\":
+        return True
+    text = data[start + 1 : end]
+    if b"\\" in text or b"=" in text or b":" in text:
+        return True
+    return is_secret_key(text.decode("utf-8", "replace"))
 
 
 def find_secrets(text: str, key: str | None = None, *, first: bool = False, depth: int = 0) -> list[Hit]:
@@ -339,26 +368,31 @@ def find_secrets(text: str, key: str | None = None, *, first: bool = False, dept
     ``first`` stops at the first hit (scan); redaction wants them all. JSON inside the
     string is decoded and checked as a whole: its hit spans the whole string.
     """
-    if len(text) < 4:
+    if len(text) < (MIN_KEYED_VALUE_CHARS if key is not None else 8):
         return []
+    if len(text) == 71 and text[:7] == "sha256:":
+        return []  # our own hashes (and a hashed password is a placeholder anyway)
     patterns = compiled()
     hits: list[Hit] = []
-    gated = patterns.gate.search(text) is not None
-    if gated and patterns.format_gate.search(text):
-        for match in patterns.formats.finditer(text):
+    lowered = text.lower()
+    if patterns.format_gate.search(text) or patterns.folded_gate.search(lowered):
+        position = 0
+        while (match := patterns.formats.search(text, position)) is not None:
             index = int(match.lastgroup[1:])  # type: ignore[index]
             fmt = FORMATS[index]
             span = match.span(f"s{index}") if f"s{index}" in patterns.formats.groupindex else match.span()
             secret = text[span[0]:span[1]]
             if span[0] < 0 or fmt.check is not None and not fmt.check(secret) or secret[:1] == "[" and is_placeholder(secret):
+                position = match.start() + 1  # not this one; a real one may start inside it ("basic Basic dXNlcjpwdw==")
                 continue
+            position = match.end()
             hits.append(Hit(span[0], span[1], fmt.name))
             if first:
                 return hits
-    if key is not None and is_secret_key(key) and len(text) >= MIN_KEYED_VALUE_CHARS and not is_placeholder(text):
+    if key is not None and is_secret_key(key) and not is_placeholder(text):
         hits.append(Hit(0, len(text), "key-name", f"under key {key!r}"))
         return hits
-    if gated and ("=" in text or ":" in text) and patterns.name_gate.search(text):
+    if ("=" in text or ":" in text) and patterns.name_gate.search(lowered):
         for hit in _assignments(text):
             hits.append(hit)
             if first:
@@ -383,6 +417,13 @@ def find_secrets(text: str, key: str | None = None, *, first: bool = False, dept
             if first:
                 return hits
     return hits
+
+
+@lru_cache(maxsize=65536)
+def secret_in_key(key: str) -> Hit | None:
+    """The first secret in an object key (keys repeat across events, so this is cached)."""
+    hits = find_secrets(key, first=True)
+    return hits[0] if hits else None
 
 
 def _assignments(text: str) -> Iterator[Hit]:

@@ -6,7 +6,10 @@ Off: the loop calls the scripted model and the tool directly. On: the same loop
 goes through the Harness with the JSONL transport (fsync=close), the default
 redaction rules and a reducer, so every model call, tool call, result and state
 change is an event. The last line is one JSON object: events,
-record_us_per_event, baseline_us_per_event, overhead_us_per_event (target <= 50).
+record_us_per_event, baseline_us_per_event, overhead_us_per_event (target <= 50),
+the same in CPU time (``*_cpu_*``: steady on a loaded machine), and
+redaction_cpu_us_per_event: recording with the default rules minus recording with
+redaction disabled, side by side in the same run.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from fixtures.agents.inventory_backend import CATALOG, lookup_now  # noqa: E402
 from fixtures.agents.inventory_policy import stocktake_policy  # noqa: E402
-from replay_tui.harness import Harness, JsonlSink, ToolSpec  # noqa: E402
+from replay_tui.harness import Harness, JsonlSink, RedactionRules, Redactor, ToolSpec  # noqa: E402
 from replay_tui.journal import Event  # noqa: E402
 
 SKUS = sorted(CATALOG)
@@ -50,13 +53,13 @@ def agent_loop(model: Callable[[dict], dict], tool: Callable[[str, dict, str], A
     return checked
 
 
-def run_off(steps: int) -> float:
+def run_off(steps: int) -> tuple[float, float]:
     def model(request: dict) -> dict:
         return dict(stocktake_policy(request), finish_reason="tool_calls", usage={})
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     agent_loop(model, lambda name, arguments, call_id: lookup_now(**arguments), steps)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 class Policy:
@@ -68,21 +71,22 @@ class Policy:
         return dict(stocktake_policy(request), finish_reason="tool_calls", usage={})
 
 
-def run_on(steps: int, directory: Path) -> tuple[float, int]:
-    sink = JsonlSink(directory / "bench.jsonl", run_id="bench", fsync="close")
-    harness = Harness(sink=sink, run_id="bench", model=Policy(),  # type: ignore[arg-type]
+def run_on(steps: int, directory: Path, *, redact: bool = True) -> tuple[float, float, int]:
+    sink = JsonlSink(directory / f"bench-{redact}.jsonl", run_id="bench", fsync="close")
+    redactor = Redactor() if redact else Redactor(RedactionRules(enabled=False))
+    harness = Harness(sink=sink, run_id="bench", model=Policy(), redactor=redactor,  # type: ignore[arg-type]
                       tools={"inventory.lookup": ToolSpec("inventory.lookup", lookup_now)}, snapshot_every=500)
     harness.use_reducer(reduce, "bench-1", {"checked": 0, "last": None})
 
     def tool(name: str, arguments: dict, call_id: str) -> Any:
         return harness.tool(name, arguments, call_id=call_id)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     harness.start_run(agent="tests.bench.bench_record:agent_loop")
     with harness.step("bench"):
         agent_loop(harness.model, tool, steps)
     harness.end_run("ok", None)
-    return time.perf_counter() - started, harness.last_seq
+    return time.perf_counter() - started, time.process_time() - cpu, harness.last_seq
 
 
 def main() -> int:
@@ -90,22 +94,31 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=5, help="best of R runs for each mode")
     args = parser.parse_args()
-    off, on = [], []
+    off, on, bare = [], [], []
+    off_cpu, on_cpu, bare_cpu = [], [], []
     events = 0
     for _ in range(args.repeat):
-        off.append(run_off(args.steps))
+        seconds, cpu = run_off(args.steps)
+        off.append(seconds)
+        off_cpu.append(cpu)
         with tempfile.TemporaryDirectory() as directory:
-            seconds, events = run_on(args.steps, Path(directory))
+            seconds, cpu, events = run_on(args.steps, Path(directory))
             on.append(seconds)
+            on_cpu.append(cpu)
+            seconds, cpu, _ = run_on(args.steps, Path(directory), redact=False)
+            bare.append(seconds)
+            bare_cpu.append(cpu)
     record_us = min(on) / events * 1e6
     baseline_us = min(off) / events * 1e6
     print(f"steps: {args.steps}, events: {events}, best of {args.repeat}")
-    print(f"recording off: {min(off) * 1000:.1f} ms; on: {min(on) * 1000:.1f} ms")
+    print(f"recording off: {min(off) * 1000:.1f} ms; on: {min(on) * 1000:.1f} ms; on without redaction: {min(bare) * 1000:.1f} ms")
     print(json.dumps({
         "events": events,
         "record_us_per_event": round(record_us, 2),
         "baseline_us_per_event": round(baseline_us, 2),
         "overhead_us_per_event": round(record_us - baseline_us, 2),
+        "overhead_cpu_us_per_event": round((min(on_cpu) - min(off_cpu)) / events * 1e6, 2),
+        "redaction_cpu_us_per_event": round((min(on_cpu) - min(bare_cpu)) / events * 1e6, 2),
     }))
     return 0
 
