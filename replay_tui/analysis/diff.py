@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from collections.abc import Iterable
 
-from deepdiff import DeepDiff
-
 ChangeKind = Literal["added", "removed", "changed"]
 
 _REPORT_KIND: dict[str, ChangeKind] = {
@@ -121,6 +119,8 @@ def diff_values(before: Any, after: Any) -> ValueDiff:
     try:
         if before == after:
             return ValueDiff()
+        from deepdiff import DeepDiff  # loaded on the first diff: it pulls in pydantic, and the first frame needs neither
+
         tree = DeepDiff(before, after, view="tree", ignore_order=False, verbose_level=2)
         for report, levels in tree.items():
             kind = _REPORT_KIND.get(report)

@@ -6,7 +6,6 @@ from ...analysis.annotations import Annotation, AnnotationError, AnnotationStore
 from ...analysis.causal import CausalIndex
 from ...journal import Event
 from ..messages import Notice
-from ..screens.presenter import PresenterScreen
 from ..screens.prompt import PromptScreen
 from ..widgets.annotation_marks import GLYPHS
 from . import ScreenParts
@@ -132,6 +131,7 @@ class BookmarksController:
         event = self.parts.timeline.cursor_event()
         cursor_seq = event.seq if isinstance(event, Event) else None
         start = next((i for i, a in enumerate(marks) if a.seq == cursor_seq), 0)
+        from ..screens.presenter import PresenterScreen  # loaded when first presented, not for the first frame
 
         def closed(seq: int | None) -> None:
             if seq is not None:

@@ -4,13 +4,15 @@ journal grows, is rotated, truncated or replaced."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...journal import Event
-from ..follow import Follower
 from ..live_analysis import LiveAnalysis
 from ..messages import JournalGrew
-from ..screens.stats_screen import StatsScreen
 from . import ScreenParts
+
+if TYPE_CHECKING:
+    from ..follow import Follower
 
 UNCHECKED = "; later events not checked yet"
 
@@ -36,6 +38,8 @@ class FollowController:
         self._header_stale = False  # after a reset the header shows a run that may be gone
 
     def start(self) -> None:
+        from ..follow import Follower  # watchfiles only once following starts
+
         self.follower = Follower(self.parts.journal, self.live, self.parts.post_message)
         self.parts.run_worker(self.follower.run(), name="follow", group="follow", exclusive=True, exit_on_error=False)
         self.following = True
@@ -114,8 +118,9 @@ class FollowController:
             self.parts.app.notify(message.message, title="follow", severity=severity, timeout=6)
         if said:
             self.parts.status.say(said)
-        if isinstance(self.parts.app.screen, StatsScreen):
-            self.parts.app.screen.journal_grew()
+        journal_grew = getattr(self.parts.app.screen, "journal_grew", None)  # the stats screen, when open
+        if callable(journal_grew):
+            journal_grew()
 
     def _update_header(self, message: JournalGrew) -> None:
         """After a reset the run may be another one: its header and chain check start over;

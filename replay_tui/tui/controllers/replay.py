@@ -1,4 +1,7 @@
-"""The replay keys of the main screen: r, R, x, v, c, d, and escape while a replay runs."""
+"""The replay keys of the main screen: r, R, x, v, c, d, and escape while a replay runs.
+
+The screens these keys open are imported when first opened: the first frame draws none of them.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +12,6 @@ from pathlib import Path
 from ...analysis.search import ReplayMarks
 from ...journal import Event
 from ...replay.runner import CRASHED, FAILED, TIMEOUT
-from ..screens.compare import CompareScreen
-from ..screens.divergence import DivergenceScreen
-from ..screens.experiments import ExperimentsScreen, find_configs
-from ..screens.replay_dialog import ReplayDialog
-from ..screens.replay_report import ReplayReportScreen
 from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest, ReplayResult
 from . import ScreenParts
 
@@ -54,6 +52,8 @@ class ReplayController:
         self.start(self.request)
 
     def replay_dialog(self) -> None:
+        from ..screens.replay_dialog import ReplayDialog
+
         def chosen(request: ReplayRequest | None) -> None:
             if request is not None:
                 self.request = request
@@ -62,6 +62,8 @@ class ReplayController:
         self.parts.app.push_screen(ReplayDialog(self.request, self.recorded_agent()), chosen)
 
     def experiments(self) -> None:
+        from ..screens.experiments import ExperimentsScreen, find_configs
+
         def chosen(request: ReplayRequest | None) -> None:
             if request is not None:
                 self.start(request)
@@ -79,6 +81,8 @@ class ReplayController:
 
     # -- results --------------------------------------------------------------------
     def finished(self, message: ReplayFinished) -> None:
+        from ..screens.replay_report import ReplayReportScreen
+
         result = message.result
         outcome = result.outcome
         if outcome.experiment is None:
@@ -91,6 +95,8 @@ class ReplayController:
             self.compare_last()
 
     def report(self) -> None:
+        from ..screens.replay_report import ReplayReportScreen
+
         last = self.panel.last
         if last is None:
             self.parts.status.say("no replay yet: r replays this journal, x runs an experiment")
@@ -98,6 +104,8 @@ class ReplayController:
         self.parts.app.push_screen(ReplayReportScreen(last))
 
     def compare_last(self) -> None:
+        from ..screens.compare import CompareScreen
+
         last = self.panel.last
         if last is None or not last.outcome.out:
             self.parts.status.say("no experiment journal to compare: x runs an experiment")
@@ -121,6 +129,8 @@ class ReplayController:
             self.parts.status.say(f"no divergence to show: {last.outcome.headline()}")
             return True
         self.parts.goto_seq(report.seq)  # a recorded seq, for experiments too
+
+        from ..screens.divergence import DivergenceScreen
 
         def closed(position: int | None) -> None:
             if position is not None:
