@@ -1,0 +1,116 @@
+"""The three framework agents: committed journals replay strictly in the sandbox with the network
+off, a fresh recording replays on another day in another time zone, a one-line change to an
+agent diverges at the right step naming the field, and model-live reaches the loopback model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.agents.loopback_llm import LoopbackLLM
+from replay_tui.journal import verify_journal
+
+from .conftest import AGENTS, JOURNALS, REPO, events, record, replay_cli
+
+LATER_CLOCK = Path(__file__).resolve().parent / "later_clock"
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_committed_journal_names_its_agent_and_replays_with_the_network_off(name: str) -> None:
+    journal = JOURNALS / f"{name}.jsonl"
+    assert verify_journal(journal).ok
+    recorded = events(journal)
+    assert recorded[0].payload["agent"] == AGENTS[name]
+    assert recorded[-1].kind == "run.ended" and recorded[-1].payload["status"] == "ok"
+    code, outcome = replay_cli(journal)
+    assert (code, outcome["status"]) == (0, "match"), outcome.get("divergence") or outcome.get("error")
+    assert outcome["consumed"] == outcome["total"] == len(recorded)
+    assert outcome["isolation"]["network_namespace"] and outcome["isolation"]["allowed_hosts"] == []
+    assert outcome["refusals"] == []
+
+
+def test_the_later_clock_really_moves_the_clock() -> None:
+    """The fake clock the next test uses: a process started with it reads a date three years on."""
+    script = "import datetime, time; print(datetime.date.today().year - time.localtime(0).tm_year)"
+    plain = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    later = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           env={"PYTHONPATH": str(LATER_CLOCK), "PATH": "/usr/bin:/bin"})
+    assert int(later.stdout) == int(plain.stdout) + 3
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_a_fresh_recording_replays_on_another_day_in_another_time_zone(name: str, tmp_path: Path,
+                                                                        llm: LoopbackLLM) -> None:
+    journal = tmp_path / f"{name}.jsonl"
+    outcome = record(name, llm, journal)
+    assert outcome.status == "ok", outcome.error
+    heard = len(llm.requests)
+    assert heard >= 3  # the question, two tool calls, a final answer
+    code, replayed = replay_cli(journal, env={"TZ": "Pacific/Kiritimati", "PYTHONPATH": str(LATER_CLOCK)})
+    assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
+    assert len(llm.requests) == heard  # nothing reached the model
+
+
+# (journal, variant entry point, the step it diverges at, a field the diff names)
+ONE_LINE_CHANGES = [
+    ("agents-sdk", "agents_sdk_extra_argument", "turn-02:CRM analyst", "include_inactive"),
+    ("langgraph", "langgraph_extra_argument", "step-01:agent", "['properties']['since']"),
+    ("pydantic-ai", "pydantic_ai_other_prompt", "02:ModelRequestNode", "['messages'][0]['content']"),
+]
+
+
+@pytest.mark.parametrize(("name", "variant", "step", "field"), ONE_LINE_CHANGES)
+def test_a_one_line_change_diverges_at_the_right_step_naming_the_field(name: str, variant: str, step: str,
+                                                                        field: str) -> None:
+    journal = JOURNALS / f"{name}.jsonl"
+    code, outcome = replay_cli(journal, "--agent", f"tests.frameworks.variants:{variant}")
+    assert code == 1 and outcome["status"] == "diverged"
+    divergence = outcome["divergence"]
+    first_request = next(e for e in events(journal) if e.kind == "model.request" and e.step_id == step)
+    assert divergence["seq"] == first_request.seq and divergence["step"] == step
+    assert divergence["expected"]["kind"] == "model.request" and "request_hash differs" in divergence["reason"]
+    assert any(field in line for line in divergence["diff_lines"]), divergence["diff_lines"]
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_model_live_against_the_loopback_server(name: str, tmp_path: Path, llm: LoopbackLLM) -> None:
+    journal = tmp_path / f"{name}.jsonl"
+    assert record(name, llm, journal).status == "ok"
+    config = tmp_path / "loopback-model.toml"
+    config.write_text('[[plugins]]\nid = "model"\ntype = "openai-compatible"\n'
+                      f'options = {{ base_url = "{llm.url}", model = "crm-local" }}\n')
+    heard = len(llm.requests)
+    out = tmp_path / "model-live.jsonl"
+    code, outcome = replay_cli(journal, "--mode", "model-live", "--model-config", str(config), "--out", str(out))
+    assert outcome["experiment"]["mode"] == "model-live", outcome.get("error")
+    assert f"127.0.0.1:{llm.port}" in outcome["isolation"]["allowed_hosts"]
+    assert len(llm.requests) - heard == heard  # every model call went live, to the loopback model
+    # the loopback model numbers its answers (id, usage) and the Date header moves: the first live
+    # model.response differs in payload, and the run still goes to its end on the same path
+    assert code in (0, 1) and outcome["experiment"]["stopped"] is None, outcome["experiment"]
+    assert verify_journal(out).ok
+    assert [(e.kind, e.step_id) for e in events(out)] == [(e.kind, e.step_id) for e in events(journal)]
+
+
+def test_from_seq_resumes_langgraph_at_a_recorded_snapshot() -> None:
+    journal = JOURNALS / "langgraph.jsonl"
+    snapshots = [e for e in events(journal) if e.kind == "state.snapshot"]
+    middle = snapshots[len(snapshots) // 2]
+    code, outcome = replay_cli(journal, "--from-seq", str(middle.seq + 2))
+    assert (code, outcome["status"]) == (0, "match"), outcome.get("divergence") or outcome.get("error")
+    assert outcome["resumed_from_snapshot"] == middle.seq
+    assert outcome["first_seq"] == middle.seq + 1
+
+
+def test_the_repo_fixtures_record_command_starts_and_stops_its_own_model(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "fixtures.record", "--only", *sorted(AGENTS), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    for name in AGENTS:
+        fresh = events(tmp_path / f"{name}.jsonl")
+        committed = events(JOURNALS / f"{name}.jsonl")
+        # same trajectory as the committed journal (the loopback port, times and hashes aside)
+        assert [(e.kind, e.step_id) for e in fresh] == [(e.kind, e.step_id) for e in committed]
