@@ -9,6 +9,7 @@ from the live config and serve the other observations from the journal by key.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from pathlib import Path
@@ -101,6 +102,8 @@ class ReplaySession:
         if self.spec.from_seq is not None and self.spec.from_seq > last_seq:
             raise UsageError(f"--from-seq {self.spec.from_seq} is past the end of the journal (last seq {last_seq})")
         agent_name = self.spec.agent or first.payload["agent"]
+        if self.spec.wait_for_go:
+            await_go()
         entry = load_entry_point(agent_name)
         if self.spec.mode in EXPERIMENTS:
             return self.run_experiment(journal, first, agent_name)
@@ -318,6 +321,24 @@ class ReplaySession:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+def await_go() -> None:
+    """Block until the parent says "go" on stdin (its verification passed); then stdin is /dev/null.
+
+    Anything else (EOF: the parent killed us or went away) ends the child before agent code runs.
+    """
+    received = b""
+    while not received.endswith(b"\n"):
+        chunk = os.read(0, 16)
+        if not chunk:
+            os._exit(3)
+        received += chunk
+    if received != b"go\n":
+        os._exit(3)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
 
 
 class CountingSink:

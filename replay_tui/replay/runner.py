@@ -108,7 +108,8 @@ class ReplayOutcome:
     child_exit: int | None = None
     stderr_tail: list[str] = field(default_factory=list)
     stdout_tail: list[str] = field(default_factory=list)
-    child_startup_s: float | None = None
+    child_startup_s: float | None = None  # spawn to the child's hello (sandbox entered)
+    first_event_s: float | None = None  # spawn to the first event the agent produced
     elapsed_s: float | None = None  # whole child run, from start-up to result
     replay_s: float | None = None  # the replay loop alone
     replay_cpu_s: float | None = None  # CPU seconds of the replay loop (stable under machine load)
@@ -312,25 +313,27 @@ class ReplayRunner:
         if self._process is not None or self._early is not None:
             raise RuntimeError("a ReplayRunner runs one child; make a new runner for another replay")
         self._started = time.perf_counter()
-        early = self._preflight()
-        if early is not None:
-            self._early = early
+        if self.spec.out and os.path.lexists(self.spec.out):
+            message = f"--out {self.spec.out} already exists; an experiment never overwrites a journal"
+            self._early = self._outcome(FAILED, error={"kind": "usage", "message": message, "traceback": []})
             return
         with self._wake_lock:
             self._wake_r, self._wake_w = os.pipe()
         read_fd, write_fd = os.pipe()
         try:
             self._launch = prepare_launch(self.spec, write_fd, python=self.python, env=self.env, cwd=self.cwd)
-        except LaunchRefused as refused:
+        except (LaunchRefused, OSError) as refused:
             os.close(read_fd)
             os.close(write_fd)
-            self._early = self._outcome(FAILED, error={"kind": refused.kind, "message": str(refused), "traceback": []})
+            kind = refused.kind if isinstance(refused, LaunchRefused) else "journal"
+            self._early = self._outcome(FAILED, error={"kind": kind, "message": str(refused), "traceback": []})
             return
+        self._spawned = time.perf_counter()
         try:
             self._process = subprocess.Popen(
                 self._launch.argv,
                 pass_fds=(write_fd,),
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # "go" once the parent has verified its journal (the child starts meanwhile)
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group, so a kill takes agent subprocesses too
@@ -343,6 +346,20 @@ class ReplayRunner:
         finally:
             os.close(write_fd)
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
+        early = self._preflight()
+        if early is not None:  # the agent never runs: the child is still waiting for "go"
+            self._early = early
+            self._kill()
+            self._reap()
+            self._close()
+            self._launch.cleanup()
+        else:
+            try:
+                assert self._process.stdin is not None
+                self._process.stdin.write(b"go\n")
+                self._process.stdin.close()
+            except OSError:
+                pass  # the child is gone already: wait() reports how it ended
         for stream, tail in ((self._process.stderr, self._stderr), (self._process.stdout, self._stdout)):
             thread = threading.Thread(target=_drain, args=(stream, tail), daemon=True)
             thread.start()
@@ -352,13 +369,10 @@ class ReplayRunner:
         return ReplayOutcome(status=status, journal=self.spec.journal, mode=self.spec.mode, timeout_s=self.timeout_s, **fields)
 
     def _preflight(self) -> ReplayOutcome | None:
-        """What the parent checks before a child exists: --out, the chain (by default), its own journal."""
+        """What the parent checks while the child starts (before it may load the agent): the chain, its own journal."""
         from ..journal import Journal, JournalError, verify_journal
 
         spec = self.spec
-        if spec.out and os.path.lexists(spec.out):
-            message = f"--out {spec.out} already exists; an experiment never overwrites a journal"
-            return self._outcome(FAILED, error={"kind": "usage", "message": message, "traceback": []})
         verification = None
         if spec.verify_hash_chain:
             if self.on_progress is not None:
@@ -377,6 +391,7 @@ class ReplayRunner:
         if spec.mode not in (MODEL_LIVE, TOOLS_LIVE):
             try:
                 self._journal = Journal(spec.journal)
+                self._journal.index()
             except (JournalError, OSError) as error:
                 return self._outcome(FAILED, error={"kind": "journal", "message": str(error), "traceback": []})
         self._verification = verification
@@ -542,6 +557,8 @@ class ReplayRunner:
             return
         kind = message["type"]
         if kind == EVENTS:
+            if outcome.first_event_s is None:
+                outcome.first_event_s = round(time.perf_counter() - self._spawned, 4)
             if self._referee is None:
                 self._protocol_fault = self._protocol_fault or "the child sent events before it started the replay"
             else:
@@ -554,7 +571,7 @@ class ReplayRunner:
             except Exception as error:  # the parent's journal: unreadable is a journal error, never a traceback
                 self._protocol_fault = f"journal: {error}"
         elif kind == HELLO:
-            outcome.child_startup_s = round(time.perf_counter() - self._started, 4)
+            outcome.child_startup_s = round(time.perf_counter() - self._spawned, 4)
             outcome.isolation = IsolationInfo.from_json(message.get("isolation") or {})
             missing = outcome.isolation.missing_layers or ([] if outcome.isolation.sandbox else ["sandbox"])
             if self.spec.require_isolation and missing:

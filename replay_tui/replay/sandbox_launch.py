@@ -135,7 +135,8 @@ def prepare_launch(
             spec,
             journal=copy,
             out=child_out,
-            verify_hash_chain=False,  # the parent verified its own journal
+            verify_hash_chain=False,  # the parent verifies its own journal
+            wait_for_go=True,
             protocol_fd=protocol_fd,
             sys_path=sys_path,
             model_config=model_config,

@@ -1,24 +1,30 @@
-"""Strict replay speed and child start-up, through the real child process.
+"""Strict replay speed and child start-up with the full sandbox, side by side with the pre-sandbox replay.
 
-    python tests/bench/bench_replay.py [--events N] [--repeat R] [--keep DIR]
+    python tests/bench/bench_replay.py [--events N] [--repeat R] [--keep DIR] [--base COMMIT]
 
-1. Strict replay of the long fixture (fixtures/journals/stocktake-long.jsonl).
-2. A generated run of at least N events (default 100,000), recorded through the real
-   harness by the counter agent (tests/replay/agents/counter.py), then replayed
-   strictly. ``--keep DIR`` keeps (and reuses) the generated journal.
-3. Child start-up: spawn to the child's ``hello`` (isolation in force), median of runs.
+1. A generated run of at least N events (default 100,000), recorded through the real
+   harness by the counter agent (tests/replay/agents/counter.py). ``--keep DIR`` keeps
+   (and reuses) it.
+2. The same journal replayed, alternately, by this tree (parent referee, sandboxed
+   child) and by ``--base`` (default: the commit before the sandbox, checked out with
+   ``git worktree add`` into a temporary directory that is removed afterwards; the base
+   runs in a subprocess with that tree first on PYTHONPATH). Best of R each.
+3. Child start-up of this tree: spawn to the first event the agent produced, with every
+   sandbox layer in force, median over the runs (long fixture and generated run).
 
-Rates are of the replay loop, measured in the child: wall clock (``replay_events_per_s``,
-affected by whatever else the machine runs) and CPU time (``replay_events_per_cpu_s``).
-The last line is one JSON object: events, replay_events_per_s, child_startup_s, and
-the details. Targets: >= 20,000 events/s and start-up < 1 s.
+Figures: the replay loop's rate in the child (``events_per_s``), and the end-to-end
+rate seen by the caller (events / wall time of ``ReplayRunner.run``, which now includes
+the parent's chain verification and its comparison). The last line is one JSON object.
+Targets: start-up < 0.25 s; throughput >= 0.8 x the base, side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,21 +35,44 @@ sys.path.insert(0, str(ROOT))
 
 from replay_tui.harness import record_run  # noqa: E402
 from replay_tui.replay.protocol import ReplaySpec  # noqa: E402
-from replay_tui.replay.runner import MATCH, ReplayOutcome, ReplayRunner  # noqa: E402
+from replay_tui.replay.runner import MATCH, ReplayRunner  # noqa: E402
 
 LONG_FIXTURE = ROOT / "fixtures" / "journals" / "stocktake-long.jsonl"
 COUNTER_CONFIG = ROOT / "tests" / "replay" / "agents" / "counter.toml"
 COUNTER_AGENT = "tests.replay.agents.counter:agent"
 EVENTS_PER_STEP = 5  # model.request, model.response, tool.call, tool.result, state.transition
-TARGET_EVENTS_PER_S = 20_000
-TARGET_STARTUP_S = 1.0
+BASE_COMMIT = "9c70392"  # the last commit before the sandbox and the parent's referee
+TARGET_STARTUP_S = 0.25
+TARGET_RATIO = 0.8
+
+#: Run in a subprocess with a tree first on sys.path: one replay, one JSON line.
+ONE_REPLAY = """
+import json, sys, time
+from replay_tui.replay.protocol import ReplaySpec
+from replay_tui.replay.runner import ReplayRunner
+journal, root = sys.argv[1], sys.argv[2]
+started = time.perf_counter()
+outcome = ReplayRunner(ReplaySpec(journal=journal, sys_path=[root]), timeout_s=900, cwd=root).run()
+wall = time.perf_counter() - started
+print(json.dumps({"status": outcome.status, "consumed": outcome.consumed, "events_per_s": outcome.events_per_s,
+                  "wall_s": wall, "startup_s": outcome.child_startup_s,
+                  "first_event_s": getattr(outcome, "first_event_s", None),
+                  "isolation": outcome.isolation.summary if outcome.isolation else None}))
+"""
 
 
-def replay(journal: Path) -> ReplayOutcome:
-    outcome = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=600, cwd=str(ROOT)).run()
-    if outcome.status != MATCH:
-        raise SystemExit(f"bench_replay: {journal} did not replay cleanly:\n{outcome.to_text()}")
-    return outcome
+def run_tree(tree: Path, journal: Path) -> dict[str, object]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_REPLAY, str(journal), str(tree)], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"bench_replay: replay in {tree} failed:\n{done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    if figures["status"] != MATCH:
+        raise SystemExit(f"bench_replay: {journal} did not replay cleanly in {tree}: {figures}")
+    figures["end_to_end_events_per_s"] = round(figures["consumed"] / figures["wall_s"], 1)
+    return figures
 
 
 def generated_run(directory: Path, events: int) -> Path:
@@ -56,58 +85,66 @@ def generated_run(directory: Path, events: int) -> Path:
     return journal
 
 
-def best_of(journal: Path, repeat: int) -> tuple[ReplayOutcome, list[ReplayOutcome]]:
-    runs = [replay(journal) for _ in range(repeat)]
-    return max(runs, key=lambda outcome: outcome.events_per_s or 0), runs
-
-
-def describe(name: str, outcome: ReplayOutcome) -> dict[str, object]:
-    cpu_rate = outcome.consumed / outcome.replay_cpu_s if outcome.replay_cpu_s else None
-    print(
-        f"{name}: {outcome.consumed} events, replay loop {outcome.replay_s:.3f} s wall "
-        f"({outcome.events_per_s:,.0f} events/s), {outcome.replay_cpu_s:.3f} s CPU "
-        f"({cpu_rate:,.0f} events/CPU-s); whole child run {outcome.elapsed_s:.3f} s; "
-        f"start-up {outcome.child_startup_s:.3f} s",
-        flush=True,
-    )
-    return {
-        "events": outcome.consumed,
-        "events_per_s": outcome.events_per_s,
-        "events_per_cpu_s": round(cpu_rate, 1) if cpu_rate else None,
-        "elapsed_s": outcome.elapsed_s,
-    }
+def startups(journal: Path, count: int) -> list[float]:
+    """Spawn to first event, this tree, in this process."""
+    found = []
+    for _ in range(count):
+        outcome = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=120, cwd=str(ROOT)).run()
+        if outcome.status != MATCH or outcome.first_event_s is None:
+            raise SystemExit(f"bench_replay: {journal} did not replay cleanly:\n{outcome.to_text()}")
+        found.append(outcome.first_event_s)
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000, help="size of the generated run (default 100000)")
-    parser.add_argument("--repeat", type=int, default=3, help="replays per journal; the best is reported (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="replays per tree; the best is reported (default 3)")
     parser.add_argument("--keep", type=Path, help="directory to keep and reuse the generated journal in")
+    parser.add_argument("--base", default=BASE_COMMIT, help=f"the commit to compare with (default {BASE_COMMIT})")
     args = parser.parse_args()
 
-    long_best, long_runs = best_of(LONG_FIXTURE, args.repeat)
-    long_figures = describe("long fixture", long_best)
-
+    first_event = startups(LONG_FIXTURE, 7)
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
         directory = args.keep or Path(scratch)
         directory.mkdir(parents=True, exist_ok=True)
         journal = generated_run(directory, args.events)
-        big_best, big_runs = best_of(journal, args.repeat)
-    big_figures = describe("generated run", big_best)
-
-    startups = [outcome.child_startup_s for outcome in long_runs + big_runs if outcome.child_startup_s is not None]
-    startup = statistics.median(startups)
-    print(f"child start-up (spawn to hello, isolation in force): median {startup:.3f} s, max {max(startups):.3f} s")
+        base = Path(scratch) / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.base], check=True)
+        try:
+            runs: dict[str, list[dict[str, object]]] = {"base": [], "sandbox": []}
+            for _ in range(args.repeat):  # alternate, so both see the same machine load
+                runs["base"].append(run_tree(base, journal))
+                runs["sandbox"].append(run_tree(ROOT, journal))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+    best = {name: max(found, key=lambda figures: figures["events_per_s"] or 0) for name, found in runs.items()}
+    best_e2e = {name: max(found, key=lambda figures: figures["end_to_end_events_per_s"]) for name, found in runs.items()}
+    loop_ratio = (best["sandbox"]["events_per_s"] or 0) / (best["base"]["events_per_s"] or 1)
+    e2e_ratio = best_e2e["sandbox"]["end_to_end_events_per_s"] / best_e2e["base"]["end_to_end_events_per_s"]
+    startup = statistics.median(first_event)
+    for name in ("base", "sandbox"):
+        print(
+            f"{name}: replay loop {best[name]['events_per_s']:,.0f} events/s, "
+            f"end to end {best_e2e[name]['end_to_end_events_per_s']:,.0f} events/s ({best[name]['consumed']} events)",
+            flush=True,
+        )
+    print(f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f}")
+    print(f"spawn to first event, full sandbox: median {startup:.3f} s, max {max(first_event):.3f} s")
     result = {
-        "events": big_best.consumed,
-        "replay_events_per_s": big_best.events_per_s,
-        "replay_events_per_cpu_s": big_figures["events_per_cpu_s"],
-        "child_startup_s": round(startup, 4),
-        "child_startup_max_s": round(max(startups), 4),
-        "isolation": big_best.isolation.summary if big_best.isolation else None,
-        "long_fixture": long_figures,
-        "targets": {"replay_events_per_s": TARGET_EVENTS_PER_S, "child_startup_s": TARGET_STARTUP_S},
-        "ok": (big_best.events_per_s or 0) >= TARGET_EVENTS_PER_S and startup < TARGET_STARTUP_S,
+        "events": best["sandbox"]["consumed"],
+        "base_commit": args.base,
+        "base_events_per_s": best["base"]["events_per_s"],
+        "sandbox_events_per_s": best["sandbox"]["events_per_s"],
+        "loop_ratio": round(loop_ratio, 3),
+        "base_end_to_end_events_per_s": best_e2e["base"]["end_to_end_events_per_s"],
+        "sandbox_end_to_end_events_per_s": best_e2e["sandbox"]["end_to_end_events_per_s"],
+        "end_to_end_ratio": round(e2e_ratio, 3),
+        "first_event_s": round(startup, 4),
+        "first_event_max_s": round(max(first_event), 4),
+        "isolation": best["sandbox"]["isolation"],
+        "targets": {"first_event_s": TARGET_STARTUP_S, "ratio": TARGET_RATIO},
+        "ok": startup < TARGET_STARTUP_S and loop_ratio >= TARGET_RATIO and e2e_ratio >= TARGET_RATIO,
     }
     print(json.dumps(result))
     return 0
