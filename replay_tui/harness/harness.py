@@ -25,14 +25,22 @@ from ..journal import Event, call_key_of
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
 from ..journal.model import (
-    INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION, TOOL_CALL,
-    TOOL_RESULT, event_id_for,
+    INPUT_RECEIVED,
+    MODEL_REQUEST,
+    MODEL_RESPONSE,
+    RUN_ENDED,
+    RUN_STARTED,
+    STATE_SNAPSHOT,
+    STATE_TRANSITION,
+    TOOL_CALL,
+    TOOL_RESULT,
+    event_id_for,
 )
 from .adapters import Clock, Ids, RandomSource
+from .patch import diff
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
 from .seam import EventSink, ObservationSource, StopRun, error_from_payload, error_to_payload
-from .patch import diff
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
 
@@ -359,7 +367,7 @@ class Harness:
         payload = event.payload
         if payload.get("error"):
             raise error_from_payload(payload)
-        response = payload["response"]
+        response: dict[str, Any] = payload["response"]
         if on_chunk is not None:
             stream = payload.get("stream")
             deltas = split_stream(response.get("content") or "", stream["boundaries"]) if stream else [response.get("content") or ""]
@@ -692,7 +700,8 @@ class MemoryHandle:
         self._harness.tool(f"{self._id}.put", {"key": key, "value": value})
 
     def search(self, prefix: str) -> list[dict[str, Any]]:
-        return self._harness.tool(f"{self._id}.search", {"prefix": prefix})
+        found: list[dict[str, Any]] = self._harness.tool(f"{self._id}.search", {"prefix": prefix})
+        return found
 
 
 def _json_or_error(value: Any, what: str) -> Any:

@@ -36,7 +36,16 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, FunctionTool, Handoff, OpenAIChatCompletionsModel, RunConfig, RunHooks, Runner, set_tracing_disabled
+from agents import (
+    Agent,
+    FunctionTool,
+    Handoff,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    RunHooks,
+    Runner,
+    set_tracing_disabled,
+)
 
 from .common import async_openai_client, in_journal_order
 from .versions import check_versions
@@ -70,7 +79,8 @@ def recorded_agent(h: Harness, agent: Agent[Any], _seen: dict[int, Agent[Any]] |
     clone = agent.clone()
     seen[id(agent)] = clone
     clone.tools = [recorded_tool(h, tool) if isinstance(tool, FunctionTool) else tool for tool in agent.tools]
-    clone.handoffs = [recorded_agent(h, target, seen) if isinstance(target, Agent) else target for target in agent.handoffs]
+    clone.handoffs = [recorded_agent(h, target, seen) if isinstance(target, Agent) else target
+                      for target in agent.handoffs]
     return clone
 
 

@@ -73,7 +73,8 @@ def chat_openai(h: Harness, base_url: str, model: str, **options: Any) -> ChatOp
     """A ``ChatOpenAI`` recording through ``h`` (no retries: each attempt would be an exchange)."""
     from ..httpx_transport import http_client
 
-    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key(), http_client=http_client(h),  # type: ignore[arg-type]
+    client = http_client(h)
+    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key(), http_client=client,  # type: ignore[arg-type]
                       max_retries=0, **options)
 
 
@@ -86,7 +87,8 @@ def tool_call_recorder(h: Harness) -> Any:
         def live(copy: Any) -> dict[str, Any]:
             message = execute(request.override(tool_call={**call, "args": copy}))
             if not isinstance(message, ToolMessage):
-                raise TypeError(f"tool {call['name']!r} returned {type(message).__name__}; only ToolMessage is recorded")
+                kind = type(message).__name__
+                raise TypeError(f"tool {call['name']!r} returned {kind}; only a ToolMessage is recorded")
             return {"content": in_journal_order(message.content), "status": message.status}
 
         recorded = h.record_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))

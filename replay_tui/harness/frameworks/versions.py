@@ -3,10 +3,9 @@ installed one is outside (the recorders hook framework internals that move betwe
 
 from __future__ import annotations
 
+import re
 import warnings
 from importlib import metadata
-
-from packaging.version import InvalidVersion, Version
 
 #: distribution -> (lowest tested, first untested), as the tests of tests/frameworks ran them.
 TESTED_RANGES: dict[str, tuple[str, str]] = {
@@ -29,11 +28,10 @@ def version_problem(distribution: str) -> str | None:
         installed = metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return f"{distribution} is not installed: pip install 'replay-tui[{_extra_of(distribution)}]'"
-    try:
-        parsed = Version(installed)
-    except InvalidVersion:
+    parsed = _release(installed)
+    if parsed is None:
         return f"{distribution} {installed!r} is not a version replay-tui can read (tested: >={low},<{high})"
-    if Version(low) <= parsed < Version(high):
+    if _release(low) <= parsed < _release(high):  # type: ignore[operator]
         return None
     return (f"{distribution} {installed} is outside the range the replay-tui recorder was tested with "
             f"(>={low},<{high}): recording may miss events and replays may diverge")
@@ -50,6 +48,12 @@ def check_versions(*distributions: str) -> list[str]:
 
 
 _warned: set[str] = set()
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """The release numbers of a version (``1.2.24rc1`` -> (1, 2, 24)); pre-releases count as their release."""
+    found = re.match(r"\d+(?:\.\d+)*", version.strip())
+    return tuple(int(part) for part in found.group(0).split(".")) if found else None
 
 
 def _extra_of(distribution: str) -> str:
