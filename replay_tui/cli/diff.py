@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..journal import open_journal
-from ..replay.compare import align_journals
+from ..replay.journal_diff import diff_journals
 from .common import EXIT_FAILED, EXIT_OK, print_json, print_text
 
 
@@ -17,7 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_journal(args.a) as a, open_journal(args.b) as b:
-        alignment = align_journals(a, b)
+        alignment = diff_journals(a, b)  # streams: memory is what differs, not the journals
     if args.json:
         print_json(alignment.to_json())
     else:

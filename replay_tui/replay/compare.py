@@ -227,6 +227,12 @@ def _no_gc() -> Iterator[None]:
 
 def align_events(a_events: Sequence[Event], b_events: Sequence[Event]) -> Alignment:
     """Align two event sequences in order; the reusable core of ``align_journals``."""
+    rows = align_rows(a_events, b_events)
+    return Alignment(_judge(rows), len(a_events), len(b_events), setup=setup_differences(a_events, b_events))
+
+
+def align_rows(a_events: Sequence[Event], b_events: Sequence[Event]) -> list[tuple[Event | None, Event | None]]:
+    """Which event of A goes with which of B (either may be None), in trajectory order; not judged yet."""
     a_steps, b_steps = _group_by_step(a_events), _group_by_step(b_events)
     a_keys, b_keys = [key for key, _ in a_steps], [key for key, _ in b_steps]
     rows: list[tuple[Event | None, Event | None]] = []
@@ -242,7 +248,7 @@ def align_events(a_events: Sequence[Event], b_events: Sequence[Event]) -> Alignm
             else:
                 rows.extend((event, None) for _, group in a_steps[i1:i2] for event in group)
                 rows.extend((None, event) for _, group in b_steps[j1:j2] for event in group)
-    return Alignment(_judge(rows), len(a_events), len(b_events), setup=setup_differences(a_events, b_events))
+    return rows
 
 
 def _group_by_step(events: Sequence[Event]) -> list[tuple[str, list[Event]]]:
@@ -294,9 +300,16 @@ def _pair_by_kind(a_part: list[Event], b_part: list[Event]) -> list[tuple[Event 
     return rows
 
 
-def _judge(rows: list[tuple[Event | None, Event | None]]) -> list[AlignedPair]:
-    partner_id = {a.event_id: b.event_id for a, b in rows if a is not None and b is not None}
-    partner_seq = {a.seq: b.seq for a, b in rows if a is not None and b is not None}
+def _judge(
+    rows: list[tuple[Event | None, Event | None]],
+    partner_id: dict[str, str] | None = None,
+    partner_seq: dict[int, int] | None = None,
+) -> list[AlignedPair]:
+    """Each row as an AlignedPair; ``partner_id``/``partner_seq`` (updated here) hold pairs aligned before these rows."""
+    partner_id = {} if partner_id is None else partner_id
+    partner_seq = {} if partner_seq is None else partner_seq
+    partner_id.update((a.event_id, b.event_id) for a, b in rows if a is not None and b is not None)
+    partner_seq.update((a.seq, b.seq) for a, b in rows if a is not None and b is not None)
     pairs = []
     for a, b in rows:
         if a is None:

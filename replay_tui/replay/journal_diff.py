@@ -1,0 +1,85 @@
+"""`replay-tui diff` over journals of any size: walk both in step, hold only what differs.
+
+Two runs of one agent mostly agree, event for event. While the next events of A and B have the
+same kind and step they are paired as they come and judged at once (``compare._differences``, so
+the verdicts are those of ``align_journals``): a pair that agrees is counted and dropped, one that
+differs is kept. Only the first pair whose kind or step differs (an inserted or removed event, steps
+in another order) hands the rest of both journals to the full step alignment of ``compare``, which
+holds them in memory. Memory is then the differing tail, and for the usual case (the same run, or
+the same run with edited values) the id maps of the pairs seen, a few dozen bytes per event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Any
+
+from ..journal import Event, Journal, JournalError
+from .compare import AlignedPair, Alignment, _differences, _judge, _no_gc, align_rows, setup_differences
+
+CancelCheck = Callable[[], bool]
+
+
+@dataclass
+class StreamedAlignment(Alignment):
+    """An Alignment that keeps only the pairs that differ (``pairs``) and counts the rest."""
+
+    agreeing: int = 0  # pairs that agreed and were not kept
+
+    def summary(self) -> dict[str, Any]:
+        summary = super().summary()
+        summary["aligned"] += self.agreeing
+        return summary
+
+
+def _events(journal: Journal, cancelled: CancelCheck | None) -> Iterator[Event]:
+    for position, item in enumerate(journal.events()):
+        if isinstance(item, JournalError):
+            raise item  # names file and line, like verify
+        if cancelled is not None and position % 4096 == 0 and cancelled():
+            raise InterruptedError("comparison cancelled")
+        yield item
+
+
+def diff_journals(a: Journal, b: Journal, cancelled: CancelCheck | None = None) -> StreamedAlignment:
+    """The alignment of two indexed journals (see the module docstring); only differing pairs are kept."""
+    partner_id: dict[str, str] = {}
+    partner_seq: dict[int, int] = {}
+    kept: list[AlignedPair] = []
+    agreeing = 0
+    a_count = b_count = 0
+    firsts: list[list[Event]] = [[], []]
+    a_rest: list[Event] = []
+    b_rest: list[Event] = []
+    a_events, b_events = _events(a, cancelled), _events(b, cancelled)
+    for a_event, b_event in zip_longest(a_events, b_events):
+        if a_event is not None and not firsts[0]:
+            firsts[0].append(a_event)
+        if b_event is not None and not firsts[1]:
+            firsts[1].append(b_event)
+        if a_event is None or b_event is None or a_event.kind != b_event.kind or a_event.step_id != b_event.step_id:
+            a_rest = [a_event] if a_event is not None else []
+            b_rest = [b_event] if b_event is not None else []
+            break
+        a_count, b_count = a_count + 1, b_count + 1
+        differs = _differences(a_event, b_event, partner_id, partner_seq)
+        partner_id[a_event.event_id] = b_event.event_id
+        partner_seq[a_event.seq] = b_event.seq
+        if differs:
+            kept.append(AlignedPair(a_event, b_event, "changed", differs))
+        else:
+            agreeing += 1
+    if a_rest or b_rest:
+        with _no_gc():  # the differing tail in memory, as align_journals holds whole journals
+            a_rest.extend(a_events)
+            b_rest.extend(b_events)
+            a_count, b_count = a_count + len(a_rest), b_count + len(b_rest)
+            tail = _judge(align_rows(a_rest, b_rest), partner_id, partner_seq)
+        agreeing += sum(1 for pair in tail if pair.status == "same")
+        kept.extend(pair for pair in tail if pair.status != "same")
+    alignment = StreamedAlignment(
+        kept, a_count, b_count, str(a.path), str(b.path), setup=setup_differences(firsts[0], firsts[1]), agreeing=agreeing
+    )
+    return alignment

@@ -1,0 +1,61 @@
+"""The streaming `diff` gives the verdicts of the full alignment (replay.compare.align_journals)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_launch import REPO
+
+from replay_tui.journal import open_journal
+from replay_tui.replay.compare import align_journals
+from replay_tui.replay.journal_diff import diff_journals
+
+FIXTURES = REPO / "fixtures" / "journals"
+
+
+def edited_copy(source: Path, target: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    """A copy with lines changed by ``edit`` (list of parsed events -> list); hashes are not redone (diff ignores them)."""
+    events = [json.loads(line) for line in source.read_text().splitlines()]
+    target.write_text("".join(json.dumps(event) + "\n" for event in edit(events)))
+    return target
+
+
+def change_argument(events):  # type: ignore[no-untyped-def]
+    call = next(e for e in events[40:] if e["kind"] == "tool.call")
+    call["payload"]["arguments"]["page"] = 999
+    return events
+
+
+def drop_an_observation(events):  # type: ignore[no-untyped-def]
+    index = next(i for i, e in enumerate(events) if i > 60 and e["kind"] == "tool.result")
+    return events[:index] + events[index + 1:]
+
+
+def verdicts(alignment):  # type: ignore[no-untyped-def]
+    summary = alignment.summary()
+    first = alignment.first_difference()
+    return (
+        alignment.identical,
+        {key: summary[key] for key in ("a_events", "b_events", "aligned", "differences", "changed", "only_a", "only_b")},
+        sorted((p.a.seq if p.a else None, p.b.seq if p.b else None, p.status, p.differs_in) for p in alignment.differences),
+        first is not None,
+    )
+
+
+@pytest.mark.parametrize("case", ["same", "other-run", "changed-argument", "dropped-event"])
+def test_streaming_diff_agrees_with_the_full_alignment(tmp_path: Path, case: str) -> None:
+    a = FIXTURES / "crm.jsonl"
+    b = {
+        "same": lambda: a,
+        "other-run": lambda: FIXTURES / "crm-incident.jsonl",
+        "changed-argument": lambda: edited_copy(a, tmp_path / "b.jsonl", change_argument),
+        "dropped-event": lambda: edited_copy(a, tmp_path / "b.jsonl", drop_an_observation),
+    }[case]()
+    with open_journal(a) as journal_a, open_journal(b) as journal_b:
+        full = align_journals(journal_a, journal_b)
+    with open_journal(a) as journal_a, open_journal(b) as journal_b:
+        streamed = diff_journals(journal_a, journal_b)
+    assert verdicts(streamed) == verdicts(full)
+    assert streamed.identical == (case == "same")
