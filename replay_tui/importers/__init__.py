@@ -64,15 +64,11 @@ def _import_otlp(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
 
     trace = OtlpTrace(path)
     try:
-        fidelity = Fidelity()
         detail = {"spans": trace.spans, "traces": len(trace.trace_ids)}
-        # fidelity goes in run.started, so the records are counted in a first walk over the spool
-        for _ in with_leading_input(trace.records(), fidelity):
-            pass
-        counted = Fidelity(fidelity.model_calls, fidelity.tool_calls, fidelity.incomplete)
+        counted = trace.fidelity  # counted while spooling: run.started states it before pass two
         started = rfc3339_of_nanos(min(trace.starts)) if any(trace.starts) else None
         events = write_run(out, with_leading_input(trace.records(), Fidelity()), run_id=f"otlp-{digest[:12]}",
-                           source=_source(path, OTLP, digest, detail), fidelity=counted, started_at=started)
+                           source=_source(path, OTLP, digest, detail), fidelity=counted, started_at=started, parsed_json=True)
     finally:
         trace.close()
     return [ImportedJournal(out, events, counted.label(), detail)]

@@ -20,10 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import jsonpatch  # type: ignore[import-untyped]
+import jsonpatch  # type: ignore[import-untyped, unused-ignore]
+import orjson
 
 from .. import __version__
-from ..journal.hashing import call_key_of, hash_value
+from ..journal.canonical import canonical_json_of_parsed
+from ..journal.hashing import sha256_hex
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,
@@ -83,6 +85,16 @@ class _Cursor:
     call_ids: frozenset[str] = frozenset()
 
 
+def as_parsed_json(value: Any) -> Any:
+    """A JSON round trip: what YAML or a computation produced becomes plain parsed JSON."""
+    return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+
+
+def json_hash(value: Any) -> str:
+    """``sha256:`` + hex of the JCS form of parsed JSON (as the harness hashes requests and states)."""
+    return sha256_hex(canonical_json_of_parsed(value))
+
+
 def rfc3339_of_nanos(nanos: int) -> str:
     moment = datetime.fromtimestamp(nanos / 1e9, UTC)
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
@@ -91,20 +103,22 @@ def rfc3339_of_nanos(nanos: int) -> str:
 class JournalBuilder:
     """Writes one imported run: ``start``, ``add`` each record in run order, ``finish``."""
 
-    def __init__(self, out: str | os.PathLike[str], *, run_id: str) -> None:
+    def __init__(self, out: str | os.PathLike[str], *, run_id: str, parsed_json: bool = False) -> None:
         self.out = Path(out)
-        self.writer = JournalWriter(self.out, run_id=run_id, fsync="close")
+        self.parsed_json = parsed_json
+        # every payload is plain parsed JSON (see _emit), so the writer takes its fast canonical path
+        self.writer = JournalWriter(self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True)
         self.steps = 0
         self.step_id: str | None = None
         self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
         self.state: Any = None
-        self.state_hash = hash_value(None)
+        self.state_hash = json_hash(None)
         self.ended = False
         self.last_event_id: str | None = None
 
     def start(self, source: SourceInfo, fidelity: dict[str, Any], *, initial_state: Any = None, at: str | None = None) -> None:
         self.state = initial_state
-        self.state_hash = hash_value(initial_state)
+        self.state_hash = json_hash(initial_state)
         payload = {
             "agent": "",
             "environment": {},
@@ -174,7 +188,7 @@ class JournalBuilder:
         self.steps += 1
         self.step_id = f"step-{self.steps:02d}"
         cursor = self._cursor(record.scope)
-        request_hash = hash_value(record.request)
+        request_hash = json_hash(record.request)
         diagnostics = {"source": record.source}
         request_id = self._emit(MODEL_REQUEST, {"request_hash": request_hash, "request": record.request, "diagnostics": diagnostics},
                                 step=self.step_id, parent=cursor.observation, at=record.at)
@@ -190,7 +204,7 @@ class JournalBuilder:
 
     def _tool(self, record: ToolRecord) -> None:
         cursor = self._cursor(record.scope)
-        key = call_key_of(record.name, record.arguments)
+        key = json_hash({"name": record.name, "args": record.arguments})  # call_key, as hashing.call_key_of
         base = {"call_id": record.call_id, "call_key": key, "tool": record.name}
         diagnostics = {"source": record.source}
         parent = cursor.response if record.call_id in cursor.call_ids else cursor.observation
@@ -211,7 +225,7 @@ class JournalBuilder:
             after = jsonpatch.apply_patch(self.state, record.patch, in_place=False)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as error:
             raise ValueError(f"its JSON Patch does not apply to the state so far: {error}") from None
-        after_hash = hash_value(after)
+        after_hash = json_hash(after)
         payload = {
             "cause_seq": self.writer.last_seq,
             "before_hash": self.state_hash,
@@ -224,15 +238,18 @@ class JournalBuilder:
         self.state, self.state_hash = after, after_hash
 
     def _emit(self, kind: str, payload: dict[str, Any], *, step: str | None, parent: str | None, at: str | None) -> str:
+        if not self.parsed_json:
+            payload = as_parsed_json(payload)
         event = self.writer.append(kind, payload, step_id=step, parent_event_id=parent, recorded_at=at)
         self.last_event_id = event.event_id
         return event.event_id
 
 
 def write_run(out: str | os.PathLike[str], records: Iterable[Record], *, run_id: str, source: SourceInfo,
-              fidelity: Fidelity, initial_state: Any = None, started_at: str | None = None) -> int:
-    """Write a whole run; a half-written journal is removed when the records fail."""
-    builder = JournalBuilder(out, run_id=run_id)
+              fidelity: Fidelity, initial_state: Any = None, started_at: str | None = None, parsed_json: bool = False) -> int:
+    """Write a whole run; a half-written journal is removed when the records fail. ``parsed_json``:
+    every value in the records came straight out of a JSON parser (no round trip needed)."""
+    builder = JournalBuilder(out, run_id=run_id, parsed_json=parsed_json)
     try:
         builder.start(source, fidelity.label(), initial_state=initial_state, at=started_at)
         for record in records:

@@ -82,7 +82,7 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
     info = archive.getinfo(name)
     if info.compress_type == ZSTD:
         try:
-            import zipfile_zstd  # type: ignore[import-untyped]  # noqa: F401  (teaches zipfile the zstd method)
+            import zipfile_zstd  # type: ignore[import-untyped, unused-ignore]  # noqa: F401  (teaches zipfile the zstd method)
         except ImportError:
             raise TraceImportError(str(path), name, "zstd support to read it: pip install 'replay-tui[inspect]'") from None
     try:

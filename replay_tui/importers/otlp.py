@@ -38,7 +38,7 @@ from .messages import (
     parse_arguments,
     response_from_messages,
 )
-from .records import EndRecord, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
+from .records import EndRecord, Fidelity, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -158,7 +158,10 @@ class OtlpTrace:
         self.content: dict[tuple[str, str], dict[str, Any]] = {}  # (trace, span) -> content from logs
         self.spans = 0
         self.trace_ids: set[str] = set()
+        self.fidelity = Fidelity()
+        self._unsure: list[tuple[tuple[str, str], bool, bool]] = []  # model spans whose content may be in logs
         self._read()
+        self._settle_fidelity()
 
     def close(self) -> None:
         self.spool.close()
@@ -195,10 +198,42 @@ class OtlpTrace:
         self.offsets.append(self.spool.seek(0, os.SEEK_END))
         self.lengths.append(len(data))
         self.spool.write(data)
+        self._count(operation, attrs, reduced)
         self.operation[span_id] = operation
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
         self.spans += 1
+
+    def _count(self, operation: str, attrs: Mapping[str, Any], span: Mapping[str, Any]) -> None:
+        """Fidelity, counted while spooling (run.started states it, so it is known before pass two)."""
+        if operation == "execute_tool":
+            complete = EXACT_PAYLOAD in attrs or (
+                ("gen_ai.tool.call.arguments" in attrs or "input.value" in attrs)
+                and ("gen_ai.tool.call.result" in attrs or "output.value" in attrs or _error(span, attrs) is not None))
+            self.fidelity.see_tool(complete)
+        elif operation in MODEL_OPERATIONS:
+            if EXACT_PAYLOAD in attrs:
+                self.fidelity.see_model("")
+                return
+            names = [event.get("name") for event in span["events"]]
+            has_in = "gen_ai.input.messages" in attrs or any(name in LEGACY_MESSAGE_EVENTS for name in names) \
+                or "llm.input_messages.0.message.role" in attrs or "llm.input_messages.0.message.content" in attrs
+            has_out = "gen_ai.output.messages" in attrs or "gen_ai.choice" in names \
+                or "llm.output_messages.0.message.role" in attrs or "llm.output_messages.0.message.content" in attrs \
+                or _error(span, attrs) is not None
+            if has_in and has_out:
+                self.fidelity.see_model("")
+            else:
+                self._unsure.append(((span["trace"], span["span"]), has_in, has_out))
+
+    def _settle_fidelity(self) -> None:
+        for key, has_in, has_out in self._unsure:
+            logged = self.content.get(key, {})
+            events = [event.get("name") for event in logged.get("events", ())]
+            has_in = has_in or "gen_ai.input.messages" in logged or any(name in LEGACY_MESSAGE_EVENTS for name in events)
+            has_out = has_out or "gen_ai.output.messages" in logged or "gen_ai.choice" in events
+            self.fidelity.see_model(_missing(has_in, has_out))
+        self._unsure = []
 
     def _keep_log(self, record: Mapping[str, Any]) -> None:
         attrs = attributes(record.get("attributes"))
@@ -303,13 +338,7 @@ class OtlpTrace:
                      if name in ("llm.token_count.prompt", "llm.token_count.completion")}
         response = response_from_messages(output or [], finish_reason, usage)
         error = _error(span, attrs)
-        missing = ""
-        if messages is None and output is None:
-            missing = "no message content captured"
-        elif messages is None:
-            missing = "no input messages captured"
-        elif output is None and error is None:
-            missing = "no output messages captured"
+        missing = _missing(messages is not None, output is not None or error is not None)
         return ModelRecord(request, None if error is not None and output is None else response, source, error=error, scope=scope,
                            at=at, content_complete=not missing, missing=missing)
 
@@ -326,9 +355,18 @@ def _exact(span: dict[str, Any], operation: str, text: str, source: dict[str, An
     if operation == "execute_tool":
         return ToolRecord(str(exact.get("call_id")), str(exact.get("tool")), parse_arguments(exact.get("arguments")), source,
                           result=exact.get("result"), error=exact.get("error"), duration_ms=exact.get("duration_ms"), scope=scope, at=at)
-    request = exact.get("request") if isinstance(exact.get("request"), dict) else {}
+    raw_request = exact.get("request")
+    request: dict[str, Any] = raw_request if isinstance(raw_request, dict) else {}
     return ModelRecord(request, exact.get("response"), source, error=exact.get("error"), stream=exact.get("stream"), scope=scope,
                        at=at)
+
+
+def _missing(has_input: bool, has_output: bool) -> str:
+    if not has_input and not has_output:
+        return "no message content captured"
+    if not has_input:
+        return "no input messages captured"
+    return "" if has_output else "no output messages captured"
 
 
 def _operation(name: str, attrs: Mapping[str, Any]) -> str:

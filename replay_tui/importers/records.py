@@ -98,21 +98,30 @@ class Fidelity:
 
     model_calls: int = 0
     tool_calls: int = 0
-    incomplete: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)  # what model calls lack (the first few)
+    tools_incomplete: bool = False
 
     def see(self, record: Record) -> None:
         if isinstance(record, ModelRecord):
-            self.model_calls += 1
-            if not record.content_complete and len(self.incomplete) < 5:
-                self.incomplete.append(record.missing or "no message content captured")
+            self.see_model("" if record.content_complete else record.missing or "no message content captured")
         elif isinstance(record, ToolRecord):
-            self.tool_calls += 1
-            if not record.content_complete and len(self.incomplete) < 5:
-                self.incomplete.append("a tool call without its arguments or result")
+            self.see_tool(record.content_complete)
+
+    def see_model(self, missing: str) -> None:
+        """One model call; ``missing`` says what it lacks ("" when complete)."""
+        self.model_calls += 1
+        if missing and len(self.incomplete) < 5:
+            self.incomplete.append(missing)
+
+    def see_tool(self, complete: bool) -> None:
+        self.tool_calls += 1
+        if not complete:
+            self.tools_incomplete = True
 
     def label(self) -> dict[str, Any]:
-        if self.incomplete:
-            return {"replayable": False, "label": "view-only", "reason": self.incomplete[0]}
+        if self.incomplete or self.tools_incomplete:
+            reason = self.incomplete[0] if self.incomplete else "a tool call without its arguments or result"
+            return {"replayable": False, "label": "view-only", "reason": reason}
         if not self.model_calls:
             return {"replayable": False, "label": "view-only", "reason": "no model calls in the trace"}
         scope = "model and tools" if self.tool_calls else "model-only"

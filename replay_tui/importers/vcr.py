@@ -39,7 +39,7 @@ IGNORED_RESPONSE_HEADERS = frozenset({"content-length", "content-encoding", "tra
 
 def load_cassette(path: Path) -> list[Any]:
     try:
-        import yaml  # type: ignore[import-untyped]
+        import yaml  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         raise TraceImportError(str(path), None, "PyYAML to read a vcrpy cassette: pip install 'replay-tui[vcr]'") from None
     try:
@@ -55,7 +55,8 @@ def load_cassette(path: Path) -> list[Any]:
         raise TraceImportError(str(path), None, "a vcrpy cassette: a mapping with an interactions list")
     if document.get("version") != 1:
         raise TraceImportError(str(path), "version", f"cassette version 1 (found {document.get('version')!r})")
-    return document["interactions"]
+    interactions: list[Any] = document["interactions"]
+    return interactions
 
 
 def cassette_records(path: Path) -> Iterator[Record]:
