@@ -568,6 +568,14 @@ def render(report: IncidentReport, fmt: Format) -> str:
     return render_markdown(report)
 
 
+def summary_line(report: IncidentReport, output: str | os.PathLike[str], size: int, fmt: str) -> str:
+    """What ``export`` says after writing: the file, the failing step, the notes, what was masked."""
+    failure = report.failure
+    where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
+    masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
+    return f"wrote {output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}"
+
+
 def write_report(report: IncidentReport, output: str | os.PathLike[str], fmt: Format) -> int:
     """Render and write atomically; returns bytes written. Never writes over the journal or its sidecar."""
     target = Path(output)

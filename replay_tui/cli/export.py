@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysis.export import ExportError, build_report, render, write_report
+from ..analysis.export import ExportError, build_report, render, summary_line, write_report
 from ..journal import open_journal
 from .common import EXIT_OK, EXIT_USAGE, print_text
 
@@ -48,10 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K")
         journal.close()
-    failure = report.failure
-    where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
-    masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
-    print_text(f"wrote {args.output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}")
+    print_text(summary_line(report, args.output, size, fmt))
     return EXIT_OK
 
 

@@ -10,70 +10,43 @@ Truncation or replacement of the journal (``reset``) starts both over.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Group
 
 from ..analysis.secrets import scan_event
 from ..analysis.stats import PROGRESS_EVERY, RunStats, StatsCollector
 from ..analysis.stats_render import render_stats
+from ..jobs import JobError, JobRun
+from ..jobs.secrets import SecretScanJob, SecretScanRequest
 from ..journal import Event, Journal, JournalError
-
-CancelCheck = Callable[[], bool]
-ProgressCallback = Callable[[int, int], None]
-
-
-# The scan runs niced, like the chain check, so on a busy machine the UI gets the CPU first.
-CHILD_NICENESS = 10
-_SCAN_CHILD = (
-    f"import json, os, sys\nos.nice({CHILD_NICENESS})\n"
-    "from replay_tui.journal import open_journal\n"
-    "from replay_tui.analysis.secrets import scan_events\n"
-    "journal = open_journal(sys.argv[1])\n"
-    "report = scan_events(journal.events(0, int(sys.argv[2])))\n"
-    "print(json.dumps(sorted(report.flagged_seqs)))\n"
-)
-POLL_S = 0.2
+from ..journal.progress import CancelCheck, ProgressCallback
 
 
 class SecretScanChild:
-    """``analysis.secrets.scan_events`` over the first ``end`` events, in a child Python."""
+    """``analysis.secrets.scan_events`` over the first ``end`` events, as a child job."""
 
     def __init__(self) -> None:
-        self._process: subprocess.Popen[bytes] | None = None
-        self._cancelled = False
+        self._cancelled = threading.Event()
+        self._run: JobRun | None = None
 
     def flagged_seqs(self, path: Path, end: int, *, cancelled: CancelCheck | None = None) -> list[int] | None:
-        if self._cancelled:
-            return None
-        process = self._process = subprocess.Popen(
-            [sys.executable, "-c", _SCAN_CHILD, str(path), str(end)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+        run = self._run = JobRun(
+            SecretScanJob(),
+            SecretScanRequest(str(path), end),
+            cancelled=lambda: self._cancelled.is_set() or (cancelled is not None and cancelled()),
         )
-        while True:
-            try:
-                out, _err = process.communicate(timeout=POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                if self._cancelled or (cancelled is not None and cancelled()):
-                    process.kill()
-                    process.communicate()
-                    return None
-        if process.returncode != 0:
-            return None  # the journal changed under it (follow mode rescans) or cannot be read (the app says so)
-        return [int(seq) for seq in json.loads(out)]
+        try:
+            seqs: list[int] = run.result()
+        except JobError:
+            return None  # cancelled, or the journal changed under it (follow mode rescans) or cannot be read
+        return seqs
 
     def cancel(self) -> None:
-        self._cancelled = True
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
+        self._cancelled.set()
+        if self._run is not None:
+            self._run.cancel()
 
 
 class LiveAnalysis:

@@ -21,6 +21,10 @@ class IndexProgress(Message):
     done_bytes: int
     total_bytes: int
 
+    def can_replace(self, message: Message) -> bool:
+        """A newer count (the next message) makes this one, still in the queue, pointless."""
+        return isinstance(message, IndexProgress)
+
 
 @dataclass
 class IndexFinished(Message):
@@ -82,6 +86,20 @@ class SearchFinished(Message):
 
 
 @dataclass
+class JobProgress(Message):
+    """How far a job is, for the status line; ``text`` is already worded (``done`` of ``total``).
+    Throttled by the jobs runner, and a pending one is replaced by the next of the same job."""
+
+    job: str
+    text: str
+    done: int = 0
+    total: int = 0
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, JobProgress) and message.job == self.job
+
+
+@dataclass
 class Notice(Message):
     """Something to tell the user in the status bar."""
 
@@ -94,9 +112,14 @@ class FilterProgress(Message):
     """The filter worker found more matches; ``rows`` is the (growing) list of positions."""
 
     query: Query
-    rows: array
+    rows: array[int]
     scanned: int
     complete: bool
+
+    def can_replace(self, message: Message) -> bool:
+        """Textual asks a message still in the queue whether the next one supersedes it: a later
+        report of the same filter does, unless this one is the complete result."""
+        return isinstance(message, FilterProgress) and message.query == self.query and not self.complete
 
 
 @dataclass

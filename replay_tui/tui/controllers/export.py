@@ -1,20 +1,17 @@
-"""Exporting the incident report (palette → Export): ask where, then write it in a child job."""
+"""Exporting the incident report (palette → Export): ask where, then write it as a child job
+(``jobs/export.py``), which in a thread would take the interpreter lock from the UI."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from textual.worker import get_current_worker
 
+from ...jobs import JobCancelled, JobError, JobRun
 from ..messages import Notice
 from ..screens.prompt import PromptScreen
 from . import ScreenParts
-
-_EXPORT_CHILD = "import os, sys\nos.nice(10)\nfrom replay_tui.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-
 
 def default_report_path(journal_path: Path) -> Path:
     """``session.jsonl`` → ``session.report.html`` beside it; a shard directory ``run/`` → ``run.report.html``."""
@@ -57,27 +54,20 @@ class ExportController:
                               exit_on_error=False)
 
     def _export(self, target: Path, fmt: str) -> None:
+        from ...jobs.export import ExportJob, ExportRequest  # export and stats load on the first export
+
         worker = get_current_worker()
         started = time.perf_counter()
         post = self.parts.post_message
         post(Notice(f"export: writing {target}… (the app stays usable)"))
-        argv = [sys.executable, "-c", _EXPORT_CHILD, "export", str(self.parts.journal.path), "--format", fmt,
-                "-o", str(target)]
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        while True:
-            try:
-                out, err = process.communicate(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                if worker.is_cancelled:
-                    process.kill()
-                    process.communicate()
-                    return
-        if process.returncode != 0:
-            why = (err.decode(errors="replace").strip().splitlines() or [f"exit status {process.returncode}"])[-1]
-            reason = why.removeprefix("replay-tui export: ").removeprefix("replay-tui: ")
+        request = ExportRequest(str(self.parts.journal.path), str(target), fmt)
+        try:
+            summary = JobRun(ExportJob(), request, cancelled=lambda: worker.is_cancelled).result()
+        except JobCancelled:
+            return
+        except JobError as error:
+            reason = str(error).removeprefix("replay-tui export: ").removeprefix("replay-tui: ")
             post(Notice(f"export failed: {reason}", "error"))
             return
-        summary = out.decode(errors="replace").strip().splitlines()[-1] if out.strip() else f"wrote {target}"
         post(Notice(f"incident report: {summary} in {time.perf_counter() - started:.1f} s", "information"))
         self.parts.app.call_from_thread(self.parts.app.notify, str(target), title="incident report written", timeout=8)

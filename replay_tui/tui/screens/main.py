@@ -21,8 +21,10 @@ from textual.widgets.tree import TreeNode, UnknownNodeID
 from textual.worker import get_current_worker
 
 from ...analysis.causal import CausalIndex
-from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, find_next, matching_positions, parse_query
+from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
+from ...jobs import JobCancelled, JobRun, throttled
+from ...jobs.search import FilterJob, FilterRequest, SearchJob, SearchRequest
 from ...journal import Event, Journal, JournalError
 from ...analysis.annotations import AnnotationStore
 from ..actions import bindings_for
@@ -42,6 +44,7 @@ from ..messages import (
     FilterProgress,
     IndexFinished,
     IndexProgress,
+    JobProgress,
     JournalGrew,
     JumpTo,
     Notice,
@@ -62,6 +65,8 @@ from .stats_screen import StatsScreen
 FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
 PROGRESS_EVERY_S = 0.1
+FILTER_PROGRESS_S = 0.2
+SEARCH_PROGRESS_S = 0.25
 SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
 ERROR_QUERY = parse_query("is:error")
 
@@ -171,15 +176,8 @@ class MainScreen(Screen[None]):
     def index_journal(self) -> None:
         worker = get_current_worker()
         started = time.perf_counter()
-        last_post = 0.0
-
-        def progress(done: int, total: int) -> None:
-            nonlocal last_post
-            now = time.perf_counter()
-            if now - last_post >= PROGRESS_EVERY_S:
-                last_post = now
-                self.post_message(IndexProgress(len(self.journal), done, total))
-
+        progress = throttled(lambda done, total: self.post_message(IndexProgress(len(self.journal), done, total)),
+                             PROGRESS_EVERY_S)
         try:
             # One small batch first so the first screen does not wait for a big one.
             self.journal.index(cancelled=lambda: worker.is_cancelled or len(self.journal) > 0, batch_bytes=FIRST_BATCH_BYTES)
@@ -370,6 +368,10 @@ class MainScreen(Screen[None]):
         if reason:
             self.status.say(reason)
 
+    @on(JobProgress)
+    def _job_progress(self, message: JobProgress) -> None:
+        self.status.say(message.text)
+
     @on(Notice)
     def _notice(self, message: Notice) -> None:
         self.status.say(message.text)
@@ -519,22 +521,18 @@ class MainScreen(Screen[None]):
     def run_filter(self, query: Query) -> None:
         worker = get_current_worker()
         rows: array[int] = array("Q")
-        last_post = time.perf_counter()
-        scanned = 0
-
-        def progress(count: int) -> None:
-            nonlocal last_post, scanned
-            scanned = count
-            if time.perf_counter() - last_post > 0.2:
-                last_post = time.perf_counter()
-                self.post_message(FilterProgress(query, rows, count, complete=False))
-
         self.post_message(FilterProgress(query, rows, 0, complete=False))
-        cancelled = self.input_clock.politely(lambda: worker.is_cancelled)
-        for position in matching_positions(self.journal, query, cancelled=cancelled, replay=self.replay_marks, progress=progress):
-            rows.append(position)
-            if len(rows) == 200:  # the first screenful as soon as it exists
-                self.post_message(FilterProgress(query, rows, scanned, complete=False))
+
+        def show(found: array[int], scanned: int) -> None:
+            self.post_message(FilterProgress(query, found, scanned, complete=False))
+
+        request = FilterRequest(self.journal, query, self.replay_marks, on_rows=show, rows=rows)
+        run = JobRun(FilterJob(), request, progress=lambda done, _total: show(rows, done), every_s=FILTER_PROGRESS_S,
+                     cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
+        try:
+            run.result()
+        except JobCancelled:
+            pass  # escape stops a filter: the rows found so far stay shown
         self.post_message(FilterProgress(query, rows, len(self.journal), complete=True))
 
     @on(FilterProgress)
@@ -553,19 +551,18 @@ class MainScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def run_search(self, query: Query, start: int, direction: int, label: str) -> None:
         worker = get_current_worker()
-        total = len(self.journal)
-        self.post_message(Notice(f"{label}: searching… (escape cancels)"))
-        last_report = time.perf_counter()
+        self.post_message(JobProgress("search", f"{label}: searching… (escape cancels)"))
 
-        def progress(scanned: int) -> None:
-            nonlocal last_report
-            if time.perf_counter() - last_report > 0.25:
-                last_report = time.perf_counter()
-                self.post_message(Notice(f"{label}: searching… {min(scanned, total):,} of {total:,} events (escape cancels)"))
+        def progress(done: int, total: int) -> None:
+            text = f"{label}: searching… {min(done, total):,} of {total:,} events (escape cancels)"
+            self.post_message(JobProgress("search", text, done, total))
 
-        cancelled = self.input_clock.politely(lambda: worker.is_cancelled)
-        position = find_next(self.journal, query, start, direction, wrap=True, cancelled=cancelled, replay=self.replay_marks, progress=progress)
-        if worker.is_cancelled:
+        request = SearchRequest(self.journal, query, start, direction, self.replay_marks)
+        run = JobRun(SearchJob(), request, progress=progress, every_s=SEARCH_PROGRESS_S,
+                     cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
+        try:
+            position = run.result()
+        except JobCancelled:
             return
         scope = " (index still building: searched the events indexed so far)" if self.indexing else ""
         if position is None:

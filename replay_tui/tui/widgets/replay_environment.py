@@ -1,33 +1,23 @@
 """Recorded environment fingerprint versus the code a replay runs now.
 
-The fingerprint functions live in the harness, which the app must never import
-(agent-side code stays out of the UI process), so the current values are computed
-by a short-lived ``python -c`` child that imports them. Only the fields that do not
-need the agent's harness config (tools, prompts, flags) can be computed that way;
-the others are listed as not compared.
+The fingerprint lives in ``journal/environment.py`` and is computed by the environment job
+in this process. Only the fields that do not need the agent's harness config (tools, prompts,
+flags) can be computed here; the others are listed as not compared.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_CURRENT = """
-import json, os, sys
-os.nice(10)  # background work: the app's keys come first
-from pathlib import Path
-from replay_tui.harness.environment import code_revision, current_locale, current_timezone, lockfile_hash, runtime
-base = Path(sys.argv[1])
-print(json.dumps({"code_revision": code_revision(base), "runtime": runtime(), "lockfile_hash": lockfile_hash(base),
-                  "locale": current_locale(), "timezone": current_timezone()}))
-"""
-#: Fields the child can compute without the agent's harness config.
-COMPARED = ("code_revision", "runtime", "lockfile_hash", "locale", "timezone")
-TIMEOUT_S = 20
+from ...jobs import JobError, run_job
+from ...jobs.environment import EnvironmentJob, EnvironmentRequest
+from ...journal.environment import CONFIG_FREE
+
+#: Fields computed without the agent's harness config.
+COMPARED = CONFIG_FREE
 
 
 @dataclass(frozen=True)
@@ -52,19 +42,9 @@ class EnvironmentComparison:
 def current_environment(base_dir: Path) -> dict[str, Any]:
     """The current values of ``COMPARED`` for code under ``base_dir`` (raises RuntimeError)."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CURRENT, str(base_dir)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
+        return run_job(EnvironmentJob(), EnvironmentRequest(base_dir))
+    except (JobError, OSError) as error:
         raise RuntimeError(str(error)) from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"exit code {done.returncode}: {last}")
-    return json.loads(done.stdout)
 
 
 def brief(value: Any) -> str:

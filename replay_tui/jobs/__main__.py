@@ -1,0 +1,49 @@
+"""``python -m replay_tui.jobs NAME``: run one child job (see runner.py for the protocol)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..journal import JournalError
+from .core import CHILD_NICENESS, JobError
+from .registry import child_job
+from .throttle import throttled
+
+CHILD_PROGRESS_EVERY_S = 0.05
+
+
+def _say(message: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m replay_tui.jobs NAME (the request as one JSON line on stdin)", file=sys.stderr)
+        return 2
+    try:
+        job = child_job(argv[0])
+    except KeyError as error:
+        print(str(error.args[0]), file=sys.stderr)
+        return 2
+    os.nice(CHILD_NICENESS)
+    try:
+        request = job.request_from_json(json.loads(sys.stdin.readline()))
+    except (ValueError, TypeError, KeyError) as error:
+        _say({"error": f"{job.name}: bad request ({error})"})
+        return 2
+    _say({"started": os.getpid()})
+    try:
+        progress = throttled(lambda done, total: _say({"progress": [done, total]}), CHILD_PROGRESS_EVERY_S)
+        result = job.run(request, progress, lambda: False)
+    except (JobError, JournalError, OSError, ValueError) as error:
+        _say({"error": str(error)})
+        return 1
+    _say({"result": job.result_to_json(result)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,52 @@
+"""What a job is: a named computation with a typed request, a typed result and progress.
+
+A job either runs in the caller's thread (it needs objects that live in this process: an
+indexed ``Journal``, a ``ReplayRunner``) or in a child process ``python -m replay_tui.jobs
+NAME`` (it reads and hashes every line, which in a thread would hold the interpreter lock the
+UI needs). A child job's request and result cross the pipe as JSON, so they say how to.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar
+
+from ..journal.progress import CancelCheck, ProgressCallback
+
+RequestT = TypeVar("RequestT")
+ResultT = TypeVar("ResultT")
+
+#: Children run niced, so on a busy machine the UI process gets the CPU first.
+CHILD_NICENESS = 10
+
+
+class JobError(Exception):
+    """A job could not produce its result; the message is for the user (no traceback)."""
+
+
+class JobCancelled(JobError):
+    """The job was cancelled before it finished."""
+
+
+class Job(ABC, Generic[RequestT, ResultT]):
+    """One kind of long computation. Subclasses set ``name`` and ``in_child`` and implement ``run``."""
+
+    name: ClassVar[str]
+    in_child: ClassVar[bool] = False
+
+    @abstractmethod
+    def run(self, request: RequestT, progress: ProgressCallback, cancelled: CancelCheck) -> ResultT:
+        """Compute the result; call ``progress(done, total)`` now and then and stop when ``cancelled()``."""
+
+    # -- the pipe, for child jobs ----------------------------------------------------------------
+    def request_to_json(self, request: RequestT) -> Any:
+        raise NotImplementedError(f"{self.name} runs in the caller's thread")
+
+    def request_from_json(self, data: Any) -> RequestT:
+        raise NotImplementedError(f"{self.name} runs in the caller's thread")
+
+    def result_to_json(self, result: ResultT) -> Any:
+        raise NotImplementedError(f"{self.name} runs in the caller's thread")
+
+    def result_from_json(self, data: Any) -> ResultT:
+        raise NotImplementedError(f"{self.name} runs in the caller's thread")

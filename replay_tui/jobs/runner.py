@@ -1,0 +1,169 @@
+"""The one runner: a job runs in the caller's thread or in a child process, and either way it
+can be cancelled and reports throttled progress.
+
+A child is ``python -m replay_tui.jobs NAME`` in its own session (process group): the request
+goes in on stdin as one JSON line; the child answers with JSON lines on stdout (``started``,
+``progress``, then ``result`` or ``error``). Cancelling kills the whole process group, so
+helpers the child started (verify's worker pool) go with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
+
+from ..journal.progress import CancelCheck, ProgressCallback
+from .core import Job, JobCancelled, JobError
+from .throttle import throttled
+
+RequestT = TypeVar("RequestT")
+ResultT = TypeVar("ResultT")
+POLL_S = 0.1
+KILL_WAIT_S = 5.0
+
+
+def _never() -> bool:
+    return False
+
+
+def _ignore(done: int, total: int) -> None:
+    return None
+
+
+class JobRun:
+    """One run of one job; ``cancel`` may be called from any thread, before or during ``result``."""
+
+    def __init__(
+        self,
+        job: Job[RequestT, ResultT],
+        request: RequestT,
+        *,
+        progress: ProgressCallback | None = None,
+        cancelled: CancelCheck | None = None,
+        every_s: float = 0.1,
+        on_started: Callable[[int], None] | None = None,
+    ) -> None:
+        self.job = job
+        self.request = request
+        self.progress = throttled(progress, every_s) if progress is not None else _ignore
+        self._asked_to_stop = cancelled or _never
+        self._cancelled = threading.Event()
+        self.on_started = on_started  # child jobs: called with the child's pid (= its process group)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        self._kill_group()
+
+    def is_cancelled(self) -> bool:
+        return self._cancelled.is_set() or self._asked_to_stop()
+
+    def result(self) -> Any:
+        """Blocking (call from a worker thread): the job's result; raises JobCancelled or JobError."""
+        if self.is_cancelled():
+            raise JobCancelled(f"{self.job.name}: cancelled")
+        if not self.job.in_child:
+            result = self.job.run(self.request, self.progress, self.is_cancelled)
+            if self.is_cancelled():
+                raise JobCancelled(f"{self.job.name}: cancelled")
+            return result
+        return self._run_child()
+
+    # -- child process -------------------------------------------------------------------------
+    def _run_child(self) -> Any:
+        line = json.dumps(self.job.request_to_json(self.request)).encode() + b"\n"
+        with tempfile.TemporaryFile() as stderr:
+            process = self.process = subprocess.Popen(
+                [sys.executable, "-m", "replay_tui.jobs", self.job.name],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,  # its own process group: cancel kills everything it started
+            )
+            if self._cancelled.is_set():  # cancelled while starting
+                self._kill_group()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                process.stdin.write(line)
+                process.stdin.close()
+            except BrokenPipeError:
+                pass
+            answer = self._read_answers(process.stdout)
+            process.wait()
+            if answer is None:
+                if self.is_cancelled():
+                    raise JobCancelled(f"{self.job.name}: cancelled")
+                stderr.seek(0)
+                lines = stderr.read().decode(errors="replace").strip().splitlines()
+                raise JobError(lines[-1] if lines else f"the {self.job.name} child ended with {process.returncode}")
+        if "error" in answer:
+            raise JobError(str(answer["error"]))
+        return self.job.result_from_json(answer["result"])
+
+    def _read_answers(self, stdout: IO[bytes]) -> dict[str, Any] | None:
+        """The child's final ``result``/``error`` object; None when it ended without one or was cancelled."""
+        buffer = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while True:
+                if self.is_cancelled():
+                    self._kill_group()
+                    return None
+                if not selector.select(POLL_S):
+                    continue
+                chunk = os.read(stdout.fileno(), 1 << 16)
+                if not chunk:
+                    return None
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for raw in lines:
+                    answer = self._answer(raw)
+                    if answer is not None:
+                        return answer
+
+    def _answer(self, raw: bytes) -> dict[str, Any] | None:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            return None  # not ours: a library printed to stdout
+        if not isinstance(message, dict):
+            return None
+        if "started" in message and self.on_started is not None and self.process is not None:
+            self.on_started(self.process.pid)
+        if "progress" in message:
+            done, total = message["progress"]
+            self.progress(int(done), int(total))
+        return message if ("result" in message or "error" in message) else None
+
+    def _kill_group(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the child leads its group: its pid is the group id
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            process.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def run_job(
+    job: Job[RequestT, ResultT],
+    request: RequestT,
+    *,
+    progress: ProgressCallback | None = None,
+    cancelled: CancelCheck | None = None,
+) -> ResultT:
+    """Run ``job`` to its end (blocking); see ``JobRun`` to cancel from another thread."""
+    result: ResultT = JobRun(job, request, progress=progress, cancelled=cancelled).result()
+    return result
