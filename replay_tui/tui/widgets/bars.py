@@ -50,6 +50,16 @@ def environment_summary(environment: Any) -> str:
     return " · ".join(parts) or "empty environment"
 
 
+def imported_summary(imported: dict[str, Any]) -> str:
+    """Where an imported journal came from and how faithful it is, in one line."""
+    fidelity = imported.get("fidelity") if isinstance(imported.get("fidelity"), dict) else {}
+    label = str(fidelity.get("label") or "fidelity unknown")
+    if fidelity.get("reason"):
+        label += f": {fidelity['reason']}"
+    name = str(imported.get("file_name") or "?")[:200]
+    return f"imported from {name} ({imported.get('format')}; integrity from import on) · {label}"
+
+
 class RunHeader(Static):
     """Two lines: who ran (run id, agent, chain) and where (environment, events)."""
 
@@ -69,6 +79,10 @@ class RunHeader(Static):
             if event.kind == "run.started":
                 self.agent = str(event.payload.get("agent"))
                 self.environment = environment_summary(event.payload.get("environment"))
+                imported = event.payload.get("imported")
+                if isinstance(imported, dict):  # written by replay-tui import: its chain starts at the import
+                    self.agent = self.agent or "none recorded"
+                    self.environment = imported_summary(imported)
             else:
                 self.agent = "unknown (first event is not run.started)"
                 self.environment = "not recorded"

@@ -1,0 +1,66 @@
+"""Foreign traces given where a journal goes: detected by content, imported once into the sha256 cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay_tui.cli import main
+from replay_tui.replay.sources import imports_cache_dir, resolve_source
+from replay_tui.tui.launch import resolve_journal
+
+from .conftest import SAMPLES
+
+ALL_SAMPLES = ["weather.otlp.jsonl", "weather.agents.jsonl", "weather.eval", "weather.cassette.yaml"]
+
+
+@pytest.mark.parametrize("sample", ALL_SAMPLES)
+def test_every_format_opens_as_a_cached_journal(sample: str) -> None:
+    resolved = resolve_source(str(SAMPLES / sample))
+    assert resolved.imported is not None and resolved.imported["file_name"] == sample
+    assert resolved.path.is_file() and resolved.path.is_relative_to(imports_cache_dir())
+    again = resolve_source(str(SAMPLES / sample))
+    assert again.path == resolved.path and again.path.stat().st_mtime_ns == resolved.path.stat().st_mtime_ns  # the cache
+
+
+def test_journals_and_missing_paths_pass_through(tmp_path: Path) -> None:
+    journal = Path(__file__).resolve().parents[2] / "fixtures" / "journals" / "crm.jsonl"
+    assert resolve_source(str(journal)).path == journal and resolve_source(str(journal)).imported is None
+    assert resolve_source(str(tmp_path / "nope.jsonl")).path == tmp_path / "nope.jsonl"
+    assert not imports_cache_dir().exists()
+
+
+def test_commands_take_foreign_traces(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(SAMPLES / "weather.otlp.jsonl")]) == 0
+    assert "hash chain verifies" in capsys.readouterr().out
+    assert main(["stats", str(SAMPLES / "weather.eval")]) == 0
+    assert "model" in capsys.readouterr().out
+
+
+def test_a_bad_trace_is_one_line_from_any_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cut = tmp_path / "cut.otlp.jsonl"
+    cut.write_bytes((SAMPLES / "weather.otlp.jsonl").read_bytes()[:500])
+    assert main(["stats", str(cut)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(cut) in err and "cut short" in err
+    assert not any(imports_cache_dir().rglob("*.jsonl"))  # nothing half-written is left in the cache
+
+
+@pytest.mark.asyncio
+async def test_the_app_header_says_where_the_run_came_from() -> None:
+    from replay_tui.journal import Journal
+    from replay_tui.tui.app import ReplayApp
+
+    from ..tui.tui_helpers import SIZE, settle  # noqa: PLC0415 (the app's helpers load Textual)
+
+    path = resolve_journal(str(SAMPLES / "weather.otlp.jsonl"))
+    app = ReplayApp(Journal(path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await app.workers.wait_for_complete()  # the chain check
+        await pilot.pause()
+        header = screen.header
+        assert header.environment.startswith("imported from weather.otlp.jsonl (otlp; integrity from import on)")
+        assert "replayable (model and tools)" in header.environment
+        assert header.chain[0] == "verified"
