@@ -6,11 +6,13 @@ from collections.abc import Iterable, Mapping
 
 from textual import events
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
 from ..analysis.search import ReplayMarks
 from ..journal import Journal
+from ..journal.safe_text import safe, safe_line
 from .actions import bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
 from .screens.help import HelpScreen
@@ -102,6 +104,20 @@ class ReplayApp(App[None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.user_keymap))
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast of the app (screens and controllers call this one) may quote journal text:
+        it is shown escaped and as plain text, never as markup."""
+        super().notify(safe(str(message), multiline=True), title=safe_line(str(title)), severity=severity,
+                       timeout=timeout, markup=False)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -2,27 +2,40 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
 from ..journal import Event, JournalError
+from ..journal.safe_text import safe_json, safe_line
 
 SUMMARY_LIMIT = 160
+_LINE_BREAKS = re.compile(r"[ \t\n]+")  # shown as one space in a one-line summary; CR and the rest are escaped
 
 
 def short(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A journal value on one line, escaped (journal text is hostile), at most ``limit`` characters."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes
+            text = safe_json(value)
+    return safe_line(_LINE_BREAKS.sub(" ", text[: limit * 4]), limit)
 
 
 def short_hash(value: Any) -> str:
-    return value[7:19] if isinstance(value, str) and value.startswith("sha256:") else str(value)
+    return value[7:19] if isinstance(value, str) and value.startswith("sha256:") else safe_line(str(value), 40)
 
 
 def summary_of(event: Event | JournalError) -> str:
-    """What happened, in a few words: tool and arguments, model answer, patch paths."""
+    """What happened, in a few words: tool and arguments, model answer, patch paths; one escaped line."""
+    return safe_line(_summary(event))
+
+
+def _summary(event: Event | JournalError) -> str:
     if isinstance(event, JournalError):
         return f"unreadable: {event.message}"
     payload = event.payload

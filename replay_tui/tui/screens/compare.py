@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,6 +25,7 @@ from textual.worker import get_current_worker
 from ...analysis.diff import diff_values
 from ...journal import Journal, JournalError
 from ...journal.model import strip_diagnostics
+from ...journal.safe_text import safe, safe_line
 from ...replay.compare import DECISION_KINDS, AlignedPair, Alignment, align_journals
 from ...replay.report import EventRef, short
 from ..widgets.json_view import JsonDocument, JsonView
@@ -43,7 +45,7 @@ def event_cell(ref_event: object) -> str:
     if ref_event is None:
         return "—"
     ref = EventRef.of(ref_event)  # type: ignore[arg-type]
-    return f"{ref.seq:>6} {ref.key_name}={short(ref.key)}"
+    return f"{ref.seq:>6} {ref.key_name}={short(ref.key)}"  # short() escapes
 
 
 def summary_text(alignment: Alignment, focused: AlignedPair | None) -> str:
@@ -56,9 +58,9 @@ def summary_text(alignment: Alignment, focused: AlignedPair | None) -> str:
         return "\n".join(lines)
     lines.append(f"First differing decision: {focused.describe()} — differs in {', '.join(focused.differs_in) or 'presence'}")
     rest = summary["differences"] - 1
-    by_kind = ", ".join(f"{kind} {count}" for kind, count in summary["by_kind"].items())
+    by_kind = ", ".join(f"{safe_line(kind)} {count}" for kind, count in summary["by_kind"].items())
     steps = summary["steps"]
-    shown_steps = ", ".join(steps[:8]) + (f", … {len(steps) - 8} more" if len(steps) > 8 else "")
+    shown_steps = ", ".join(safe_line(step, 60) for step in steps[:8]) + (f", … {len(steps) - 8} more" if len(steps) > 8 else "")
     lines.append(
         f"{summary['differences']:,} differences ({rest:,} after it): {summary['changed']:,} changed, "
         f"{summary['only_a']:,} only in A, {summary['only_b']:,} only in B · by kind: {by_kind}"
@@ -97,8 +99,8 @@ class CompareScreen(Screen[None]):
         self.focused_pair: AlignedPair | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Content(f"aligning {self.label_a} with {self.label_b}…"), id="compare-summary")
-        table: DataTable[str] = DataTable(id="compare-table", cursor_type="row", zebra_stripes=False)
+        yield Static(Content(safe_line(f"aligning {self.label_a} with {self.label_b}…")), id="compare-summary")
+        table: DataTable[Text] = DataTable(id="compare-table", cursor_type="row", zebra_stripes=False)
         table.border_title = "Aligned trajectories (A | B)"
         yield table
         with Horizontal(id="compare-detail"):
@@ -135,25 +137,25 @@ class CompareScreen(Screen[None]):
     def _ready(self, message: AlignmentReady) -> None:
         summary = self.query_one("#compare-summary", Static)
         if message.alignment is None:
-            summary.update(Content(f"cannot compare: {message.error}"))
+            summary.update(Content(safe(f"cannot compare: {message.error}", multiline=True)))
             summary.add_class("-bad")
-            self.notify(str(message.error), title="compare", severity="error", timeout=10)
+            self.notify(safe(str(message.error), multiline=True), title="compare", severity="error", timeout=10, markup=False)
             return
         alignment = self.alignment = message.alignment
         self.focused_pair = alignment.first_difference(DECISION_KINDS) or alignment.first_difference()
-        summary.update(Content(summary_text(alignment, self.focused_pair)))
+        summary.update(Content(safe(summary_text(alignment, self.focused_pair), multiline=True)))
         self.rows = alignment.pairs if len(alignment.pairs) <= MAX_ROWS else alignment.differences[:MAX_ROWS]
         table = self.query_one(DataTable)
         if len(self.rows) < len(alignment.pairs):
             table.border_title = f"Differences only ({len(self.rows):,} of {len(alignment.differences):,}; {len(alignment.pairs):,} aligned rows)"
         for number, pair in enumerate(self.rows):
-            table.add_row(
-                STATUS_MARK[pair.status],
-                pair.step_id or "(run)",
-                pair.kind,
-                event_cell(pair.a),
-                event_cell(pair.b),
-                ", ".join(pair.differs_in),
+            table.add_row(  # cells as Text: a DataTable reads a str cell as markup, and these are journal text
+                Text(STATUS_MARK[pair.status]),
+                Text(safe_line(pair.step_id, 60) if pair.step_id else "(run)"),
+                Text(safe_line(pair.kind)),
+                Text(event_cell(pair.a)),
+                Text(event_cell(pair.b)),
+                Text(", ".join(pair.differs_in)),
                 key=str(number),
             )
         focused_row = self._row_of(self.focused_pair)
@@ -172,10 +174,12 @@ class CompareScreen(Screen[None]):
         a_payload = strip_diagnostics(pair.a.payload) if pair.a else None
         b_payload = strip_diagnostics(pair.b.payload) if pair.b else None
         # Also on a "same" row: run.started setup fields (plugins, config hash) differ without counting.
-        diff = diff_values(a_payload, b_payload) if a_payload != b_payload else None
+        found = diff_values(a_payload, b_payload)  # deep-safe, unlike != on 1,024-level payloads
+        diff = None if found.empty else found
         for side, event, payload, change_side in (("a", pair.a, a_payload, "before"), ("b", pair.b, b_payload, "after")):
             title = self.query_one(f"#compare-{side}-title", Static)
-            title.update(f"seq {event.seq} · {event.kind} · {event.step_id or 'run level'}" if event else "no counterpart in this journal")
+            step = safe_line(event.step_id, 80) if event and event.step_id else "run level"
+            title.update(f"seq {event.seq} · {safe_line(event.kind)} · {step}" if event else "no counterpart in this journal")
             self.query_one(f"#compare-{side}-json", JsonView).show(JsonDocument(payload, diff=diff, side=change_side, empty_text="(nothing)"))
 
     def _move_to_difference(self, direction: int) -> None:

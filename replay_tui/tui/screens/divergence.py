@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -23,6 +24,7 @@ from ...analysis.causal import CausalIndex
 from ...analysis.diff import ValueDiff, diff_values
 from ...analysis.state import StateAt, StateHistory
 from ...journal import Journal
+from ...journal.safe_text import safe_line
 from ...replay.report import DivergenceReport, EventRef, short
 from ..widgets.causal_tree import CausalTree, NodeData
 from ..widgets.json_view import JsonDocument, JsonView
@@ -38,25 +40,35 @@ class DivergenceLoaded(Message):
 
 def sorted_keys(value: Any) -> Any:
     """Objects with their keys in order, as the journal (canonical JSON) stores them,
-    so expected and actual line up key by key."""
-    if isinstance(value, dict):
-        return {key: sorted_keys(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [sorted_keys(item) for item in value]
-    return value
+    so expected and actual line up key by key. Iterative: a payload may nest 1,024 levels."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        holder, slot, item = stack.pop()
+        if isinstance(item, dict):
+            ordered = {key: item[key] for key in sorted(item)}
+            holder[slot] = ordered
+            stack.extend((ordered, key, child) for key, child in ordered.items())
+        elif isinstance(item, list):
+            copied = list(item)
+            holder[slot] = copied
+            stack.extend((copied, index, child) for index, child in enumerate(copied))
+    return root[0]
 
 
 def ref_text(ref: EventRef | None, missing: str) -> str:
     if ref is None:
         return missing
-    return f"seq {ref.seq} {ref.kind} · {ref.step_id or 'run level'} · {ref.key_name}={short(ref.key)}"
+    step = safe_line(ref.step_id, 80) if ref.step_id else "run level"
+    return f"seq {ref.seq} {safe_line(ref.kind)} · {step} · {ref.key_name}={short(ref.key)}"
 
 
 def header_lines(report: DivergenceReport, label: str) -> list[str]:
     return [
-        f"{label} diverged at seq={report.seq} · step {report.step or '(run level)'} · differs in: {', '.join(report.mismatched) or 'payload'}",
-        f"why: {report.reason}",
-        f"state before: {report.state_before or 'unknown'}",
+        f"{safe_line(label)} diverged at seq={report.seq} · step {safe_line(report.step, 80) if report.step else '(run level)'}"
+        f" · differs in: {', '.join(report.mismatched) or 'payload'}",
+        f"why: {safe_line(report.reason, 400)}",
+        f"state before: {safe_line(report.state_before or 'unknown')}",
     ]
 
 
@@ -121,7 +133,7 @@ class DivergenceScreen(Screen[int | None]):
             lines = ["(the logical payloads are equal: the events differ in " + (", ".join(self.report.mismatched) or "their envelope") + ")"]
         if self.report.agent_traceback:
             lines += ["", "the agent raised:", *self.report.agent_traceback]
-        return "\n".join(lines)
+        return "\n".join(safe_line(line, 2_000) for line in lines)
 
     def on_mount(self) -> None:
         for side in ("expected", "actual"):
@@ -150,7 +162,8 @@ class DivergenceScreen(Screen[int | None]):
         if message.state is not None:
             pane.show_state(message.state)
         else:
-            pane.query_one(".state-status", Static).update(f"state before: {self.report.state_before or 'unknown'} (no recorded event at this seq)")
+            before = safe_line(self.report.state_before or "unknown")
+            pane.query_one(".state-status", Static).update(Content(f"state before: {before} (no recorded event at this seq)"))
         tree = self.query_one(CausalTree)
         if message.chain:
             selected = tree.show_chain(message.chain)

@@ -25,6 +25,7 @@ from ...analysis.annotations import Annotation
 from ...analysis.causal import CausalIndex, describe
 from ...analysis.secrets import mask_secrets
 from ...journal import Event, Journal
+from ...journal.safe_text import safe, safe_line
 from ..format import summary_of
 
 CHAIN_SHOWN = 12  # the links nearest the bookmarked event; the root is always shown
@@ -94,10 +95,11 @@ class PresenterScreen(Screen[int | None]):
     def show_page(self) -> None:
         annotation = self.current
         position, event = self._event(annotation)
-        self.query_one("#presenter-position", Static).update(f"bookmark {self.page + 1} of {len(self.bookmarks)} · seq {annotation.seq} · {annotation.kind}")
+        self.query_one("#presenter-position", Static).update(f"bookmark {self.page + 1} of {len(self.bookmarks)} · seq {annotation.seq} · {safe_line(annotation.kind)}")
         note, _ = mask_secrets(annotation.note) if annotation.note else ("(no note: a adds one in the debugger)", 0)
-        self.query_one("#presenter-note", Static).update(Text(str(note), justify="center"))
-        self.query_one("#presenter-event", Static).update(f"seq {annotation.seq}  {annotation.kind}  {summary_of(event) if event else 'not in this journal'}")
+        self.query_one("#presenter-note", Static).update(Text(safe(str(note), multiline=True), justify="center"))
+        summary = summary_of(event) if event else "not in this journal"
+        self.query_one("#presenter-event", Static).update(f"seq {annotation.seq}  {safe_line(annotation.kind)}  {summary}")
         self.chain = None
         self.query_one("#presenter-chain-text", Static).update("following the causal chain…")
         if position is not None:
@@ -128,7 +130,7 @@ class PresenterScreen(Screen[int | None]):
             event = self.journal.try_event(position)
             last = position == chain[-1]
             arrow = "   " if depth == 0 else "└→ "
-            line = f"{'★ ' if last else '  '}{'  ' * min(depth, 10)}{arrow}{describe(event)}  {summary_of(event)}"
+            line = f"{'★ ' if last else '  '}{'  ' * min(depth, 10)}{arrow}{safe_line(describe(event))}  {summary_of(event)}"
             style = "bold reverse" if last else "bold" if isinstance(event, Event) and event.seq in bookmarked else ""
             text.append(line + "\n", style=style)
         if len(chain) == 1:

@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ...journal.safe_text import safe
 from ...replay.runner import CRASHED, FAILED, MATCH, TIMEOUT, describe_exit
 from ..widgets import replay_format
 from ..widgets.replay_panel import ReplayResult
@@ -99,7 +100,7 @@ class ReplayReportScreen(Screen[None]):
                 if bad and title in ("Result", "Child error", "Child stderr (last lines)"):
                     heading.add_class("-bad")
                 yield heading
-                yield Static(Content("\n".join(lines)), classes="report-body")
+                yield Static(Content(safe("\n".join(lines), multiline=True)), classes="report-body")  # journal text
         yield Footer()
 
     def on_mount(self) -> None:

@@ -8,24 +8,27 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...journal import Event
+from ...journal.safe_text import safe_line
 from ..format import short_hash
 
 
-def _brief(value: Any) -> str:
+def _brief(value: Any, depth: int = 0) -> str:
     """A scalar as text; an object by its most telling member (hash, commit, version, name)."""
+    if depth > 4:  # a hostile environment may nest {"name": {"name": …}} a thousand levels deep
+        return "…"
     if isinstance(value, dict):
         for key in ("commit", "hash", "version", "name", "id"):
             if key in value:
-                text = _brief(value[key])
+                text = _brief(value[key], depth + 1)
                 if key == "commit":
                     text = text[:10] + ("+dirty" if value.get("dirty") else "")
                 if key == "version" and value.get("implementation"):
                     text = f"{value['implementation']} {text}"
                 return text
-        return ",".join(f"{k}={_brief(v)}" for k, v in list(value.items())[:3])
+        return ",".join(f"{k}={_brief(v, depth + 1)}" for k, v in list(value.items())[:3])
     if isinstance(value, str) and value.startswith("sha256:"):
         return short_hash(value)
-    return str(value)
+    return safe_line(str(value)[:200], 80)
 
 
 def environment_summary(environment: Any) -> str:
@@ -101,12 +104,13 @@ class RunHeader(Static):
         style = {"verified": "$success", "broken": "$error", "error": "$error", "absent": "$warning"}.get(status, "$foreground-muted")
         first = Content.from_markup(
             f"[b]$run[/b]  agent [b]$agent[/b]  chain [{style}]$summary[/]  [dim]$name[/dim]",
-            run=self.run_id,
-            agent=self.agent,
-            summary=summary,
-            name=self.journal_name,
+            run=safe_line(self.run_id, 80),
+            agent=safe_line(self.agent, 120),
+            summary=safe_line(summary),
+            name=safe_line(self.journal_name),
         )
-        second = Content.from_markup("env $env  ·  $events", env=self.environment or "…", events=self.events)
+        environment = safe_line(self.environment) if self.environment else "…"
+        second = Content.from_markup("env $env  ·  $events", env=environment, events=safe_line(self.events))
         self.update(Content("\n").join([first, second]))
 
 
@@ -119,4 +123,4 @@ class StatusBar(Static):
         super().__init__(self.DEFAULT_TEXT, id=id, markup=False)
 
     def say(self, text: str) -> None:
-        self.update(text or self.DEFAULT_TEXT)
+        self.update(safe_line(text) if text else self.DEFAULT_TEXT)  # messages may quote journal text

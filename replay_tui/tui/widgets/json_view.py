@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.diff import ValueDiff
+from ...journal.safe_text import safe, safe_json, safe_json_text
 
 LONG_STRING = 160
 MANY_ITEMS = 40
@@ -46,7 +47,7 @@ class JsonDocument:
 
 
 def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) -> list[JsonLine]:
-    lines = [JsonLine(None, [(text, cls)]) for text, cls in document.header]
+    lines = [JsonLine(None, [(safe(text, multiline=False), cls)]) for text, cls in document.header]
     diff = document.diff
     show = {"changed", "removed"} if document.side == "before" else {"changed", "added"}
     paths = diff.paths if diff is not None else ()
@@ -64,9 +65,11 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
     def is_folded(pointer: str, big: bool) -> bool:
         return (big and pointer not in unfolded) or pointer in folded
 
+    # Iterative, with an explicit stack: a valid journal may nest 1,024 levels, deeper than Python recurses.
+    # A stack entry is a finished line (a closing bracket) or a value still to lay out.
+    stack: list[JsonLine | tuple[list[tuple[str, str]], Any, str, int, str]] = [([], document.value, "", 0, "")]
+
     def emit(prefix: list[tuple[str, str]], value: Any, pointer: str, indent: int, comma: str) -> None:
-        if len(lines) >= MAX_LINES:
-            return
         pad = ("  " * indent, "")
         if isinstance(value, (dict, list)) and value:
             opener, closer = ("{", "}") if isinstance(value, dict) else ("[", "]")
@@ -78,15 +81,19 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
             lines.append(JsonLine(pointer, [pad, *prefix, (opener, "json--punct")], change_of(pointer, False), fold=pointer if pointer else None))
             items: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
             last = len(value) - 1
+            pending: list[JsonLine | tuple[list[tuple[str, str]], Any, str, int, str]] = []
             for number, (key, item) in enumerate(items):
                 child = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
-                key_parts = [(orjson.dumps(key).decode() if isinstance(value, dict) else "", "json--key")]
+                key_parts = [(json_text(key) if isinstance(value, dict) else "", "json--key")]
                 if isinstance(value, dict):
                     key_parts.append((": ", "json--punct"))
-                emit(key_parts, item, child, indent + 1, "," if number < last else "")
-            lines.append(JsonLine(pointer, [pad, (closer + comma, "json--punct")], None))
+                pending.append((key_parts, item, child, indent + 1, "," if number < last else ""))
+                if len(lines) + len(pending) >= MAX_LINES:
+                    break
+            pending.append(JsonLine(pointer, [pad, (closer + comma, "json--punct")], None))
+            stack.extend(reversed(pending))
             return
-        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        text = json_text(value)
         style = "json--string" if isinstance(value, str) else "json--number" if isinstance(value, (int, float)) and not isinstance(value, bool) else "json--punct"
         fold = None
         if isinstance(value, str) and len(text) > LONG_STRING:
@@ -97,9 +104,23 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
 
     if document.value is None and document.empty_text:
         lines.append(JsonLine(None, [(document.empty_text, "json--punct")]))
-    else:
-        emit([], document.value, "", 0, "")
+        stack.clear()
+    while stack and len(lines) < MAX_LINES:
+        entry = stack.pop()
+        if isinstance(entry, JsonLine):
+            lines.append(entry)
+        else:
+            emit(*entry)
     return lines
+
+
+def json_text(value: Any) -> str:
+    """A key or scalar as JSON text, escaped: JSON leaves bidi, C1 and invisible characters raw."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a value orjson cannot write
+        return safe_json(value)
+    return safe_json_text(text)
 
 
 class JsonView(ScrollView, can_focus=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -9,6 +10,7 @@ from textual.widgets import Static
 from ...analysis.search import ReplayMarks, event_marks, line_of
 from ...analysis.state import StateAt
 from ...journal import Event, Journal, JournalError, event_hash_of
+from ...journal.safe_text import safe, safe_line
 from .json_view import JsonDocument, JsonView
 
 
@@ -50,8 +52,8 @@ class StatePane(Vertical):
             verdict = f"✓ {len(state.checks)} hashes ok"
         else:
             verdict = "no hash to check"
-        status.update(f"{verdict} · {changes}")
-        status.tooltip = state.status
+        status.update(Text(safe_line(f"{verdict} · {changes}")))  # the status quotes journal text: never markup
+        status.tooltip = Text(safe(state.status, multiline=True))
         self.view.show(
             JsonDocument(value, diff=state.diff, side=self.side, empty_text="(no state recorded yet)"),
             keep_folds=True,

@@ -24,6 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.search import ReplayMarks
+from ...journal.safe_text import safe_line
 from ...replay.protocol import HELLO, STRICT, ReplaySpec
 from ...replay.runner import (
     CANCELLED,
@@ -350,7 +351,7 @@ class ReplayPanel(Vertical):
         self._show_elapsed()  # as the user waited: start-up, replay and the environment check
         result = self.query_one("#replay-result", Static)
         result.set_classes(STATUS_CLASSES.get(outcome.status, ""))
-        result.update(Content(f"{outcome.headline()}  [{result_keys(message.result)}]"))
+        result.update(Content(safe_line(f"{outcome.headline()}  [{result_keys(message.result)}]")))
 
     def _show_elapsed(self) -> None:
         self.line.set(elapsed=replay_format.elapsed_text(time.perf_counter() - self.started))

@@ -20,8 +20,20 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...analysis.search import CONSUMED, DIVERGENT, ERROR, REDACTED, TIMEOUT, UNUSED, Query, ReplayMarks, event_marks, line_of
+from ...analysis.search import (
+    CONSUMED,
+    DIVERGENT,
+    ERROR,
+    REDACTED,
+    TIMEOUT,
+    UNUSED,
+    Query,
+    ReplayMarks,
+    event_marks,
+    line_of,
+)
 from ...journal import Event, Journal, JournalError
+from ...journal.safe_text import safe_line
 from ..format import summary_of
 from ..messages import CursorMoved
 
@@ -266,8 +278,8 @@ class Timeline(ScrollView, can_focus=True):
             segments.append(styled(f"{event.seq:>8}", "timeline--hit" if hit else "timeline--seq"))
             segments.append(styled(" "))
             kind_part = next((f"timeline--{m}" for m in (DIVERGENT, ERROR, TIMEOUT) if m in marks), "timeline--kind")
-            segments.append(styled(f"{event.kind:<{KIND_WIDTH}} ", kind_part))
-            step = event.step_id or "–"
+            segments.append(styled(f"{safe_line(event.kind):<{KIND_WIDTH}} ", kind_part))
+            step = safe_line(event.step_id) if event.step_id else "–"
             if len(step) > STEP_WIDTH:
                 step = "…" + step[-(STEP_WIDTH - 1):]
             segments.append(styled(f"{step:<{STEP_WIDTH}} ", "timeline--step"))
