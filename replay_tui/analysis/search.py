@@ -23,7 +23,7 @@ import orjson
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import MODEL_RESPONSE, RUN_ENDED, TOOL_RESULT
-from ..journal.segments import MIN_EVENT_BYTES
+from ..journal.segments import Segment
 
 CancelCheck = Callable[[], bool]
 
@@ -241,6 +241,11 @@ def line_of(journal: Journal, position: int, event: Event | JournalError | None 
     return orjson.dumps(event.raw) if isinstance(event, Event) else b""
 
 
+def _span(segment: Segment, local: int) -> tuple[int, int]:
+    start, end = segment.line_span(local)
+    return start, end - start
+
+
 def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
     """(position, line bytes) for ``start <= position < stop``, reading big blocks.
 
@@ -268,8 +273,8 @@ def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, b
             if ends[last - 1] - first > BLOCK_BYTES:
                 last = local + 1
             lines = segment.read(first, ends[last - 1] - first).split(b"\n")
-            if len(lines) != last - local + 1:  # lines the index skipped (empty, too short) lie between
-                lines = [line for line in lines if len(line) >= MIN_EVENT_BYTES]
+            if len(lines) != last - local + 1:  # lines the index skipped (empty ones) lie between: read one by one
+                lines = [segment.read(*_span(segment, position)).rstrip(b"\n") for position in range(local, last)]
             for offset in range(last - local):
                 yield base + local + offset, lines[offset]
             local = last

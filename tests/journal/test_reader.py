@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import hashlib
 import os
 import shutil
@@ -140,7 +141,7 @@ def test_a_bad_line_does_not_hide_the_rest(tmp_path: Path) -> None:
         open_journal(bad).event(3)
 
 
-def test_empty_and_too_short_lines_are_faults_not_index_entries(tmp_path: Path) -> None:
+def test_empty_lines_are_faults_not_index_entries_and_short_ones_are_shown(tmp_path: Path) -> None:
     lines = write_sample_journal(tmp_path / "j.jsonl", steps=2).read_bytes().splitlines(keepends=True)
     lines[3:3] = [b"\n", b"  \r\n", b"{}\n"]
     for name in ("bad.jsonl", "bad.jsonl.gz"):
@@ -148,9 +149,36 @@ def test_empty_and_too_short_lines_are_faults_not_index_entries(tmp_path: Path) 
         bad = tmp_path / name
         bad.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
         with open_journal(bad) as journal:
-            assert len(journal) == len(lines) - 3
-            assert [event.seq for event in journal.events()] == list(range(1, len(lines) - 2))
-            assert journal.line_origin(3) == (str(bad), 7)  # lines keep their numbers in messages
+            assert len(journal) == len(lines) - 2  # the two empty lines have no entry; "{}" is shown
+            results = list(journal.events())
+            assert isinstance(results[3], JournalError) and results[3].line == 6  # lines keep their numbers
+            assert [event.seq for event in results if not isinstance(event, JournalError)] == list(range(1, len(lines) - 2))
+            assert journal.line_origin(4) == (str(bad), 7)
             count, errors = journal.skipped_lines()
-            assert count == 3 and [error.line for error in errors] == [4, 5, 6]
-            assert "line is empty" in errors[0].message and "too short" in errors[2].message
+            assert count == 2 and [error.line for error in errors] == [4, 5]
+            assert all("line is empty" in error.message for error in errors)
+
+
+def test_a_bomb_of_short_lines_is_capped(tmp_path: Path) -> None:
+    first = write_sample_journal(tmp_path / "j.jsonl", steps=1).read_bytes().splitlines(keepends=True)[0]
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(first + b"x\n" * 2_000_000))
+    with open_journal(bomb) as journal:
+        assert len(journal) == 1 + 1000  # after 1,000 faulty lines in a row the shard is given up on
+        count, errors = journal.skipped_lines()
+        assert "stopped reading at line 1001" in errors[0].message
+
+
+def test_block_reads_stay_aligned_when_empty_lines_were_left_out(tmp_path: Path) -> None:
+    from replay_tui.analysis.search import iter_lines
+
+    lines = write_sample_journal(tmp_path / "j.jsonl", steps=3).read_bytes().splitlines(keepends=True)
+    lines[2:2] = [b"\n", b"\n"]
+    lines[9:9] = [b"   \n"]
+    bad = tmp_path / "gaps.jsonl"
+    bad.write_bytes(b"".join(lines))
+    with open_journal(bad) as journal:
+        pairs = list(iter_lines(journal, 0, len(journal)))
+        assert [position for position, _ in pairs] == list(range(len(journal)))
+        for position, line in pairs:
+            assert json.loads(line)["seq"] == journal.event(position).seq
