@@ -72,6 +72,8 @@ def _summary(event: Event | JournalError) -> str:
         return f"{paths}{more}"
     if kind == "state.snapshot":
         return f"snapshot {short_hash(payload.get('state_hash'))}"
+    if kind == "note":  # what an imported trace said that has no other kind
+        return short(payload.get("text"), SUMMARY_LIMIT)
     if kind == "run.ended":
         text = f"status {payload.get('status')}"
         if payload.get("error"):

@@ -64,3 +64,23 @@ async def test_the_app_header_says_where_the_run_came_from() -> None:
         assert header.environment.startswith("imported from weather.otlp.jsonl (otlp; integrity from import on)")
         assert "replayable (model and tools)" in header.environment
         assert header.chain[0] == "verified"
+
+
+@pytest.mark.asyncio
+async def test_an_inspect_run_with_state_and_notes_walks_in_the_app() -> None:
+    from replay_tui.journal import Journal
+    from replay_tui.tui.app import ReplayApp
+    from replay_tui.tui.format import summary_of
+
+    from ..tui.tui_helpers import SIZE, settle  # noqa: PLC0415 (the app's helpers load Textual)
+
+    journal = Journal(resolve_journal(str(SAMPLES / "weather.eval")))
+    app = ReplayApp(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for _ in range(13):  # every event, the state panes and the tree follow the cursor
+            await pilot.press("down")
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+    notes = [journal.event(position) for position in range(len(journal)) if journal.event(position).kind == "note"]
+    assert [summary_of(note) for note in notes] == ["score (includes): C"]
