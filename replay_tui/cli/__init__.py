@@ -24,6 +24,7 @@ from .common import EXIT_USAGE
 # name -> (module, one-line help). Add a subcommand by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("replay_tui.cli.verify", "check the schema and the hash chain of a journal"),
+    "serve": ("replay_tui.cli.serve", "serve the app in a browser through textual-serve (loopback, a random token in the URL)"),
     "record": ("replay_tui.cli.record", "run an agent on a harness config and record its journal (--follow-in-app to watch it)"),
     "keygen": ("replay_tui.cli.keygen", "write an Ed25519 key pair for signed journal seals (PATH and PATH.pub)"),
     "stats": ("replay_tui.cli.stats", "events, model usage, tool latency, errors and longest steps of a journal"),
