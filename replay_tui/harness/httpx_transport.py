@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
@@ -73,6 +74,13 @@ class Exchange:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
+
+
+@functools.cache
+def _shared_ssl_context(module: ModuleType) -> Any:
+    """One default SSL context per httpx module for the live inner transports: building one reads
+    the CA bundle (~0.15 s), which a recorder that makes a client per run would pay every run."""
+    return module.create_ssl_context()
 
 
 def default_httpx_module() -> ModuleType:
@@ -287,7 +295,7 @@ def make_transport(h: "Harness", *, httpx_module: ModuleType | None = None, inne
             from_source = payload is not None
             if payload is None:
                 if self.inner is None:
-                    self.inner = module.HTTPTransport()
+                    self.inner = module.HTTPTransport(verify=_shared_ssl_context(module))
                 try:
                     live = self.inner.handle_request(request)
                     try:
@@ -338,7 +346,7 @@ def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None
             from_source = payload is not None
             if payload is None:
                 if self.inner is None:
-                    self.inner = module.AsyncHTTPTransport()
+                    self.inner = module.AsyncHTTPTransport(verify=_shared_ssl_context(module))
                 try:
                     live = await self.inner.handle_async_request(request)
                     try:

@@ -1,0 +1,213 @@
+"""Recording overhead of the framework recorders, against the same agents run without recording.
+
+    python tests/bench/bench_frameworks.py [--runs N]
+
+Prints one JSON line. For each framework (Agents SDK, LangGraph, PydanticAI) the CRM example
+agent runs against the loopback model server, alternately plain (the framework's own client,
+tools and checkpointer, no harness) and recorded (``record_run`` into a journal), so both see
+the same machine load. The overhead per call is the difference of the fastest runs (a recorded run timed from
+run.started to run.ended; building the harness and its environment fingerprint is once per run)
+divided by the model and tool calls of a run, and is given as a share of one loopback model call (a plain
+chat-completions request to the same server). Per model call and per tool call, the same
+transport and tool path every recorder uses are timed on their own: an OpenAI client with and
+without the harness transport, and ``Harness.record_tool_call`` against calling the tool.
+Target: the overhead per call is at most 5 % of a loopback model call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from fixtures.agents import framework_crm as crm  # noqa: E402
+from fixtures.agents.loopback_llm import LoopbackLLM  # noqa: E402
+from replay_tui.harness import Harness, JsonlSink, build_harness, run_agent  # noqa: E402
+from replay_tui.harness.frameworks.common import api_key  # noqa: E402
+
+CONFIG = ROOT / "fixtures" / "configs" / "frameworks.toml"
+AGENTS = {
+    "agents-sdk": "fixtures.agents.agents_sdk_crm:agent",
+    "langgraph": "fixtures.agents.langgraph_crm:agent",
+    "pydantic-ai": "fixtures.agents.pydantic_ai_crm:agent",
+}
+
+
+# -- the same agents without recording ------------------------------------------------------
+
+
+def plain_agents_sdk(base_url: str) -> Any:
+    from agents import OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    from fixtures.agents import agents_sdk_crm as example
+
+    set_tracing_disabled(True)
+    client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0)
+    config = RunConfig(model=OpenAIChatCompletionsModel(model=crm.MODEL, openai_client=client), tracing_disabled=True)
+    return asyncio.run(Runner.run(example.triage, crm.QUESTION, context=example.SupportDesk(), run_config=config))
+
+
+def plain_pydantic_ai(base_url: str) -> Any:
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from fixtures.agents import pydantic_ai_crm as example
+
+    client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0)
+    model = OpenAIChatModel(crm.MODEL, provider=OpenAIProvider(openai_client=client))
+    return asyncio.run(example.crm_agent.run(crm.QUESTION, model=model))
+
+
+def plain_langgraph(base_url: str) -> Any:
+    import sqlite3
+
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from fixtures.agents import langgraph_crm as example
+
+    model = ChatOpenAI(model=crm.MODEL, base_url=base_url, api_key=api_key(), max_retries=0).bind_tools(example.TOOLS)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke([SystemMessage(crm.INSTRUCTIONS), *state["messages"]])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", call_model)
+    builder.add_node("tools", ToolNode(example.TOOLS))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", "agent")
+    with tempfile.TemporaryDirectory() as scratch:
+        connection = sqlite3.connect(str(Path(scratch) / "checkpoints.sqlite"), check_same_thread=False)
+        graph = builder.compile(checkpointer=SqliteSaver(connection))
+        # one node at a time, as the recorder runs it
+        config = {"configurable": {"thread_id": "bench"}}
+        pending: Any = {"messages": [HumanMessage(crm.QUESTION)]}
+        while True:
+            for _ in graph.stream(pending, config, stream_mode="values", interrupt_after=list(builder.nodes)):
+                pass
+            pending = None
+            if not graph.get_state(config).next:
+                break
+        connection.close()
+
+
+PLAIN: dict[str, Callable[[str], Any]] = {
+    "agents-sdk": plain_agents_sdk,
+    "langgraph": plain_langgraph,
+    "pydantic-ai": plain_pydantic_ai,
+}
+
+
+def recorded(name: str, base_url: str, scratch: Path, index: int) -> tuple[float, int, int]:
+    """Seconds of one recorded run (from run.started to run.ended: the harness is built before the
+    clock starts, since the environment fingerprint is a per-run cost, not a per-call one), and
+    the model and tool calls it made."""
+    from replay_tui.journal import open_journal
+
+    journal = scratch / f"{name}-{index}.jsonl"
+    with build_harness(CONFIG, journal=journal, agent=AGENTS[name]) as recording:
+        recording.started(AGENTS[name])
+        started = time.perf_counter()
+        outcome = run_agent(AGENTS[name], recording.harness, [crm.task(base_url)])
+        seconds = time.perf_counter() - started
+    if outcome.status != "ok":
+        raise RuntimeError(f"{name}: {outcome.error}")
+    with open_journal(journal) as opened:
+        kinds = [opened.event(position).kind for position in range(len(opened))]
+    journal.unlink()
+    return seconds, kinds.count("model.request"), kinds.count("tool.call")
+
+
+def timed(function: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+# -- one model call and one tool call on their own ------------------------------------------
+
+
+def model_call_overhead(server: LoopbackLLM, scratch: Path, calls: int) -> dict[str, float]:
+    from openai import OpenAI
+
+    from replay_tui.harness.httpx_transport import http_client
+
+    body = {"model": crm.MODEL, "messages": [{"role": "user", "content": crm.QUESTION}]}
+    plain = OpenAI(api_key=api_key(), base_url=server.url, max_retries=0)
+    harness = Harness(sink=JsonlSink(scratch / "model.jsonl", run_id="bench"), run_id="bench")
+    harness.start_run("bench")
+    recording = OpenAI(api_key=api_key(), base_url=server.url, max_retries=0, http_client=http_client(harness))
+    plain_s, recorded_s = [], []
+    for _ in range(calls):
+        plain_s.append(timed(lambda: plain.chat.completions.create(**body)))
+        recorded_s.append(timed(lambda: recording.chat.completions.create(**body)))
+    harness.end_run("ok")
+    plain_ms, recorded_ms = statistics.median(plain_s) * 1000, statistics.median(recorded_s) * 1000
+    return {"loopback_model_call_ms": round(plain_ms, 3), "overhead_per_model_call_ms": round(recorded_ms - plain_ms, 3)}
+
+
+def tool_call_overhead(scratch: Path, calls: int) -> float:
+    harness = Harness(sink=JsonlSink(scratch / "tools.jsonl", run_id="bench"), run_id="bench")
+    harness.start_run("bench")
+
+    def live(arguments: Any) -> Any:
+        return crm.open_tickets(arguments["customer_id"])
+
+    plain = statistics.median(timed(lambda: live({"customer_id": "C-042"})) for _ in range(calls))
+    with_harness = statistics.median(
+        timed(lambda: harness.record_tool_call("open_tickets", {"customer_id": "C-042"}, live)) for _ in range(calls))
+    harness.end_run("ok")
+    return round((with_harness - plain) * 1000, 3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=12, help="runs of each agent, plain and recorded (default 12)")
+    parser.add_argument("--calls", type=int, default=200, help="single model and tool calls timed (default 200)")
+    args = parser.parse_args()
+    figures: dict[str, Any] = {"bench": "frameworks", "runs": args.runs}
+    with LoopbackLLM() as server, tempfile.TemporaryDirectory(prefix="bench-frameworks-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        figures.update(model_call_overhead(server, scratch, args.calls))
+        figures["overhead_per_tool_call_ms"] = tool_call_overhead(scratch, args.calls * 5)
+        model_call_ms = figures["loopback_model_call_ms"]
+        for name in AGENTS:
+            PLAIN[name](server.url)  # warm imports and connections
+            _, *calls = recorded(name, server.url, scratch, -1)
+            plain_s, recorded_s = [], []
+            for index in range(args.runs):
+                plain_s.append(timed(lambda: PLAIN[name](server.url)))
+                recorded_s.append(recorded(name, server.url, scratch, index)[0])
+            # the fastest run of each kind: the machine is shared, and noise only ever adds time
+            per_call_ms = (min(recorded_s) - min(plain_s)) * 1000 / sum(calls)
+            figures[name] = {
+                "model_calls": calls[0], "tool_calls": calls[1],
+                "plain_run_ms": round(min(plain_s) * 1000, 2),
+                "recorded_run_ms": round(min(recorded_s) * 1000, 2),
+                "overhead_per_call_ms": round(per_call_ms, 3),
+                "overhead_pct_of_model_call": round(100 * per_call_ms / model_call_ms, 1),
+            }
+        figures["overhead_per_model_call_pct"] = round(100 * figures["overhead_per_model_call_ms"] / model_call_ms, 1)
+        figures["overhead_per_tool_call_pct_of_model_call"] = round(
+            100 * figures["overhead_per_tool_call_ms"] / model_call_ms, 1)
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
