@@ -62,7 +62,7 @@ def from_otel_messages(messages: Any) -> list[Message]:
     """``gen_ai.input.messages`` / ``gen_ai.output.messages`` -> normalized messages."""
     normalized: list[Message] = []
     for item in messages if isinstance(messages, list) else ():
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             continue
         role = str(item.get("role") or "user")
         texts: list[str] = []
@@ -70,7 +70,7 @@ def from_otel_messages(messages: Any) -> list[Message]:
         calls: list[dict[str, Any]] = []
         responses: list[Message] = []
         for part in item.get("parts") or ():
-            if not isinstance(part, Mapping):
+            if not isinstance(part, dict):
                 continue
             kind = part.get("type")
             if kind == "text":

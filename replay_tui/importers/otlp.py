@@ -76,7 +76,14 @@ def any_value(value: Any) -> Any:
 
 
 def attributes(items: Any) -> dict[str, Any]:
-    return {item["key"]: any_value(item.get("value")) for item in items or () if isinstance(item, Mapping) and "key" in item}
+    converted: dict[str, Any] = {}
+    for item in items or ():
+        if not isinstance(item, dict) or "key" not in item:
+            continue
+        value = item.get("value")
+        text = value.get("stringValue") if isinstance(value, dict) else None  # most attributes are strings
+        converted[item["key"]] = text if text is not None else any_value(value)
+    return converted
 
 
 def _nanos(value: Any) -> int:
@@ -189,7 +196,7 @@ class OtlpTrace:
             "start": start, "end": end, "line": line,
             "op": operation, "attrs": attrs, "status": span.get("status") or {},
             "events": [{"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
-                       for event in span.get("events") or () if str(event.get("name", "")).startswith("gen_ai.")],
+                       for event in span["events"] if str(event.get("name", "")).startswith("gen_ai.")] if span.get("events") else [],
         }
         data = orjson.dumps(reduced)
         self.starts.append(start)
