@@ -59,3 +59,16 @@ def test_streaming_diff_agrees_with_the_full_alignment(tmp_path: Path, case: str
         streamed = diff_journals(journal_a, journal_b)
     assert verdicts(streamed) == verdicts(full)
     assert streamed.identical == (case == "same")
+
+
+def test_a_malformed_line_is_named_as_verify_names_it(tmp_path: Path) -> None:
+    from replay_tui.cli import main
+
+    lines = (FIXTURES / "crm.jsonl").read_bytes().splitlines(keepends=True)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b"".join(lines[:3]) + b'{"broken": \n' + b"".join(lines[4:]))
+    with open_journal(FIXTURES / "crm.jsonl") as good, open_journal(broken) as bad:
+        with pytest.raises(Exception) as raised:
+            diff_journals(good, bad)
+    assert "line 4" in str(raised.value) and "not valid JSON" in str(raised.value)
+    assert main(["diff", str(FIXTURES / "crm.jsonl"), str(broken)]) == 2
