@@ -339,8 +339,10 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
     for name in sorted(SETUP_FIELDS):
         a_value, b_value = a.get(name), b.get(name)
         if isinstance(a_value, dict) and isinstance(b_value, dict):
-            found.extend(f"{name}.{key}" for key in sorted(set(a_value) | set(b_value)) if a_value.get(key) != b_value.get(key))
-        elif a_value != b_value:
+            found.extend(
+                f"{name}.{key}" for key in sorted(set(a_value) | set(b_value)) if not _same_json(a_value.get(key), b_value.get(key))
+            )
+        elif not _same_json(a_value, b_value):
             found.append(name)
     return found
 
