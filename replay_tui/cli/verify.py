@@ -12,7 +12,7 @@ import orjson
 
 from ..journal import JournalError, verify_journal
 from ..journal.safe_text import safe_line
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json, print_text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -92,5 +92,5 @@ def run(args: argparse.Namespace) -> int:
         text = report.to_text()
         if report.ok and failed:
             text += " FAILED: --require-closed, and the journal has no run.ended."
-        print(text)
+        print_text(text)  # the path and fault messages may hold hostile text
     return EXIT_FAILED if failed else EXIT_OK
