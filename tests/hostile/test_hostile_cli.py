@@ -130,9 +130,10 @@ def test_replay_divergence_on_hostile_text_is_escaped(recorded_hostile: Path, tm
 
 
 def test_verify_and_replay_error_messages_name_hostile_files_safely(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.jsonl"
+    broken = tmp_path / "broken\x1b]0;T\x07.jsonl"  # the file name is hostile too
     broken.write_bytes(b'{"not": "an event \x1b]0;T\x07"}\n')
-    for args in (["verify", str(broken)], ["stats", str(broken)], ["replay", str(broken)], ["scan", str(broken)]):
+    for args in (["verify", str(broken)], ["stats", str(broken)], ["replay", str(broken)], ["scan", str(broken)],
+                 ["export", str(broken), "--format", "md", "-o", "-"], ["diff", str(broken), str(broken)]):
         check(run_cli(*args), " ".join(args[:1]), (0, 1, 2))  # stats skips the unreadable line
 
 
