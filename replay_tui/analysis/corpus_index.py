@@ -166,6 +166,10 @@ def _text(value: Any) -> str | None:
     return text[:TEXT_LIMIT]
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _environment_fingerprint(environment: Any) -> str | None:
     if not isinstance(environment, dict):
         return None
@@ -212,8 +216,7 @@ class _Collector:
 
     def _run_started(self, event: Event) -> None:
         payload = event.payload
-        environment = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
-        harness = payload.get("harness") if isinstance(payload.get("harness"), dict) else {}
+        environment, harness = _dict(payload.get("environment")), _dict(payload.get("harness"))
         self.run.update(
             agent=_text(payload.get("agent")),
             code_revision=_text(environment.get("code_revision")),
@@ -238,7 +241,7 @@ class _Collector:
 
     def _model_response(self, event: Event) -> None:
         payload = event.payload
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _dict(payload.get("response"))
         key = payload.get("request_hash")
         pending = self._requests.pop(key if isinstance(key, str) else "", None)
         model = _text(response.get("model")) or (pending[0] if pending else None)
@@ -268,7 +271,7 @@ class _Collector:
         payload = event.payload
         error = payload.get("error") if isinstance(payload.get("error"), dict) else None
         duration = payload.get("duration_ms")
-        timeout = bool(error) and is_timeout(error)  # type: ignore[arg-type]
+        timeout = error is not None and is_timeout(error)
         if error is not None:
             self.run["tool_errors"] += 1
             self.run["tool_timeouts"] += int(timeout)
@@ -280,7 +283,7 @@ class _Collector:
                 event.step_id,
                 _text(payload.get("tool")),
                 _text(payload.get("call_key")),
-                float(duration) if type(duration) in (int, float) and duration >= 0 else None,
+                float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0 else None,
                 (_text(error.get("type")) or "error") if error is not None else None,
                 _text(error.get("message")) if error is not None else None,
                 timeout,
@@ -351,7 +354,7 @@ def load_replay_results(path: str | Path) -> dict[str, dict[str, Any]]:
 def _apply_replay_result(run: dict[str, Any], result: dict[str, Any] | None) -> None:
     if result is None:
         return
-    signature = result.get("signature") if isinstance(result.get("signature"), dict) else {}
+    signature = _dict(result.get("signature"))
     seq = result.get("divergence_seq")
     run.update(
         replay_status=_text(result.get("status")),

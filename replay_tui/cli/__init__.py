@@ -71,15 +71,16 @@ class _UrlNaming:
         self._stream, self._local, self._url = stream, local, url.rstrip("/")
 
     def write(self, text: str) -> int:
-        return self._stream.write(text.replace(self._local, self._url))
+        written: int = self._stream.write(text.replace(self._local, self._url))
+        return written
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
 
 def _name_urls(local: str, url: str) -> None:
-    sys.stdout = _UrlNaming(sys.stdout, local, url)  # type: ignore[assignment]
-    sys.stderr = _UrlNaming(sys.stderr, local, url)  # type: ignore[assignment]
+    sys.stdout = _UrlNaming(sys.stdout, local, url)
+    sys.stderr = _UrlNaming(sys.stderr, local, url)
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -121,7 +122,8 @@ def _main(argv: Sequence[str] | None) -> int:
             module = _load(argv[0])
             parser = argparse.ArgumentParser(prog=f"replay-tui {argv[0]}", description=COMMANDS[argv[0]][1])
             module.configure(parser)
-            return module.run(_resolve_sources(parser.parse_args(argv[1:])))
+            code: int = module.run(_resolve_sources(parser.parse_args(argv[1:])))
+            return code
         return _run_app(_app_parser().parse_args(argv))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE

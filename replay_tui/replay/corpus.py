@@ -191,8 +191,9 @@ def _report_signature(report: DivergenceReport) -> Signature:
 def _tool_of(report: DivergenceReport) -> str:
     for payload in (report.expected_payload, report.actual_payload):
         if isinstance(payload, dict):
-            if isinstance(payload.get("tool"), str):
-                return payload["tool"]
+            tool = payload.get("tool")
+            if isinstance(tool, str):
+                return tool
             request = payload.get("request")
             if isinstance(request, dict) and isinstance(request.get("model"), str):
                 return f"model:{request['model']}"

@@ -162,7 +162,7 @@ class RayExecutor:
             except (ConnectionError, ValueError, RuntimeError) as error:
                 raise ExecutorError(f"cannot reach a Ray cluster at {address or 'a new local cluster'}: {error}") from None
             self._started_here = True
-        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
         self._refs: list[Any] = []
 
     def run_all(self, specs: Sequence[ReplaySpec], timeout_s: float | None, on_done: OnDone) -> None:

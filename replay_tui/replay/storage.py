@@ -98,7 +98,8 @@ def filesystem(url: str) -> tuple[Any, str]:
         raise StorageError(f"{shown(url)}: reading URLs needs fsspec: pip install 'replay-tui[s3]' (or gcs, azure, http)") from None
     scheme = url.partition("://")[0].lower()
     try:
-        return fsspec.core.url_to_fs(url)
+        fs, path = fsspec.core.url_to_fs(url)
+        return fs, str(path)
     except ImportError as error:
         extra = EXTRAS.get(scheme, scheme)
         raise StorageError(f"{shown(url)}: no client for {scheme}:// URLs ({error}); pip install 'replay-tui[{extra}]'") from None

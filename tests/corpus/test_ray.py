@@ -105,8 +105,8 @@ def test_a_task_whose_worker_dies_is_retried_once_then_reported_crashed(ray_clus
 
 
 def test_the_pytest_plugin_hands_its_journals_to_ray(tmp_path: Path) -> None:
-    from .test_pytest_plugin import INI, Project, journals, run
     from .conftest import BEFORE_HISTORY
+    from .test_pytest_plugin import INI, Project, journals, run
 
     project = Project(tmp_path)
     project.makeini(INI + "replay_journals_executor = ray\n")
