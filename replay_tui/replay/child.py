@@ -22,13 +22,12 @@ from typing import Any
 import orjson
 
 from .hosts import HostsConfigError, hosts_in_config
-from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
 from .isolation import GUARD_ONLY, Refusal, SocketGuard, isolate
 from .protocol import (
-    EVENTS,
     AGENT_CRASH,
     AGENT_IMPORT,
     ERROR,
+    EVENTS,
     HELLO,
     INTERNAL_ERROR,
     JOURNAL_ERROR,
@@ -43,6 +42,7 @@ from .protocol import (
     ReplaySpec,
     encode,
 )
+from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
 
 TRACEBACK_LINES = 30
 BATCH_EVENTS = 256  # produced events per "events" message (fewer writes, no round trips)
@@ -127,8 +127,18 @@ def main(argv: list[str]) -> int:
     reason = None
     allow = list(spec.allow_hosts)
     config_error = None
+    broker = None
+    if live and spec.broker_fd >= 0:
+        from .broker import BrokerClient
+
+        os.set_inheritable(spec.broker_fd, False)  # agent subprocesses get no way to the broker
+        broker = BrokerClient(spec.broker_fd)
     if live:
-        reason = f"{spec.mode} experiment: the live plugin's hosts are reached through the socket guard (no broker yet)"
+        reason = (
+            f"{spec.mode} experiment: live calls to the allowed hosts are made by the parent's broker"
+            if broker is not None
+            else f"{spec.mode} experiment: the live plugin's hosts are reached through the socket guard alone"
+        )
         config = spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config
         if config:
             try:
@@ -137,13 +147,15 @@ def main(argv: list[str]) -> int:
                 config_error = str(error)
     elif spec.isolation == GUARD_ONLY:
         reason = "guard-only isolation was requested"
-    info, guard = isolate(GUARD_ONLY, allow, report_refusal, reason)
+    info, guard = isolate(GUARD_ONLY, allow, report_refusal, reason, broker)
     if report is not None:
         info.sandbox = report.to_json()
         netns = next(layer for layer in report.layers if layer.name == NETWORK_NAMESPACE)
         info.network_namespace = netns.in_force
         info.namespace_method = report.mechanism if netns.in_force else None
         info.reason = reason if reason or netns.in_force else netns.detail
+        if broker is not None:
+            info.namespace_method = f"{report.mechanism} + broker"
     channel.send(HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=platform.python_version())
     if config_error is not None:
         channel.error(USAGE_ERROR, config_error)

@@ -271,8 +271,9 @@ def _caller() -> str | None:
 class SocketGuard:
     """Patches the socket module so only allowed hosts are reachable; records refusals."""
 
-    def __init__(self, allow: Iterable[str] = (), on_refusal: Callable[[Refusal], None] | None = None) -> None:
+    def __init__(self, allow: Iterable[str] = (), on_refusal: Callable[[Refusal], None] | None = None, broker: Any = None) -> None:
         self.allow = AllowList(allow)
+        self.broker = broker  # broker.BrokerClient: allowed hosts are reached through the parent
         self.refusals: list[Refusal] = []
         self._on_refusal = on_refusal
         self._saved: list[tuple[Any, str, Any]] = []
@@ -324,12 +325,25 @@ class SocketGuard:
         original_getaddrinfo = socket.getaddrinfo
         original_create_connection = socket.create_connection
 
+        def brokered(sock: socket.socket, address: Any) -> bool:
+            if guard.broker is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+                return False
+            guard.broker.connect_into(sock, address[0], address[1])
+            return True
+
         def connect(self: socket.socket, address: Any) -> None:
             guard._check_address(self, address, "connect")
+            if brokered(self, address):
+                return None
             return original_connect(self, address)
 
         def connect_ex(self: socket.socket, address: Any) -> int:
             guard._check_address(self, address, "connect")
+            try:
+                if brokered(self, address):
+                    return 0
+            except OSError as error:
+                return error.errno or 111
             return original_connect_ex(self, address)
 
         def sendto(self: socket.socket, data: Any, *args: Any) -> int:
@@ -343,6 +357,11 @@ class SocketGuard:
 
         def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
             guard._check_lookup("getaddrinfo", host, port)
+            if guard.broker is not None:
+                names = ("family", "type", "proto", "flags")
+                values = dict(zip(names, args)) | {name: kwargs[name] for name in names if name in kwargs}
+                text = host.decode() if isinstance(host, bytes) else str(host)
+                return guard.broker.resolve(text, port, *(int(values.get(name, 0)) for name in names))
             result = original_getaddrinfo(host, port, *args, **kwargs)
             guard.allow.learn(str(host), port, result)
             return result
@@ -395,6 +414,7 @@ def isolate(
     allow: Iterable[str] = (),
     on_refusal: Callable[[Refusal], None] | None = None,
     reason: str | None = None,
+    broker: Any = None,
 ) -> tuple[IsolationInfo, SocketGuard]:
     """Apply isolation to this process (the child calls it before importing agent code)."""
     allowed = list(allow)
@@ -403,7 +423,7 @@ def isolate(
         method, reason = enter_network_namespace()
     elif level != GUARD_ONLY:
         raise ValueError(f"unknown isolation level {level!r}; expected {NETNS_AUTO!r} or {GUARD_ONLY!r}")
-    guard = SocketGuard(allowed, on_refusal).install()
+    guard = SocketGuard(allowed, on_refusal, broker).install()
     info = IsolationInfo(
         network_namespace=method is not None,
         namespace_method=method,

@@ -109,6 +109,7 @@ class ReplaySpec:
     require_isolation: bool = False  # a missing sandbox layer fails the run (exit 2)
     pass_env: list[str] = field(default_factory=list)  # environment variables the child may see
     sandbox: dict[str, Any] | None = None  # the SandboxPolicy the runner made (set by the runner)
+    broker_fd: int = -1  # experiments: the child's end of the broker socketpair (live calls go through the parent)
     wait_for_go: bool = False  # read "go" on stdin before loading the agent (the parent verifies meanwhile)
     sys_path: list[str] = field(default_factory=list)  # prepended, so fixture agents import
     protocol_fd: int = -1

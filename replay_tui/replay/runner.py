@@ -28,6 +28,8 @@ from typing import IO, Any, Callable
 import orjson
 
 from ..journal.safe_text import safe
+from .broker import Broker
+from .hosts import HostsConfigError, hosts_in_config
 from .isolation import IsolationInfo, Refusal
 from .protocol import (
     DIVERGENCE,
@@ -39,6 +41,7 @@ from .protocol import (
     REFUSAL,
     RESULT,
     START,
+    STRICT,
     TOOLS_LIVE,
     ProtocolError,
     ReplaySpec,
@@ -136,6 +139,34 @@ class ReplayOutcome:
         data["divergence"] = self.divergence.to_json() if self.divergence else None
         data["refusals"] = [refusal.to_json() for refusal in self.refusals]
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReplayOutcome:
+        """Rebuild from ``to_json`` output (``replay --json``); ValueError names the field that is wrong.
+        Fields this version does not know are ignored, so older and newer results both load."""
+        if not isinstance(data.get("status"), str):
+            raise ValueError("field status: expected a string (match, diverged, timeout, cancelled, crashed, ...)")
+        values: dict[str, Any] = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        values.setdefault("journal", "")
+        values.setdefault("mode", STRICT)
+        for name in ("consumed", "total", "state_checks", "observations_served"):
+            if not isinstance(values.get(name, 0), int) or isinstance(values.get(name), bool):
+                raise ValueError(f"field {name}: expected a whole number")
+        isolation, divergence = data.get("isolation"), data.get("divergence")
+        values["isolation"] = IsolationInfo.from_json(isolation) if isinstance(isolation, dict) else None
+        if divergence is not None and not (isinstance(divergence, dict) and isinstance(divergence.get("seq"), int)):
+            raise ValueError("field divergence: expected an object with an integer seq")
+        if divergence:  # a short report (seq and reason only) is still one
+            divergence = {"reason": "", "expected": None, "actual": None, "state_before": None, "step": None,
+                          **divergence}
+        values["divergence"] = DivergenceReport.from_json(divergence) if divergence else None
+        refusals = data.get("refusals") or []
+        values["refusals"] = [
+            Refusal(str(item.get("operation")), str(item.get("target")), item.get("where"))
+            for item in refusals
+            if isinstance(item, dict)
+        ]
+        return cls(**values)
 
     def headline(self) -> str:
         if self.experiment is not None:
@@ -236,6 +267,18 @@ class ReplayOutcome:
         return safe("\n".join(lines), multiline=True)  # journal text, agent output: never raw to a terminal
 
 
+def allowed_hosts(spec: ReplaySpec) -> list[str]:
+    """The broker's allowlist: ``--allow-host`` and the hosts the live plugin's config names."""
+    allowed = list(spec.allow_hosts)
+    config = spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config
+    if config:
+        try:
+            allowed += [host for host in hosts_in_config(config) if host not in allowed]
+        except HostsConfigError:
+            pass  # the child reports the unreadable config as a usage error
+    return allowed
+
+
 def json_text(value: Any, limit: int = 200) -> str:
     text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -286,6 +329,7 @@ class ReplayRunner:
         self._stdout: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._drains: list[threading.Thread] = []
         self._launch: Launch | None = None
+        self._broker: Broker | None = None  # experiments: the live calls the parent makes for the child
         self._early: ReplayOutcome | None = None  # decided before any child started (verification, usage)
         self._referee: Any = None  # referee.Referee once the child said where it starts
         self._journal: Any = None  # the parent's own Journal: the only one the verdict reads
@@ -320,11 +364,15 @@ class ReplayRunner:
         with self._wake_lock:
             self._wake_r, self._wake_w = os.pipe()
         read_fd, write_fd = os.pipe()
+        if self.spec.mode in (MODEL_LIVE, TOOLS_LIVE) and self.spec.isolation != "guard-only":
+            self._broker = Broker(allowed_hosts(self.spec))
+        broker_fd = self._broker.child_fd if self._broker is not None else -1
         try:
-            self._launch = prepare_launch(self.spec, write_fd, python=self.python, env=self.env, cwd=self.cwd)
+            self._launch = prepare_launch(self.spec, write_fd, python=self.python, env=self.env, cwd=self.cwd, broker_fd=broker_fd)
         except (LaunchRefused, OSError) as refused:
             os.close(read_fd)
             os.close(write_fd)
+            self._stop_broker()
             kind = refused.kind if isinstance(refused, LaunchRefused) else "journal"
             self._early = self._outcome(FAILED, error={"kind": kind, "message": str(refused), "traceback": []})
             return
@@ -332,7 +380,7 @@ class ReplayRunner:
         try:
             self._process = subprocess.Popen(
                 self._launch.argv,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd,) + ((broker_fd,) if broker_fd >= 0 else ()),
                 stdin=subprocess.PIPE,  # "go" once the parent has verified its journal (the child starts meanwhile)
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -342,9 +390,12 @@ class ReplayRunner:
             )
         except BaseException:
             self._launch.cleanup()
+            self._stop_broker()
             raise
         finally:
             os.close(write_fd)
+            if self._broker is not None:
+                self._broker.close_child_end()
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
         early = self._preflight()
         if early is not None:  # the agent never runs: the child is still waiting for "go"
@@ -353,6 +404,7 @@ class ReplayRunner:
             self._reap()
             self._close()
             self._launch.cleanup()
+            self._stop_broker()
         else:
             try:
                 assert self._process.stdin is not None
@@ -472,7 +524,13 @@ class ReplayRunner:
         self._close()
         if self._launch is not None:
             self._launch.cleanup()
+        self._stop_broker()
         return outcome
+
+    def _stop_broker(self) -> None:
+        if self._broker is not None:
+            self._broker.stop()
+            self._broker = None
 
     def _decide(self, outcome: ReplayOutcome) -> None:
         """The verdict, from the parent's own comparison; the child's claims can only make it fail."""

@@ -109,7 +109,13 @@ def copy_journal(journal: str, scratch: str) -> str:
 
 
 def prepare_launch(
-    spec: ReplaySpec, protocol_fd: int, *, python: str = sys.executable, env: dict[str, str] | None = None, cwd: str | None = None
+    spec: ReplaySpec,
+    protocol_fd: int,
+    *,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    broker_fd: int = -1,
 ) -> Launch:
     """Scratch dir, journal copy, policy, environment and argv for one child."""
     mechanism = choose_mechanism(spec.isolation)
@@ -126,7 +132,7 @@ def prepare_launch(
         policy = SandboxPolicy(
             scratch=scratch,
             mechanism=mechanism,
-            network=live or mechanism == GUARD_ONLY,
+            network=(live and broker_fd < 0) or mechanism == GUARD_ONLY,  # with a broker, experiments stay offline too
             keep_readable=readable,
             host_netns=_netns_inode(),
             parent_pid=os.getpid(),
@@ -137,6 +143,7 @@ def prepare_launch(
             out=child_out,
             verify_hash_chain=False,  # the parent verifies its own journal
             wait_for_go=True,
+            broker_fd=broker_fd,
             protocol_fd=protocol_fd,
             sys_path=sys_path,
             model_config=model_config,

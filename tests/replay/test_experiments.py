@@ -27,7 +27,8 @@ def test_model_live_with_the_new_crm_model_reports_the_first_differing_decision(
     experiment = outcome.experiment
     decision = experiment["first_decision"]
     assert decision["kind"] == "model.response" and decision["step_id"] == "step-01"
-    assert outcome.isolation.network_namespace is False and "model-live" in outcome.isolation.reason
+    # the child's network stays off: the live model's calls are made by the parent's broker
+    assert outcome.isolation.network_namespace is True and "broker" in outcome.isolation.reason
     assert outcome.live_calls and all(call["kind"] == "model.response" for call in outcome.live_calls)
     assert outcome.unused is None  # the new model made every recorded tool call, each used once
     assert verify_journal(out).ok and lines_of(out)[0]["run_id"].endswith("-model-live")
@@ -88,6 +89,7 @@ def test_experiments_reach_only_the_hosts_named_in_the_live_config(tmp_path):
         assert mirror.accepted == recorded_mirror  # anything else is refused ...
         assert {r.target for r in outcome.refusals} == {f"127.0.0.1:{mirror.port}"}  # ... and reported
         assert outcome.experiment["first_live_observation"]["kind"] == "tool.result"
+        assert outcome.isolation.network_namespace and "broker" in outcome.isolation.reason
     finally:
         service.close()
         mirror.close()
