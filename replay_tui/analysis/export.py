@@ -107,6 +107,8 @@ class FailurePoint:
 
 @dataclass
 class ReplaySection:
+    """A replay result as the report shows it; ``replay/results.py`` reads one from ``replay --json``."""
+
     source: str
     status: str
     headline: str
@@ -194,7 +196,7 @@ def _arguments(arguments: Any) -> str:
     return _compact(arguments, 60)
 
 
-def _error_text(error: Any) -> str:
+def error_text(error: Any) -> str:
     if isinstance(error, dict):
         text = ": ".join(str(error[name]) for name in ("type", "message") if error.get(name))
         return text or _compact(error)
@@ -214,7 +216,7 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
         return f"model request to {request.get('model', '?')}: {_compact(last, 70)}"
     if kind == MODEL_RESPONSE:
         if payload.get("error"):
-            return f"model error: {_error_text(payload['error'])}"
+            return f"model error: {error_text(payload['error'])}"
         response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
         calls = response.get("tool_calls") or []
         if calls:
@@ -229,7 +231,7 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
         took = f" after {duration:g} ms" if isinstance(duration, (int, float)) else ""
         if isinstance(payload.get("error"), dict):
             verb = "timed out" if is_timeout(payload["error"]) else "failed"
-            return f"{payload.get('tool')} {verb}{took}: {_error_text(payload['error'])}"
+            return f"{payload.get('tool')} {verb}{took}: {error_text(payload['error'])}"
         return f"{payload.get('tool')} returned{took}: {_compact(payload.get('result'), 70)}"
     if kind == STATE_TRANSITION:
         patch = payload.get("patch") if isinstance(payload.get("patch"), list) else []
@@ -241,7 +243,7 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
     if kind in (CLOCK_READ, RANDOM_DRAW):
         return f"{payload.get('source')} = {_compact(payload.get('value'), 60)}"
     if kind == RUN_ENDED:
-        error = f": {_error_text(payload['error'])}" if payload.get("error") else ""
+        error = f": {error_text(payload['error'])}" if payload.get("error") else ""
         return f"run ended, status {payload.get('status')}{error}"
     return kind
 
@@ -284,60 +286,6 @@ def state_changes(before: Any, after: Any, mask: Callable[[Any], Any]) -> tuple[
                 values.append("")
         changes.append(StateChange(pointer or "(whole state)", kind, values[0], values[1]))
     return tuple(changes)
-
-
-# -- the replay result ------------------------------------------------------------
-def load_replay_result(path: str | os.PathLike[str], journal_path: str | os.PathLike[str]) -> ReplaySection:
-    """Read `replay-tui replay --json` output; ExportError naming the file when it is not one."""
-    source = Path(path)
-    try:
-        data = orjson.loads(source.read_bytes())
-    except FileNotFoundError:
-        raise ExportError(f"{source}: no such file (expected the output of 'replay-tui replay JOURNAL --json')") from None
-    except OSError as error:
-        raise ExportError(f"{source}: cannot be read ({error.strerror})") from None
-    except orjson.JSONDecodeError as error:
-        raise ExportError(f"{source}: is not valid JSON ({error}); expected the output of 'replay-tui replay JOURNAL --json'") from None
-    if not isinstance(data, dict):
-        raise ExportError(f"{source}: expected a JSON object (a replay result), found {type(data).__name__}")
-    divergence = data.get("divergence")
-    if divergence is None and "expected" in data and "seq" in data:
-        divergence = data  # a bare divergence report
-    if divergence is not None and not (isinstance(divergence, dict) and isinstance(divergence.get("seq"), int)):
-        raise ExportError(f"{source}: field divergence: expected an object with an integer seq")
-    if "status" not in data and divergence is None:
-        raise ExportError(f"{source}: has neither status nor divergence; expected the output of 'replay-tui replay JOURNAL --json'")
-    status = str(data.get("status") or ("diverged" if divergence else "unknown"))
-    isolation = data.get("isolation")
-    section = ReplaySection(
-        source=str(source),
-        status=status,
-        headline=_replay_headline(data, divergence, status),
-        ok=data.get("ok") if isinstance(data.get("ok"), bool) else None,
-        isolation=isolation.get("summary") if isinstance(isolation, dict) else None,
-        divergence=divergence,
-        diff_lines=[str(line) for line in (divergence or {}).get("diff_lines") or []][:200],
-    )
-    named = data.get("journal")
-    if isinstance(named, str) and Path(named).name != Path(journal_path).name:
-        section.journal_note = f"this result was recorded for {named}, not {Path(journal_path).name}"
-    error = data.get("error")
-    if isinstance(error, dict):
-        section.error = _error_text({"type": error.get("kind"), "message": error.get("message")})
-    return section
-
-
-def _replay_headline(data: dict[str, Any], divergence: dict[str, Any] | None, status: str) -> str:
-    consumed, total = data.get("consumed"), data.get("total")
-    where = f" ({consumed} of {total} events consumed)" if isinstance(consumed, int) and isinstance(total, int) else ""
-    if divergence:
-        return f"Replay diverged at seq={divergence['seq']}{where}: {divergence.get('reason', '')}".rstrip(": ")
-    if data.get("ok") is True or status == "match":
-        return f"Replay matched{where}: every key and state hash agrees with the journal."
-    unused = data.get("unused")
-    if isinstance(unused, dict):
-        return f"Replay left {unused.get('count')} recorded event(s) unused, the first at seq={unused.get('first_seq')}{where}."
-    return f"Replay status: {status}{where}."
 
 
 def ref_label(ref: Any) -> str:
@@ -419,11 +367,12 @@ def _annotations(journal: Journal, mask: Callable[[Any], Any]) -> tuple[list[Ann
 def build_report(
     journal: Journal,
     *,
-    replay_result: str | os.PathLike[str] | None = None,
+    replay: ReplaySection | None = None,
     progress: ProgressCallback | None = None,
     cancelled: CancelCheck | None = None,
 ) -> IncidentReport:
-    """Collect the report for an indexed journal. Raises ExportError (bad replay result) or ExportCancelled."""
+    """Collect the report for an indexed journal (``replay``: a replay result read by replay/results.py).
+    Raises ExportCancelled."""
 
     def stage(name: str, fraction: float) -> None:
         if cancelled is not None and cancelled():
@@ -432,7 +381,6 @@ def build_report(
             progress(name, fraction)
 
     mask = _Masker()
-    replay = load_replay_result(replay_result, journal.path) if replay_result is not None else None
     if replay is not None and replay.divergence is not None:
         for side in ("expected", "actual"):
             if replay.divergence.get(f"{side}_payload") is not None:

@@ -11,6 +11,7 @@ import sys
 
 from ..analysis.export import ExportError, build_report, render, summary_line, write_report
 from ..journal import open_journal
+from ..replay.results import load_replay_result
 from .common import EXIT_OK, EXIT_USAGE, print_text
 
 _SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     journal = open_journal(args.path)
     try:
-        report = build_report(journal, replay_result=args.replay_result, progress=_stage_line if sys.stderr.isatty() else None)
+        replay = load_replay_result(args.replay_result, args.path) if args.replay_result else None
+        report = build_report(journal, replay=replay, progress=_stage_line if sys.stderr.isatty() else None)
         if args.output == "-":
             sys.stdout.write(render(report, fmt))
             return EXIT_OK

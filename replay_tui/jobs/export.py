@@ -8,6 +8,7 @@ from typing import Any
 from ..analysis.export import ExportError, build_report, summary_line, write_report
 from ..journal import open_journal
 from ..journal.progress import CancelCheck, ProgressCallback
+from ..replay.results import load_replay_result
 from .core import Job, JobError
 
 STEPS = 1000  # export reports a fraction; progress counts thousandths
@@ -30,7 +31,8 @@ class ExportJob(Job[ExportRequest, str]):
     def run(self, request: ExportRequest, progress: ProgressCallback, cancelled: CancelCheck) -> str:
         journal = open_journal(request.path)
         try:
-            report = build_report(journal, replay_result=request.replay_result,
+            replay = load_replay_result(request.replay_result, request.path) if request.replay_result else None
+            report = build_report(journal, replay=replay,
                                   progress=lambda _stage, fraction: progress(round(fraction * STEPS), STEPS),
                                   cancelled=cancelled)
             size = write_report(report, request.output, "md" if request.format == "md" else "html")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from replay_tui.analysis.annotations import AnnotationStore
-from replay_tui.analysis.export import ExportError, build_report, load_replay_result, render, write_report
+from replay_tui.analysis.export import ExportError, build_report, render, write_report
 from replay_tui.journal import open_journal
+from replay_tui.replay.results import load_replay_result
 
 sys.path.insert(0, str(Path(__file__).parent))
 from incident_sample import PLANTED_SECRET, write_incident_journal  # noqa: E402
@@ -205,7 +206,7 @@ def test_the_step_23_incident_from_a_real_replay_with_the_fixed_agent(tmp_path: 
     result_path = tmp_path / "result.json"
     result_path.write_text(replay_run.stdout)
     journal = open_journal(FIXTURE)
-    report = build_report(journal, replay_result=result_path)
+    report = build_report(journal, replay=load_replay_result(result_path, journal.path))
     journal.close()
     seq = result["divergence"]["seq"]
     assert report.failure is not None and (report.failure.seq, report.failure.reason) == (seq, "first divergence")
@@ -221,7 +222,7 @@ def test_the_step_23_incident_from_a_real_replay_with_the_fixed_agent(tmp_path: 
 def render_markdown_for(journal_path: Path, result_path: Path) -> str:
     journal = open_journal(journal_path)
     try:
-        return render(build_report(journal, replay_result=result_path), "md")
+        return render(build_report(journal, replay=load_replay_result(result_path, journal.path)), "md")
     finally:
         journal.close()
 
@@ -230,13 +231,13 @@ def test_replay_result_shapes(tmp_path: Path, incident: Path) -> None:
     match = tmp_path / "match.json"
     match.write_text(json.dumps({"status": "match", "ok": True, "journal": str(incident), "consumed": 19, "total": 19, "divergence": None}))
     section = load_replay_result(match, incident)
-    assert section.status == "match" and section.headline.startswith("Replay matched (19 of 19") and section.journal_note is None
+    assert section.status == "match" and section.headline.startswith("Replay matched: 19 of 19") and section.journal_note is None
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"status": "diverged", "journal": "/x/another.jsonl", "divergence": {"seq": 999, "reason": "extra event"}}))
     section = load_replay_result(other, incident)
     assert section.journal_note == "this result was recorded for /x/another.jsonl, not crm-incident.jsonl"
     journal = open_journal(incident)
-    report = build_report(journal, replay_result=other)  # seq 999 is past the end: the chain ends at the last event
+    report = build_report(journal, replay=load_replay_result(other, incident))  # seq 999 is past the end: the chain ends at the last event
     journal.close()
     assert report.failure is not None and report.failure.seq == 999 and "past the journal's end" in report.failure.description
     assert report.chain[-1].event.seq == 19
@@ -244,6 +245,43 @@ def test_replay_result_shapes(tmp_path: Path, incident: Path) -> None:
     wrong.write_text(json.dumps([1, 2]))
     with pytest.raises(ExportError, match="expected a JSON object"):
         load_replay_result(wrong, incident)
+
+
+@pytest.mark.parametrize(
+    ("result", "headline"),
+    [
+        ({"status": "match", "consumed": 19, "total": 19}, "Replay matched: 19 of 19 events consumed"),
+        ({"status": "diverged", "divergence": {"seq": 7, "reason": "other tool"}, "consumed": 6, "total": 19},
+         "Replay diverged at seq=7 (6 of 19 events consumed)."),
+        ({"status": "unused_events", "unused": {"count": 2, "first_seq": 18}}, "Replay left 2 recorded event(s) unused"),
+        ({"status": "verification_failed"}, "Replay not started: the journal failed verification."),
+        ({"status": "timeout", "timeout_s": 30, "last_seq": 4, "consumed": 4, "total": 19},
+         "Replay timed out after 30 s at seq=4 (4 of 19 events consumed); the child was killed."),
+        ({"status": "cancelled", "consumed": 3, "total": 19}, "Replay cancelled before the first event"),
+        ({"status": "crashed", "child_exit": -9, "last_seq": 5}, "Replay child crashed"),
+        ({"status": "error", "error": {"kind": "agent_import", "message": "no module x"}},
+         "Replay failed (agent_import): no module x"),
+    ],
+)
+def test_every_replay_outcome_is_worded_as_replay_words_it(tmp_path: Path, incident: Path, result: dict,
+                                                          headline: str) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"journal": str(incident), **result}))
+    section = load_replay_result(path, incident)
+    assert section.status == result["status"] and section.headline.startswith(headline), section.headline
+    assert headline.split("(")[0].strip() in render_markdown_for(incident, path)  # Markdown escapes the rest
+    if result["status"] == "error":
+        assert section.error == "agent_import: no module x"
+
+
+def test_a_replay_result_with_a_wrong_field_is_named(tmp_path: Path, incident: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"status": "match", "consumed": "all"}))
+    with pytest.raises(ExportError, match=r"bad.json: field consumed: expected a whole number"):
+        load_replay_result(path, incident)
+    path.write_text(json.dumps({"status": "diverged", "divergence": {"seq": "7"}}))
+    with pytest.raises(ExportError, match=r"bad.json: field divergence: expected an object with an integer seq"):
+        load_replay_result(path, incident)
 
 
 _FETCHING_TAGS = {"script", "link", "iframe", "frame", "object", "embed", "img", "audio", "video", "source", "track", "image", "use", "base", "form", "input", "picture"}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual import events
@@ -371,6 +373,14 @@ async def test_search_hits_are_highlighted_and_escape_clears_them(incident_path:
         assert "highlight cleared" in str(screen.status.render())
 
 
+async def until(condition: Any, what: str, timeout_s: float = 60) -> None:
+    """Poll without waiting for the app to be idle (a running search keeps it busy)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 async def test_a_long_search_can_be_cancelled(tmp_path: Path) -> None:
     from tui_helpers import write_bulk
 
@@ -382,11 +392,9 @@ async def test_a_long_search_can_be_cancelled(tmp_path: Path) -> None:
         # Pilot.press waits until the process is idle, i.e. until a search would end,
         # so enter and escape are sent the way a terminal sends them: without waiting.
         app.post_message(events.Key("enter", None))
-        await asyncio.sleep(0.05)
-        assert any(w.group == "search" and w.is_running for w in app.workers)
+        await until(lambda: any(w.group == "search" and w.is_running for w in app.workers), "the search to start")
         app.post_message(events.Key("escape", None))
-        await asyncio.sleep(0.3)
-        assert not any(w.group == "search" and w.is_running for w in app.workers)
+        await until(lambda: not any(w.group == "search" and w.is_running for w in app.workers), "the search to stop")
         assert "search cancelled" in str(screen.status.render())
         assert screen.timeline.cursor == 0
 

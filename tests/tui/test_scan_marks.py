@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import SIZE, make_app, settle
+from tui_helpers import SIZE, make_app, settle, wait_for_file
 
 from replay_tui.analysis.secrets import flagged_seqs
 from replay_tui.journal import JournalWriter, call_key_of, open_journal
@@ -67,8 +67,7 @@ async def test_followed_events_are_scanned_as_they_arrive(tmp_path: Path) -> Non
     path, go = tmp_path / "live.jsonl", tmp_path / "go"
     writer = subprocess.Popen([sys.executable, str(WRITER), str(path), "--events", "120", "--rate", "400", "--go", str(go), "--secret-every", "40"])
     try:
-        while not (path.exists() and path.stat().st_size):
-            pass
+        wait_for_file(path)
         app = make_app(path, follow=True)
         async with app.run_test(size=SIZE) as pilot:
             screen = await settle(pilot)

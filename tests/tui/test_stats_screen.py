@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import SIZE, make_app, settle
+from tui_helpers import SIZE, make_app, settle, wait_for_file
 
 from replay_tui.tui.screens.stats_screen import StatsScreen
 
@@ -59,8 +59,7 @@ async def test_stats_keep_up_while_following(tmp_path: Path) -> None:
     path, go = tmp_path / "live.jsonl", tmp_path / "go"
     writer = subprocess.Popen([sys.executable, str(WRITER), str(path), "--events", "300", "--rate", "300", "--go", str(go)])
     try:
-        while not (path.exists() and path.stat().st_size):
-            pass
+        wait_for_file(path)
         app = make_app(path, follow=True)
         async with app.run_test(size=SIZE) as pilot:
             main = await settle(pilot)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.worker import WorkerCancelled, WorkerFailed
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
 from journal_factory import write_bulk, write_incident  # noqa: E402
 
 from replay_tui.journal import Journal  # noqa: E402
 from replay_tui.tui.app import ReplayApp  # noqa: E402
-from replay_tui.tui.screens.main import MainScreen  # noqa: E402
+from replay_tui.tui.screens.main import SETTLE_S, MainScreen  # noqa: E402
 
 SIZE = (160, 45)
 
@@ -32,22 +36,62 @@ def make_app(path: Path, **options: Any) -> ReplayApp:
     return ReplayApp(Journal(path), **options)
 
 
-async def settle(pilot: Any, rounds: int = 200) -> MainScreen:
+BACKGROUND_GROUPS = ("verify", "follow")  # run for the app's whole life (or until the chain is checked)
+DEADLINE_S = 60.0
+
+
+def busy_workers(app: Any, ignore: tuple[str, ...] = BACKGROUND_GROUPS) -> list[Any]:
+    return [worker for worker in app.workers if worker.is_running and worker.group not in ignore]
+
+
+async def wait_for_workers(pilot: Any, ignore: tuple[str, ...] = BACKGROUND_GROUPS,
+                           timeout_s: float = DEADLINE_S) -> None:
+    """Wait until no worker runs (but those in ``ignore``) and the messages they posted are handled.
+
+    Built on ``app.workers.wait_for_complete``; a worker started by a message of another one is
+    waited for too, and the whole wait has a deadline."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = busy_workers(app, ignore)
+        if not busy:
+            await pilot.pause()  # the messages the last workers posted
+            if not busy_workers(app, ignore):
+                return
+            continue
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"workers still running after {timeout_s} s: {[w.name or w.group for w in busy]}"
+        try:
+            await asyncio.wait_for(app.workers.wait_for_complete(busy), remaining)
+        except (asyncio.TimeoutError, WorkerCancelled, WorkerFailed):
+            pass  # a cancelled or failed worker has ended too (the tests check what it left)
+
+
+async def wait_until(pilot: Any, condition: Callable[[], bool], what: str, timeout_s: float = DEADLINE_S) -> None:
+    """Poll ``condition`` between frames until it holds; fail with ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
+        await pilot.pause(0.02)
+
+
+def wait_for_file(path: Path, timeout_s: float = DEADLINE_S) -> None:
+    """Block until ``path`` exists and is not empty (a writer process started it)."""
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and path.stat().st_size):
+        assert time.monotonic() < deadline, f"{path} was not written within {timeout_s} s"
+        time.sleep(0.01)
+
+
+async def settle(pilot: Any) -> MainScreen:
     """Wait until indexing, the cursor's state and tree work, and searches are done."""
     app = pilot.app
     screen = app.screen_stack[0]
-    await pilot.pause(0.1)
-    for _ in range(rounds):
-        busy = [w for w in app.workers if w.is_running and w.group not in ("verify", "follow")]
-        if not screen.indexing and not busy:
-            break
-        await pilot.pause(0.02)
-    await pilot.pause(0.1)  # the cursor's settle timer, then the messages it causes
-    for _ in range(rounds):
-        if not [w for w in app.workers if w.is_running and w.group not in ("verify", "follow")]:
-            break
-        await pilot.pause(0.02)
-    await pilot.pause()
+    await wait_until(pilot, lambda: not screen.indexing, "indexing")
+    await wait_for_workers(pilot)
+    # the panes follow the cursor once it rests (a timer): then their workers run
+    await pilot.pause(SETTLE_S + 0.02)
+    await wait_for_workers(pilot)
     return screen
 
 
