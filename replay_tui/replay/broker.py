@@ -102,7 +102,7 @@ class Broker:
             sock = socket.socket(family, socket.SOCK_STREAM)
             try:
                 sock.settimeout(min(float(request.get("timeout") or CONNECT_TIMEOUT_S), CONNECT_TIMEOUT_S))
-                sock.connect((host, int(port)) if family == socket.AF_INET else (host, int(port), 0, 0))
+                sock.connect((host, int(port or 0)) if family == socket.AF_INET else (host, int(port or 0), 0, 0))
             except OSError as error:
                 sock.close()
                 return {"ok": False, "error": str(error), "errno": error.errno or errno.ECONNREFUSED}, None

@@ -183,10 +183,10 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str) -> list[str]:
         argv += ["--tmpfs", root]
     made: set[str] = set()
     for path in [*policy.keep_readable, policy.scratch]:  # mount points traversable by nobody (bwrap makes 0700)
-        root = next((root for root in hidden if path.startswith(root + "/")), None)
+        below = next((root for root in hidden if path.startswith(root + "/")), None)
         parent = os.path.dirname(path)
         chain: list[str] = []
-        while root is not None and parent != root and parent not in made:
+        while below is not None and parent != below and parent not in made:
             chain.append(parent)
             parent = os.path.dirname(parent)
         for directory in reversed(chain):
@@ -221,9 +221,12 @@ def _check(result: int, what: str) -> None:
         raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
+def _bytes(text: str | None) -> bytes | None:
+    return text.encode() if text is not None else None
+
+
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    encode = lambda text: text.encode() if text is not None else None
-    _check(_c().mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
+    _check(_c().mount(_bytes(source), _bytes(target), _bytes(fstype), flags, _bytes(data)), f"mount {target}")
 
 
 def enter_sandbox(policy: SandboxPolicy) -> SandboxReport:
