@@ -147,9 +147,8 @@ def scan_event(event: Event) -> list[Finding]:
                     if key_hit is not None:
                         found((node, child_key), key_hit)
                 if child_kind is str or child_kind is dict or child_kind is list:
-                    if pair is not None and child_key == "value" and detectors.is_secret_key(pair):
-                        child_key = pair  # {"name": "Authorization", "value": ...}
-                    children.append((child, child_key, (node, child_key)))
+                    under = pair if pair is not None and child_key == "value" and detectors.is_secret_key(pair) else child_key
+                    children.append((child, under, (node, child_key)))  # {"name": "Authorization", "value": ...}
                 elif (child_kind is int or child_kind is float) and child_key in _secret_keys_of(value, pair):
                     found((node, child_key), ("key-name", mask(str(child)), f"number under key {child_key!r}"))
             stack.extend(reversed(children))

@@ -39,6 +39,7 @@ class Canary:
     kinds: tuple[str, ...] | None = None  # the event kinds its rule applies to (None: all)
     context: str = "{}"  # how the secret appears in text ("{}" is the secret)
     alphabet: str = ""  # the characters its random tail is drawn from (for boundary tests)
+    whole: bool = False  # caught as a whole string only (a JSON document), not inside prose
 
     @property
     def text(self) -> str:
@@ -92,7 +93,8 @@ def detector_canaries(rng: random.Random | None = None) -> list[Canary]:
         Canary("basic-auth", basic, context="Basic {}"),
         Canary("url-password", _pick(rng, _ALNUM, 20), context="postgres://admin:{}@db.internal:5432/app", alphabet=_ALNUM),
         Canary("assignment", _pick(rng, _ALNUM, 20), context="export DB_PASSWORD={}", alphabet=_ALNUM),
-        Canary("json", _pick(rng, string.ascii_lowercase, 12), context='{"db": {"pass": "{}"}}'),
+        Canary("json", _pick(rng, string.ascii_lowercase, 12), context='[["X-Api-Key", "{}"]]',
+               whole=True),  # only decoding sees it
         Canary("base64", aws_in_base64, context="blob {} end"),
         Canary("entropy", random_token(rng), context="ref {} end"),
     ]
@@ -110,7 +112,8 @@ def canary_request(rules: RedactionRules, rng: random.Random | None = None) -> t
 
     found_in_text = detector_canaries(rng)
     canaries.extend(found_in_text)
-    text = "Deployment notes: " + "; ".join(f"{canary.name.split('-')[0]} {canary.text}" for canary in found_in_text) + "."
+    in_prose = [canary for canary in found_in_text if not canary.whole]
+    text = "Deployment notes: " + "; ".join(f"{canary.name.split('-')[0]} {canary.text}" for canary in in_prose) + "."
     headers = {
         "Authorization": "Bearer " + plant("header:authorization"),
         "X-Api-Key": plant("header:x-api-key"),
@@ -152,6 +155,7 @@ def canary_request(rules: RedactionRules, rng: random.Random | None = None) -> t
                         + "&auth=" + plant("query:auth"),
             "error_text": "ValueError: login failed: password=" + plant("text:exception-password") + " for admin",
             "config_json": json.dumps({"service": {"db": {"password": json_password}}}),
+            "documents": [canary.text for canary in found_in_text if canary.whole],
         },
         # outside the model.request capture allowlist, so dropped there (other kinds keep it)
         "debug_dump": {"note": plant("capture:debug_dump", ("model.request",))},

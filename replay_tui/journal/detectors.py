@@ -440,11 +440,12 @@ def _assignments(text: str) -> Iterator[Hit]:
             continue
         group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
         value = match.group(group)
-        if is_placeholder(value) or patterns.not_credential.match(value):
-            continue
         tight = match.group("op") == "=" and not match.group("lead") and not match.group("trail")
         # "name": "value" is JSON (or a dict literal) kept in text: as structured as name=value
         tight = tight or group != "bare" and match.start("name") > 0 and text[match.start("name") - 1] in "\"'"
+        # a dotted name ("token = Name.Namespace") is code, unless bound tightly (password=s3cr3t.x)
+        if is_placeholder(value) or (patterns.not_credential.match(value) and not (tight and "." in value)):
+            continue
         has_digit = any(c.isdigit() for c in value)
         # in prose "password: required" is not a secret; in code and URLs name=value is one
         if not (len(value) >= 16 or has_digit and len(value) >= 4 or tight and len(value) >= 6):

@@ -65,24 +65,25 @@ def _record(path: Path, rng: random.Random) -> list[Canary]:
     canaries: list[Canary] = []
     text_canaries = detector_canaries(rng)
     canaries.extend(text_canaries)
-    texts = [canary.text for canary in text_canaries]
+    texts = [canary.text for canary in text_canaries if not canary.whole]
+    documents = [canary.text for canary in text_canaries if canary.whole]  # JSON documents kept as strings
     keyed = {canary.text: canary.name for canary in text_canaries if "\n" not in canary.text}  # secrets as keys
     exception_password = random_token(rng)
     canaries.append(Canary("error:exception-password", exception_password))
 
     def lookup(**arguments: Any) -> Any:
-        return {"echo": arguments, "found": _structured(canaries, rng), "by_secret": keyed}
+        return {"echo": arguments, "found": _structured(canaries, rng), "by_secret": keyed, "documents": documents}
 
     def fail(**arguments: Any) -> Any:
         raise PermissionError(f"login failed: password={exception_password} for admin; " + "; ".join(texts))
 
-    arguments = {"query": " ".join(texts), "config": _structured(canaries, rng), "keys": keyed}
+    arguments = {"query": " ".join(texts), "config": _structured(canaries, rng), "keys": keyed, "documents": documents}
     model = _Model(texts, arguments)
     harness = Harness(sink=JsonlSink(path, run_id="corpus"), run_id="corpus", model=model,  # type: ignore[arg-type]
                       tools={"lookup": ToolSpec("lookup", lookup), "fail": ToolSpec("fail", fail)}, snapshot_every=3)
     harness.use_reducer(_reduce, "corpus-1", {"initial": _structured(canaries, rng)})
     harness.start_run(agent="tests.harness.test_canary_corpus:agent")
-    harness.receive_input(" ".join(texts), context=_structured(canaries, rng))
+    harness.receive_input(" ".join(texts), context={"documents": documents, **_structured(canaries, rng)})
     with harness.step():
         request = {"model": "m", "messages": [{"role": "user", "content": " ".join(texts)}]}
         request.update({"headers": _structured(canaries, rng)["headers"], "metadata": _structured(canaries, rng)["metadata"]})

@@ -42,7 +42,7 @@ def test_key_names_leave_counts_and_allowed_keys_alone(redactor):
 @pytest.mark.parametrize("filler", [0, 2000])
 def test_every_detector_catches_its_format(redactor, filler):
     for canary in detector_canaries():
-        text = f"before {canary.text} after" + " lorem ipsum" * (filler // 12)
+        text = canary.text if canary.whole else f"before {canary.text} after" + " lorem ipsum" * (filler // 12)
         out = redactor.redact("input.received", {"role": "user", "content": text})
         assert canary.secret not in out["content"], canary.name
         if canary.name in FORMAT_NAMES:
