@@ -7,6 +7,8 @@ import copy
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay_tui.analysis.secrets import scan_event
 from replay_tui.harness import Harness, JsonlSink, RedactionRules, Redactor
@@ -155,8 +157,6 @@ def test_redaction_from_a_config_file_is_used_by_the_harness(tmp_path):
 
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 _secretish = st.sampled_from([c.text for c in detector_canaries()] + ["plain words", "token", "key=value", "://x"])
 _json = st.recursive(
