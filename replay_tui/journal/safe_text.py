@@ -98,7 +98,10 @@ def safe_line(text: str, limit: int | None = None) -> str:
     """One escaped line, runs of spaces collapsed, at most ``limit`` characters (ending in "…" when cut)."""
     if limit is not None and len(text) > limit:
         text = text[: limit + 1]  # each character escapes to at least one, so this is enough to fill the limit
-    shown = _WHITESPACE_RUN.sub(" ", safe(text).strip())
+    shown = text if text.isascii() and text.isprintable() else safe(text)
+    if "  " in shown:
+        shown = _WHITESPACE_RUN.sub(" ", shown)
+    shown = shown.strip()
     if limit is not None and len(shown) > limit:
         return shown[: max(limit - 1, 0)] + ELLIPSIS
     return shown

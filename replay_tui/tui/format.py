@@ -23,7 +23,10 @@ def short(value: Any, limit: int = 60) -> str:
             text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
         except orjson.JSONEncodeError:  # nested deeper than orjson writes
             text = safe_json(value)
-    return safe_line(_LINE_BREAKS.sub(" ", text[: limit * 4]), limit)
+    text = text[: limit * 4]
+    if "\n" in text or "\t" in text:
+        text = _LINE_BREAKS.sub(" ", text)
+    return safe_line(text, limit)
 
 
 def short_hash(value: Any) -> str:

@@ -148,3 +148,22 @@ async def test_the_app_shows_a_divergence_in_a_deep_payload(deep_divergence: Pat
         assert len(expected.lines) > DEEP
         assert "root['arguments']['tree']" in str(view.query_one("#divergence-diff-text").render())
         assert app.is_running
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not yet: the harness (harness.py JSON round trips) and the child's event pipe (replay/child.py) copy "
+    "values with orjson, which stops at 255 levels; the agent then ends with 'Recursion limit reached'",
+)
+def test_replay_serves_a_deep_recorded_observation(tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded.jsonl"
+    assert record_run(HERE / "deep.toml", "tests.hostile.agent:deep_agent", ["go"], journal=recorded).status == "ok"
+
+    def deepen(events):
+        for event in events:
+            if event["kind"] == "tool.result":
+                event["payload"]["result"] = {"tree": nested(DEEP, 1)}  # the agent only checks it is not empty
+            yield event
+
+    result = run_cli("replay", str(rechained_copy(recorded, tmp_path / "deep-result.jsonl", deepen)))
+    assert result.returncode == 0, result.stdout

@@ -1,0 +1,74 @@
+"""Benchmark: what the one rule for journal text (journal/safe_text) costs the timeline.
+
+    python tests/bench/bench_safe_text.py [--rows N]
+
+Measured side by side in one run: the cost of a timeline row summary (tui/format.summary_of, which escapes)
+against the same summary without escaping (format._summary), on realistic events and on hostile ones, plus
+the raw throughput of ``safe`` on plain ASCII, non-ASCII and hostile strings. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from replay_tui.journal import Event, Journal  # noqa: E402
+from replay_tui.journal.safe_text import safe, safe_json  # noqa: E402
+from replay_tui.tui import format as row_format  # noqa: E402
+from tests.hostile.hostile_journal import ATTACK, write_hostile_journal  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "journals" / "crm.jsonl"
+
+
+def per_call_ns(function: Callable[[Any], Any], items: list[Any], rounds: int) -> float:
+    """Best of three passes over ``items`` repeated ``rounds`` times, in nanoseconds per call."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter_ns()
+        for _ in range(rounds):
+            for item in items:
+                function(item)
+        best = min(best, (time.perf_counter_ns() - started) / (rounds * len(items)))
+    return best
+
+
+def events_of(path: Path) -> list[Event]:
+    with Journal(path) as journal:
+        journal.index()
+        return [event for event in (journal.try_event(p) for p in range(len(journal))) if isinstance(event, Event)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=50_000, help="row summaries per measurement")
+    args = parser.parse_args()
+    realistic = events_of(FIXTURE)
+    hostile_path = Path("/tmp/replay-tui-bench-hostile.jsonl")
+    hostile_path.unlink(missing_ok=True)
+    hostile = events_of(write_hostile_journal(hostile_path))
+    figures: dict[str, Any] = {}
+    for name, events in (("realistic", realistic), ("hostile", hostile)):
+        rounds = max(1, args.rows // len(events))
+        raw = per_call_ns(row_format._summary, events, rounds)
+        escaped = per_call_ns(row_format.summary_of, events, rounds)
+        figures[f"{name}_row_ns_raw"] = round(raw)
+        figures[f"{name}_row_ns_escaped"] = round(escaped)
+        figures[f"{name}_row_ratio"] = round(raw / escaped, 3)  # 1.0: escaping is free
+    strings = {"ascii": "tool.result customer_query → {'rows': 42, 'region': 'east'}" * 2,
+               "unicode": "Überweisung an Zoë: 42 € — 日本語の説明 ✓" * 2, "hostile": ATTACK}
+    for name, text in strings.items():
+        figures[f"safe_ns_{name}_{len(text)}chars"] = round(per_call_ns(safe, [text], args.rows))
+    figures["safe_json_ns_small_object"] = round(per_call_ns(safe_json, [{"a": [1, 2, {"b": "c"}], "d": ATTACK}],
+                                                            args.rows // 10))
+    figures["target"] = "realistic_row_ratio >= 0.8 (escaping adds at most a quarter to a row summary)"
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
