@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
+
+import orjson
 
 JOURNAL = "journal"
 OTLP = "otlp"
@@ -12,6 +15,8 @@ INSPECT = "inspect"
 VCR = "vcr"
 FORMATS = (OTLP, OPENAI_AGENTS, INSPECT, VCR)
 SNIFF_BYTES = 64 * 1024
+_FIRST_KEY = re.compile(rb'\{\s*"([A-Za-z_]+)"\s*:')
+_TOP_LEVEL_EVAL = re.compile(rb'\n  "eval": \{')  # Inspect writes its JSON logs indented by two
 
 
 def detect_format(path: str | Path) -> str | None:
@@ -33,17 +38,36 @@ def detect_format(path: str | Path) -> str | None:
             return INSPECT
         return None
     text = head.lstrip()
-    if text.startswith(b"{"):
-        first = text.split(b"\n", 1)[0]
-        if b'"resourceSpans"' in head or b'"resourceLogs"' in head:
-            return OTLP
-        if b'"object":' in first and (b'"trace.span"' in first or b'"trace"' in first):
-            return OPENAI_AGENTS
-        if b'"eval"' in head and (b'"samples"' in head or b'"status"' in head) and b'"version"' in head:
-            return INSPECT
-        if b'"schema_version"' in first or (b'"type"' in first and b'"data"' in first):
-            return JOURNAL
-        return JOURNAL
+    if text.startswith((b"{", b"[")):
+        return _json_format(text)
     if text.startswith(b"interactions:") or b"\ninteractions:" in head:
         return VCR
     return None
+
+
+def _json_format(text: bytes) -> str:
+    """Decided by the first record's top-level keys, never by words inside values (a journal
+    whose model output mentions "resourceSpans" is still a journal)."""
+    first_line = text.split(b"\n", 1)[0]
+    try:
+        first = orjson.loads(first_line)
+    except orjson.JSONDecodeError:
+        first = None
+    if isinstance(first, list):  # an Agents SDK batch written as one JSON array
+        first = first[0] if first else None
+    if isinstance(first, dict):
+        if "resourceSpans" in first or "resourceLogs" in first:
+            return OTLP
+        if first.get("object") in ("trace", "trace.span") or (isinstance(first.get("data"), list) and "type" not in first):
+            return OPENAI_AGENTS
+        if isinstance(first.get("eval"), dict):
+            return INSPECT
+        return JOURNAL
+    # one document over many lines (pretty-printed), or a first line longer than the sniff
+    match = _FIRST_KEY.match(text)
+    key = match.group(1) if match else b""
+    if key in (b"resourceSpans", b"resourceLogs"):
+        return OTLP
+    if key == b"version" and _TOP_LEVEL_EVAL.search(text):
+        return INSPECT
+    return JOURNAL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,9 +59,12 @@ async def test_the_app_header_says_where_the_run_came_from() -> None:
     app = ReplayApp(Journal(path))
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        await app.workers.wait_for_complete()  # the chain check
-        await pilot.pause()
         header = screen.header
+        for _ in range(300):  # the chain check runs in a worker and reports by message
+            await app.workers.wait_for_complete()
+            if header.chain[0] != "checking" and header.environment.startswith("imported"):
+                break
+            await pilot.pause(0.05)
         assert header.environment.startswith("imported from weather.otlp.jsonl (otlp; integrity from import on)")
         assert "replayable (model and tools)" in header.environment
         assert header.chain[0] == "verified"
@@ -84,3 +88,17 @@ async def test_an_inspect_run_with_state_and_notes_walks_in_the_app() -> None:
         await app.workers.wait_for_complete()
     notes = [journal.event(position) for position in range(len(journal)) if journal.event(position).kind == "note"]
     assert [summary_of(note) for note in notes] == ["score (includes): C"]
+
+
+def test_detection_reads_keys_not_words_inside_values(tmp_path: Path) -> None:
+    from replay_tui.importers import detect_format
+    from replay_tui.journal.writer import JournalWriter
+
+    journal = tmp_path / "talks-about-otlp.jsonl"
+    with JournalWriter(journal, run_id="r") as writer:
+        writer.append("run.started", {"agent": "m:a", "environment": {}, "harness": {}, "reducer_version": "none",
+                                      "snapshot_every": 10, "initial_state": {"note": '{"resourceSpans": [], "object": "trace"}'}})
+    assert detect_format(journal) == "journal" and resolve_source(str(journal)).path == journal
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(json.loads((SAMPLES / "weather.otlp.jsonl").read_text().splitlines()[0]), indent=2))
+    assert detect_format(pretty) == "otlp"
