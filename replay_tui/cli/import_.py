@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ..importers import FORMATS, TraceImportError, import_trace
-from .common import EXIT_OK, EXIT_USAGE, print_json
+from .common import EXIT_OK, EXIT_USAGE, print_json, print_text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,12 +23,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if os.path.exists(args.out):
-        print(f"replay-tui import: {args.out} exists already; an import never overwrites", file=sys.stderr)
+        print_text(f"replay-tui import: {args.out} exists already; an import never overwrites", error=True)
         return EXIT_USAGE
     try:
         results = import_trace(args.src, args.out, format=args.format)
     except TraceImportError as error:
-        print(f"replay-tui import: {error}", file=sys.stderr)
+        print_text(f"replay-tui import: {error}", error=True)  # names what the trace holds: escaped
         return EXIT_USAGE
     if args.json:
         print_json({"journals": [{"path": str(result.path), "events": result.events, "fidelity": result.fidelity,
@@ -37,5 +36,5 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     for result in results:
         fidelity = result.fidelity["label"] + (f": {result.fidelity['reason']}" if result.fidelity.get("reason") else "")
-        print(f"wrote {result.path} ({result.events} events; {fidelity})")
+        print_text(f"wrote {result.path} ({result.events} events; {fidelity})")
     return EXIT_OK
