@@ -84,6 +84,10 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
             Action("last", "G,end", "Last event", "last event", "timeline"),
             Action("page", "pagedown,space,pageup", "Page", "a page down / up", "widget"),
             Action("goto", "colon", "Go to seq", "go to a seq"),
+            Action("goto_time", "T", "Go to time", "go to a time: +MM:SS from the run's start, HH:MM[:SS] that day, "
+                   "or a full RFC 3339 time", "timeline"),
+            Action("scroll_sideways", "left,right,h,l", "Sideways", "scroll the timeline's summaries left / right",
+                   "widget", label="← / → (h / l)"),
             Action("panes", "tab,shift+tab", "Next pane", "next / previous pane (timeline, tree, state before, "
                    "state after, event)", "widget"),
         ),
@@ -119,6 +123,26 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                    "report of the last run: isolation, environment differences, child stderr", show=False),
             Action("compare_last", "c", "Compare experiment",
                    "compare the recorded and the experiment's trajectories", show=False),
+        ),
+    ),
+    (
+        "Time and grouping",
+        (
+            Action("toggle_time", "i", "Time column", "time column: offset from the run's start and how long each "
+                   "event took (a tool's duration, else the gap since the event before)", "timeline"),
+            Action("toggle_fold_steps", "z", "Fold by step", "fold / unfold the timeline by step: one row per run of "
+                   "a step's events, with their count and duration", "timeline"),
+        ),
+    ),
+    (
+        "Copying (to the terminal's clipboard, OSC 52)",
+        (
+            Action("copy_value", "y", "Copy value", "copy the value under the cursor (state panes, event), or in "
+                   "the timeline the event's payload, as JSON", "app", show=False),
+            Action("copy_path", "Y", "Copy JSON path", "copy the JSON path (RFC 6901 pointer) of the value under "
+                   "the cursor in a state pane or the event", "app", show=False),
+            Action("copy_line", "ctrl+y", "Copy raw line", "copy the event's line as the journal holds it", "app",
+                   show=False),
         ),
     ),
     (

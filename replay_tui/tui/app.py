@@ -13,6 +13,7 @@ from textual.theme import Theme
 from ..analysis.search import ReplayMarks
 from ..journal import Journal
 from ..journal.safe_text import safe, safe_line
+from . import clipboard
 from .actions import bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
 from .screens.help import HelpScreen
@@ -100,6 +101,24 @@ class ReplayApp(App[None]):
         current = self.theme if self.theme in THEME_CYCLE else THEME_CYCLE[-1]
         self.theme = THEME_CYCLE[(THEME_CYCLE.index(current) + 1) % len(THEME_CYCLE)]
         self.notify(f"theme: {self.theme}", timeout=2)
+
+    # -- copying (y, Y, ctrl+y) -------------------------------------------------
+    def _copy(self, found: tuple[str | None, str]) -> None:
+        text, what = found
+        if text is None:
+            self.notify(f"nothing copied: {what}", severity="warning", timeout=4)
+            return
+        self.copy_to_clipboard(text)
+        self.notify(f"copied the {what} ({len(text):,} characters)", timeout=3)
+
+    def action_copy_value(self) -> None:
+        self._copy(clipboard.copy_value(self.focused, self.main.timeline))
+
+    def action_copy_path(self) -> None:
+        self._copy(clipboard.copy_path(self.focused))
+
+    def action_copy_line(self) -> None:
+        self._copy(clipboard.copy_line(self.main.timeline))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

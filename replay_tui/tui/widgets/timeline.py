@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
+from datetime import datetime
 from typing import Callable
 
 from rich.segment import Segment
@@ -19,6 +20,7 @@ from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import get_current_worker
 
 from ...analysis.search import (
     CONSUMED,
@@ -36,6 +38,7 @@ from ...journal import Event, Journal, JournalError
 from ...journal.safe_text import safe_line
 from ..format import summary_of
 from ..messages import CursorMoved
+from .timeline_time import StepFold, format_duration, format_offset, parse_time, parse_when
 
 # (mark, glyph), most important first; one glyph per mark, two columns at most.
 MARK_GLYPHS = ((DIVERGENT, "≠"), (ERROR, "✗"), (TIMEOUT, "◷"), (REDACTED, "▒"), (UNUSED, "·"), (CONSUMED, "✓"))
@@ -76,6 +79,11 @@ class Timeline(ScrollView, can_focus=True):
         Binding("G,end", "last", "Last", show=False),
         Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False),
         Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
+        Binding("left,h", "scroll_sideways(-8)", "Left", show=False),
+        Binding("right,l", "scroll_sideways(8)", "Right", show=False),
+        Binding("i", "toggle_time", "Time column", show=False, id="toggle_time"),
+        Binding("z", "toggle_fold_steps", "Fold steps", show=False, id="toggle_fold_steps"),
+        Binding("T", "goto_time", "Go to time", show=False, id="goto_time"),
     ]
 
     def __init__(self, journal: Journal, *, id: str | None = None) -> None:
@@ -88,11 +96,15 @@ class Timeline(ScrollView, can_focus=True):
         self.replay_marks: ReplayMarks | None = None
         self.query: Query | None = None  # rows that match are underlined
         self.indexing = True
-        self._strips: LRUCache[tuple[int, int, bool, int], Strip] = LRUCache(4096)
+        self._strips: LRUCache[tuple[int, int, bool, int, bool, int, bool], Strip] = LRUCache(4096)
         self._styles: dict[str, Style] = {}
         self._generation = 0
         # Extra marks shown first, e.g. bookmarks and secrets: (glyph, mark) pairs per event.
         self.mark_source: Callable[[Event | JournalError], list[tuple[str, str]]] | None = None
+        self.show_time = False  # the time column: offset from the run's start, and a duration
+        self.sideways = 0  # columns the summary is scrolled left by (←/→)
+        self.folds: dict[int, StepFold] | None = None  # z: one row per step run, keyed by its first position
+        self._run_start: datetime | None | bool = False  # False: not read yet
 
     # -- attributes set by the screen ---------------------------------------
     def set_count(self, count: int, indexing: bool) -> None:
@@ -102,7 +114,8 @@ class Timeline(ScrollView, can_focus=True):
         self._resize()
 
     def set_rows(self, rows: array[int] | None, complete: bool = True) -> None:
-        """Show only these positions (a filter), or every event (None)."""
+        """Show only these positions (a filter), or every event (None); either ends folding by step."""
+        self.folds = None
         self.rows = rows
         self.rows_complete = complete
         self._resize()
@@ -245,7 +258,7 @@ class Timeline(ScrollView, can_focus=True):
                 return Strip([Segment(" no event matches the filter (escape clears it)".ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(0, width)
             return Strip.blank(width, self.rich_style)
         position = self.position_at(row)
-        key = (position, width, position == self.cursor, self._generation)
+        key = (position, width, position == self.cursor, self._generation, self.show_time, self.sideways, self.folds is not None)
         strip = self._strips.get(key)
         if strip is None:
             strip = self._strips[key] = self._render_row(position, width, position == self.cursor)
@@ -277,14 +290,131 @@ class Timeline(ScrollView, can_focus=True):
         else:
             segments.append(styled(f"{event.seq:>8}", "timeline--hit" if hit else "timeline--seq"))
             segments.append(styled(" "))
+            if self.show_time:
+                segments.append(styled(self._time_cells(row, event), "timeline--seq"))
             kind_part = next((f"timeline--{m}" for m in (DIVERGENT, ERROR, TIMEOUT) if m in marks), "timeline--kind")
             segments.append(styled(f"{safe_line(event.kind):<{KIND_WIDTH}} ", kind_part))
             step = safe_line(event.step_id) if event.step_id else "–"
             if len(step) > STEP_WIDTH:
                 step = "…" + step[-(STEP_WIDTH - 1):]
             segments.append(styled(f"{step:<{STEP_WIDTH}} ", "timeline--step"))
-            segments.append(styled(summary_of(event)))
+            fold = self.folds.get(row) if self.folds is not None else None
+            if fold is not None and fold.count > 1:
+                segments.append(styled(f"▸ {fold.count} events{fold.duration_text()} · ", "timeline--step"))
+            summary = summary_of(event)
+            segments.append(styled("…" + summary[self.sideways:] if self.sideways else summary))
         return Strip(segments).crop_extend(0, width, base + cursor)
+
+    # -- time column, sideways scroll, folding by step ----------------------------
+    def run_start(self) -> datetime | None:
+        """recorded_at of the first event (None when it has none a person can read)."""
+        if self._run_start is False:
+            first = self.journal.try_event(0) if len(self.journal) else None
+            self._run_start = parse_time(first.recorded_at) if isinstance(first, Event) else None
+        return self._run_start if isinstance(self._run_start, datetime) else None
+
+    def _time_cells(self, position: int, event: Event) -> str:
+        """``+MM:SS.mmm`` from the run's start, then how long: a tool's duration_ms, else the gap since the event before."""
+        start, when = self.run_start(), parse_time(event.recorded_at)
+        offset = format_offset(when, start)
+        duration = event.payload.get("duration_ms") if event.kind == "tool.result" else None
+        if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+            took = format_duration(duration / 1000)
+        elif position > 0 and when is not None:
+            before = self.journal.try_event(position - 1)
+            previous = parse_time(before.recorded_at) if isinstance(before, Event) else None
+            took = "+" + format_duration((when - previous).total_seconds()) if previous is not None else ""
+        else:
+            took = ""
+        return f"{offset:>11} {took:>8} "
+
+    def action_toggle_time(self) -> None:
+        self.show_time = not self.show_time
+        self.refresh()
+        self.notify("time column: offset from the run's start and duration (i hides it)" if self.show_time
+                    else "time column hidden (i shows it)", timeout=3)
+
+    def action_scroll_sideways(self, columns: int) -> None:
+        self.sideways = max(0, self.sideways + columns)
+        self.refresh()
+
+    def action_toggle_fold_steps(self) -> None:
+        """z: one row per run of a step's events (with their count and duration), or every event again."""
+        if self.folds is not None:
+            self.folds = None
+            self.set_rows(None)
+            self.border_title = "Timeline"
+            return
+        if self.indexing:
+            self.notify("still indexing: z folds by step once the journal is read", severity="warning")
+            return
+        self.border_title = "Timeline · folding by step…"
+        self.run_worker(self._fold_steps, thread=True, exclusive=True, group="fold", exit_on_error=False)
+
+    def _fold_steps(self) -> None:
+        worker = get_current_worker()
+        folds: dict[int, StepFold] = {}
+        rows: array[int] = array("Q")
+        current: StepFold | None = None
+        for position in range(len(self.journal)):
+            if worker.is_cancelled:
+                return
+            step, when = self._step_and_time(position)
+            if current is not None and step is not None and step == current.step:
+                current.add(when)
+                continue
+            current = StepFold(step, when)
+            folds[position] = current
+            rows.append(position)
+        self.app.call_from_thread(self._folded, folds, rows)
+
+    def _step_and_time(self, position: int) -> tuple[str | None, datetime | None]:
+        event = self.journal.try_event(position)
+        if not isinstance(event, Event):
+            return None, None
+        return event.step_id, parse_time(event.recorded_at)
+
+    def _folded(self, folds: dict[int, StepFold], rows: array[int]) -> None:
+        self.set_rows(rows)
+        self.folds = folds  # after set_rows, which drops folding for a filter's rows
+        steps = sum(1 for fold in folds.values() if fold.step is not None)
+        self.border_title = f"Timeline · folded by step · {steps:,} step runs, {len(rows):,} rows (z unfolds)"
+
+    def action_goto_time(self) -> None:
+        from ..screens.prompt import PromptScreen
+
+        start = self.run_start()
+        if start is None:
+            self.notify("this journal's first event has no readable recorded_at", severity="warning")
+            return
+
+        def chosen(text: str | None) -> None:
+            if text is None or not text.strip():
+                return
+            target = parse_when(text.strip(), start)
+            if target is None:
+                self.notify(f"'{text}' is not a time: +MM:SS, HH:MM:SS or a full RFC 3339 time", severity="warning")
+                return
+            position = self._first_at_or_after(target)
+            if position is None:
+                self.notify(f"no event at or after {target.isoformat()}", severity="warning")
+                return
+            self.move_to(position, center=True)
+
+        hint = f"the run started {start.isoformat()}; +MM:SS from the start, HH:MM:SS that day, or a full time"
+        self.app.push_screen(PromptScreen("Go to time", hint, placeholder="+01:30"), chosen)
+
+    def _first_at_or_after(self, target: datetime) -> int | None:
+        """Binary search over recorded_at (for people only, but in practice in order)."""
+        low, high = 0, len(self.journal)
+        while low < high:
+            middle = (low + high) // 2
+            _, when = self._step_and_time(middle)
+            if when is not None and when < target:
+                low = middle + 1
+            else:
+                high = middle
+        return low if low < len(self.journal) else None
 
     def cursor_event(self) -> Event | JournalError | None:
         return self.journal.try_event(self.cursor) if self.shown else None
