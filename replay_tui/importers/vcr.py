@@ -60,13 +60,18 @@ def load_cassette(path: Path) -> list[Any]:
 
 
 def cassette_records(path: Path) -> Iterator[Record]:
+    """Each interaction's record, then the run's end: its output is the last model answer."""
+    answer: Any = None
     for index, interaction in enumerate(load_cassette(path)):
         where = f"interactions[{index}]"
         if not isinstance(interaction, dict) or not isinstance(interaction.get("request"), dict) \
                 or not isinstance(interaction.get("response"), dict):
             raise TraceImportError(str(path), where, "an interaction with a request and a response mapping")
-        yield _interaction(path, where, index, interaction["request"], interaction["response"])
-    yield EndRecord("ok")
+        record = _interaction(path, where, index, interaction["request"], interaction["response"])
+        if isinstance(record, ModelRecord) and record.response is not None:
+            answer = record.response.get("content")
+        yield record
+    yield EndRecord("ok", answer)
 
 
 def _headers(raw: Any, ignored: frozenset[str]) -> dict[str, str]:

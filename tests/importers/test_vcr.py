@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from replay_tui.cli import main
 from replay_tui.importers import TraceImportError, import_trace
 
-from .conftest import Produce
+from .conftest import REPO, Produce
 from .helpers import events_of, kinds, of_kind
 
 
@@ -33,7 +34,7 @@ def test_live_cassette(produce: Produce, tmp_path: Path) -> None:
     assert streamed["response"]["content"] == "Let me check."
     assert streamed["stream"]["boundaries"][-1] == len("Let me check.") and streamed["stream"]["chunks"] > 3
     call, outcome = of_kind(events, "tool.call")[0]["payload"], of_kind(events, "tool.result")[0]["payload"]
-    assert call["tool"].startswith("http 127.0.0.1:") and call["arguments"]["body"] == {"city": "Oslo"}
+    assert call["tool"] == "http llm.test" and call["arguments"]["body"] == {"city": "Oslo"}
     assert outcome["error"]["code"] == 404
     assert [event["payload"]["diagnostics"]["source"]["interaction"] for event in of_kind(events, "model.request")] == [0, 1, 2]
     assert result.fidelity["label"] == "replayable (model and tools)"
@@ -53,3 +54,17 @@ def test_bad_interaction_is_named(tmp_path: Path) -> None:
     with pytest.raises(TraceImportError, match=r"bad\.yaml: interactions\[0\]: an interaction with a request and a response"):
         import_trace(bad, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_original_openai_client_agent_replays_on_the_imported_cassette(produce: Produce, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The import normalizes each exchange as the httpx transport records it, so the producer's own
+    loop, given ``http_client=http_client(h)``, hashes the same requests and gets the recorded answers."""
+    cassette = produce("vcr", "chat.yaml", VCR_CHAT_ONLY="1")
+    out = tmp_path / "chat.jsonl"
+    assert main(["import", str(cassette), "-o", str(out)]) == 0
+    capsys.readouterr()
+    code = main(["replay", str(out), "--agent", "fixtures.imports.agents:cassette_agent", "--agent-path", str(REPO)])
+    report = capsys.readouterr().out
+    assert code == 0, report
+    assert "Replay matched: 7 of 7 events" in report
