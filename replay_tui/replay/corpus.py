@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from ..journal.safe_text import safe_line
 from .protocol import ReplaySpec
 from .report import DERIVED_KEYS, DivergenceReport
 from .runner import DIVERGED, MATCH, ReplayOutcome
@@ -102,7 +103,8 @@ class CorpusResult:
         for signature, entries in self.sorted_groups():
             names = [Path(entry.journal).name for entry in entries]
             shown = ", ".join(names[:3]) + (f", … {len(names) - 3} more" if len(names) > 3 else "")
-            rows.append((str(len(entries)), signature.kind, signature.tool, signature.field, shown))
+            kind, tool, path = (safe_line(str(cell), 60) for cell in (signature.kind, signature.tool, signature.field))
+            rows.append((str(len(entries)), kind, tool, path, safe_line(shown)))  # journal text: escaped lines
         widths = [max(len(row[column]) for row in rows) for column in range(4)]
         lines.append("")
         for row in rows:
@@ -114,7 +116,7 @@ class CorpusResult:
             where = f"seq={entry.outcome.divergence.seq}" if entry.outcome.divergence else entry.outcome.status
             lines.append(f"  {Path(entry.journal).name} ({where}): {entry.outcome.headline()}")
             if entry.outcome.divergence:
-                lines.append(f"    why: {entry.outcome.divergence.reason}")
+                lines.append(f"    why: {safe_line(entry.outcome.divergence.reason, 400)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
