@@ -45,6 +45,15 @@ AGENTS = {
 # -- the same agents without recording ------------------------------------------------------
 
 
+def _plain_async_http() -> Any:
+    """A plain async client per run, with the one SSL context the recording transport shares too
+    (so neither side pays for reading the CA bundle on every run)."""
+    from replay_tui.harness.httpx_transport import _shared_ssl_context, default_httpx_module
+
+    module = default_httpx_module()
+    return module.AsyncClient(verify=_shared_ssl_context(module))
+
+
 def plain_agents_sdk(base_url: str) -> Any:
     from agents import OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
     from openai import AsyncOpenAI
@@ -52,7 +61,7 @@ def plain_agents_sdk(base_url: str) -> Any:
     from fixtures.agents import agents_sdk_crm as example
 
     set_tracing_disabled(True)
-    client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0)
+    client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0, http_client=_plain_async_http())
     config = RunConfig(model=OpenAIChatCompletionsModel(model=crm.MODEL, openai_client=client), tracing_disabled=True)
     return asyncio.run(Runner.run(example.triage, crm.QUESTION, context=example.SupportDesk(), run_config=config))
 
@@ -64,7 +73,7 @@ def plain_pydantic_ai(base_url: str) -> Any:
 
     from fixtures.agents import pydantic_ai_crm as example
 
-    client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0)
+    client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0, http_client=_plain_async_http())
     model = OpenAIChatModel(crm.MODEL, provider=OpenAIProvider(openai_client=client))
     return asyncio.run(example.crm_agent.run(crm.QUESTION, model=model))
 
@@ -158,7 +167,10 @@ def model_call_overhead(server: LoopbackLLM, scratch: Path, calls: int) -> dict[
         recorded_s.append(timed(lambda: recording.chat.completions.create(**body)))
     harness.end_run("ok")
     plain_ms, recorded_ms = statistics.median(plain_s) * 1000, statistics.median(recorded_s) * 1000
-    return {"loopback_model_call_ms": round(plain_ms, 3), "overhead_per_model_call_ms": round(recorded_ms - plain_ms, 3)}
+    return {
+        "loopback_model_call_ms": round(plain_ms, 3),
+        "overhead_per_model_call_ms": round(recorded_ms - plain_ms, 3),
+    }
 
 
 def tool_call_overhead(scratch: Path, calls: int) -> float:
@@ -170,7 +182,8 @@ def tool_call_overhead(scratch: Path, calls: int) -> float:
 
     plain = statistics.median(timed(lambda: live({"customer_id": "C-042"})) for _ in range(calls))
     with_harness = statistics.median(
-        timed(lambda: harness.record_tool_call("open_tickets", {"customer_id": "C-042"}, live)) for _ in range(calls))
+        timed(lambda: harness.record_tool_call("open_tickets", {"customer_id": "C-042"}, live)) for _ in range(calls)
+    )
     harness.end_run("ok")
     return round((with_harness - plain) * 1000, 3)
 
@@ -196,7 +209,8 @@ def main() -> int:
             # the fastest run of each kind: the machine is shared, and noise only ever adds time
             per_call_ms = (min(recorded_s) - min(plain_s)) * 1000 / sum(calls)
             figures[name] = {
-                "model_calls": calls[0], "tool_calls": calls[1],
+                "model_calls": calls[0],
+                "tool_calls": calls[1],
                 "plain_run_ms": round(min(plain_s) * 1000, 2),
                 "recorded_run_ms": round(min(recorded_s) * 1000, 2),
                 "overhead_per_call_ms": round(per_call_ms, 3),
@@ -204,7 +218,8 @@ def main() -> int:
             }
         figures["overhead_per_model_call_pct"] = round(100 * figures["overhead_per_model_call_ms"] / model_call_ms, 1)
         figures["overhead_per_tool_call_pct_of_model_call"] = round(
-            100 * figures["overhead_per_tool_call_ms"] / model_call_ms, 1)
+            100 * figures["overhead_per_tool_call_ms"] / model_call_ms, 1
+        )
     print(json.dumps(figures))
     return 0
 

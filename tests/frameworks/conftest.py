@@ -40,8 +40,14 @@ def record(name: str, server: LoopbackLLM, journal: Path, entry_point: str | Non
 
 def replay_cli(journal: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     """``replay-tui replay JOURNAL ... --json`` as a user runs it; (exit code, the JSON outcome)."""
-    done = subprocess.run([sys.executable, "-m", "replay_tui", "replay", str(journal), "--json", "--quiet", *args],
-                          capture_output=True, text=True, timeout=180, cwd=REPO, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-m", "replay_tui", "replay", str(journal), "--json", "--quiet", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+    )
     try:
         return done.returncode, json.loads(done.stdout)
     except ValueError:

@@ -75,8 +75,11 @@ def test_agents_sdk_trace_upload_is_off(tmp_path: Path, llm: LoopbackLLM) -> Non
 
     assert record("agents-sdk", llm, tmp_path / "run.jsonl").status == "ok"
     assert get_trace_provider()._disabled  # noqa: SLF001 (the SDK has no public getter)
-    urls = {e.payload["request"]["params"]["http"]["url"] for e in events(tmp_path / "run.jsonl")
-            if e.kind == "model.request"}
+    urls = {
+        e.payload["request"]["params"]["http"]["url"]
+        for e in events(tmp_path / "run.jsonl")
+        if e.kind == "model.request"
+    }
     assert urls == {f"{llm.url}/chat/completions"}
 
 
@@ -94,7 +97,13 @@ def test_langgraph_nodes_are_steps_and_checkpoints_are_snapshots() -> None:
         assert snapshot.payload["state_hash"] == transition.payload["after_hash"]
     final = snapshots[-1].payload["state"]
     assert final["next"] == [] and [m["type"] for m in final["graph"]["messages"]] == [
-        "human", "ai", "tool", "ai", "tool", "ai"]
+        "human",
+        "ai",
+        "tool",
+        "ai",
+        "tool",
+        "ai",
+    ]
     assert all("id" not in m["data"] for m in final["graph"]["messages"])
 
 
@@ -106,8 +115,11 @@ def test_pydantic_ai_records_the_output_validation_failure_when_it_happened() ->
     assert len(failure) == 1 and failure[0]["errors"][0]["loc"] == ["open_tickets"]
     assert failure[0]["errors"][0]["type"] == "missing"
     # written after the invalid answer and before the retry request that tells the model
-    invalid = [e for e in recorded if e.kind == "model.response"
-               and any(c["name"] == "final_result" for c in e.payload["response"]["tool_calls"])][0]
+    invalid = [
+        e
+        for e in recorded
+        if e.kind == "model.response" and any(c["name"] == "final_result" for c in e.payload["response"]["tool_calls"])
+    ][0]
     retry = next(e for e in recorded if e.kind == "model.request" and e.seq > invalid.seq)
     assert invalid.seq < failed_at.seq < retry.seq
     assert "open_tickets" in str(retry.payload["request"]["messages"][-1])
@@ -125,7 +137,8 @@ def test_version_check_warns_outside_the_tested_range(monkeypatch: pytest.Monkey
         problems = versions.check_versions("langgraph", "openai-agents")
     assert problems == [
         "langgraph 9.0.0 is outside the range the replay-tui recorder was tested with (>=1.2.0,<1.3): "
-        "recording may miss events and replays may diverge"]
+        "recording may miss events and replays may diverge"
+    ]
     assert [w.category for w in caught] == [versions.FrameworkVersionWarning]
 
 

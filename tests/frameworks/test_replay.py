@@ -36,14 +36,20 @@ def test_the_later_clock_really_moves_the_clock() -> None:
     """The fake clock the next test uses: a process started with it reads a date three years on."""
     script = "import datetime, time; print(datetime.date.today().year - time.localtime(0).tm_year)"
     plain = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    later = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                           env={"PYTHONPATH": str(LATER_CLOCK), "PATH": "/usr/bin:/bin"})
+    later = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(LATER_CLOCK), "PATH": "/usr/bin:/bin"},
+    )
     assert int(later.stdout) == int(plain.stdout) + 3
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
-def test_a_fresh_recording_replays_on_another_day_in_another_time_zone(name: str, tmp_path: Path,
-                                                                        llm: LoopbackLLM) -> None:
+def test_a_fresh_recording_replays_on_another_day_in_another_time_zone(
+    name: str, tmp_path: Path, llm: LoopbackLLM
+) -> None:
     journal = tmp_path / f"{name}.jsonl"
     outcome = record(name, llm, journal)
     assert outcome.status == "ok", outcome.error
@@ -63,8 +69,9 @@ ONE_LINE_CHANGES = [
 
 
 @pytest.mark.parametrize(("name", "variant", "step", "field"), ONE_LINE_CHANGES)
-def test_a_one_line_change_diverges_at_the_right_step_naming_the_field(name: str, variant: str, step: str,
-                                                                        field: str) -> None:
+def test_a_one_line_change_diverges_at_the_right_step_naming_the_field(
+    name: str, variant: str, step: str, field: str
+) -> None:
     journal = JOURNALS / f"{name}.jsonl"
     code, outcome = replay_cli(journal, "--agent", f"tests.frameworks.variants:{variant}")
     assert code == 1 and outcome["status"] == "diverged"
@@ -80,8 +87,10 @@ def test_model_live_against_the_loopback_server(name: str, tmp_path: Path, llm: 
     journal = tmp_path / f"{name}.jsonl"
     assert record(name, llm, journal).status == "ok"
     config = tmp_path / "loopback-model.toml"
-    config.write_text('[[plugins]]\nid = "model"\ntype = "openai-compatible"\n'
-                      f'options = {{ base_url = "{llm.url}", model = "crm-local" }}\n')
+    config.write_text(
+        '[[plugins]]\nid = "model"\ntype = "openai-compatible"\n'
+        f'options = {{ base_url = "{llm.url}", model = "crm-local" }}\n'
+    )
     heard = len(llm.requests)
     out = tmp_path / "model-live.jsonl"
     code, outcome = replay_cli(journal, "--mode", "model-live", "--model-config", str(config), "--out", str(out))
@@ -106,8 +115,13 @@ def test_from_seq_resumes_langgraph_at_a_recorded_snapshot() -> None:
 
 
 def test_the_repo_fixtures_record_command_starts_and_stops_its_own_model(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "fixtures.record", "--only", *sorted(AGENTS), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "fixtures.record", "--only", *sorted(AGENTS), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     for name in AGENTS:
         fresh = events(tmp_path / f"{name}.jsonl")

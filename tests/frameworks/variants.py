@@ -30,15 +30,20 @@ _triage = sdk.triage.clone(handoffs=[_analyst])
 
 
 async def agents_sdk_extra_argument(h: Harness, task: Mapping[str, Any]) -> str:
-    result = await run_sdk(h, _triage, task["question"], base_url=task["base_url"], model=crm.MODEL,
-                           context=sdk.SupportDesk())
+    result = await run_sdk(
+        h, _triage, task["question"], base_url=task["base_url"], model=crm.MODEL, context=sdk.SupportDesk()
+    )
     return str(result.final_output)
 
 
 # -- PydanticAI: other instructions --------------------------------------------------------
 
-_other_prompt = Agent(output_type=pai.TicketSummary, instructions=crm.INSTRUCTIONS + " Be brief.", retries=2,
-                      tools=[pai.find_customer, pai.open_tickets])
+_other_prompt = Agent(
+    output_type=pai.TicketSummary,
+    instructions=crm.INSTRUCTIONS + " Be brief.",
+    retries=2,
+    tools=[pai.find_customer, pai.open_tickets],
+)
 
 
 async def pydantic_ai_other_prompt(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:

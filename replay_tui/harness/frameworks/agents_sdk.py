@@ -79,8 +79,9 @@ def recorded_agent(h: Harness, agent: Agent[Any], _seen: dict[int, Agent[Any]] |
     clone = agent.clone()
     seen[id(agent)] = clone
     clone.tools = [recorded_tool(h, tool) if isinstance(tool, FunctionTool) else tool for tool in agent.tools]
-    clone.handoffs = [recorded_agent(h, target, seen) if isinstance(target, Agent) else target
-                      for target in agent.handoffs]
+    clone.handoffs = [
+        recorded_agent(h, target, seen) if isinstance(target, Agent) else target for target in agent.handoffs
+    ]
     return clone
 
 
@@ -101,8 +102,11 @@ class RecordingHooks(RunHooks[Any]):
             "turn": self.turn,
             "handoffs": list(self.handoffs),
             "context": _json_view(context.context),
-            "usage": {"requests": usage.requests, "input_tokens": usage.input_tokens,
-                      "output_tokens": usage.output_tokens},
+            "usage": {
+                "requests": usage.requests,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+            },
         }
 
     async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
@@ -114,8 +118,11 @@ class RecordingHooks(RunHooks[Any]):
         self.h.step_id = f"turn-{self.turn:02d}:{agent.name}"
 
     async def on_llm_end(self, context: Any, agent: Agent[Any], response: Any) -> None:
-        self.calls = {item.name: (item.call_id, _arguments(item.arguments))
-                      for item in response.output if getattr(item, "type", None) == "function_call"}
+        self.calls = {
+            item.name: (item.call_id, _arguments(item.arguments))
+            for item in response.output
+            if getattr(item, "type", None) == "function_call"
+        }
         self.h.record_state(self.state(context))
 
     async def on_handoff(self, context: Any, from_agent: Agent[Any], to_agent: Agent[Any]) -> None:
@@ -136,18 +143,29 @@ class RecordingHooks(RunHooks[Any]):
         self.h.record_state(self.state(context))
 
 
-async def run_recorded(h: Harness, agent: Agent[Any], task_input: Any, *, base_url: str, model: str,
-                       context: Any = None, max_turns: int = 10, run_config: RunConfig | None = None) -> Any:
+async def run_recorded(
+    h: Harness,
+    agent: Agent[Any],
+    task_input: Any,
+    *,
+    base_url: str,
+    model: str,
+    context: Any = None,
+    max_turns: int = 10,
+    run_config: RunConfig | None = None,
+) -> Any:
     """``Runner.run`` with every model call, tool call, turn and handoff recorded through ``h``."""
     check_versions(*DISTRIBUTIONS)
     set_tracing_disabled(True)
     chat_model = OpenAIChatCompletionsModel(model=model, openai_client=async_openai_client(h, base_url))
-    config = dataclasses.replace(run_config or RunConfig(), model=chat_model, tracing_disabled=True,
-                                 trace_include_sensitive_data=False)
+    config = dataclasses.replace(
+        run_config or RunConfig(), model=chat_model, tracing_disabled=True, trace_include_sensitive_data=False
+    )
     hooks = RecordingHooks(h, agent.name)
     try:
-        return await Runner.run(recorded_agent(h, agent), task_input, context=context, hooks=hooks,
-                                run_config=config, max_turns=max_turns)
+        return await Runner.run(
+            recorded_agent(h, agent), task_input, context=context, hooks=hooks, run_config=config, max_turns=max_turns
+        )
     finally:
         h.step_id = None
 

@@ -74,8 +74,14 @@ def chat_openai(h: Harness, base_url: str, model: str, **options: Any) -> ChatOp
     from ..httpx_transport import http_client
 
     client = http_client(h)
-    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key(), http_client=client,  # type: ignore[arg-type]
-                      max_retries=0, **options)
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        api_key=api_key(),
+        http_client=client,  # type: ignore[arg-type]
+        max_retries=0,
+        **options,
+    )
 
 
 def tool_call_recorder(h: Harness) -> Any:
@@ -92,8 +98,12 @@ def tool_call_recorder(h: Harness) -> Any:
             return {"content": in_journal_order(message.content), "status": message.status}
 
         recorded = h.record_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))
-        return ToolMessage(content=recorded["content"], status=recorded.get("status", "success"),
-                           tool_call_id=call.get("id"), name=call["name"])
+        return ToolMessage(
+            content=recorded["content"],
+            status=recorded.get("status", "success"),
+            tool_call_id=call.get("id"),
+            name=call["name"],
+        )
 
     return record
 
@@ -107,8 +117,9 @@ class _NodeSteps(BaseCallbackHandler):
         self.h = h
         self.node: str | None = None
 
-    def on_chain_start(self, serialized: Any, inputs: Any, *, metadata: Mapping[str, Any] | None = None,
-                       **kwargs: Any) -> None:
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, metadata: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         node = (metadata or {}).get("langgraph_node")
         if node and kwargs.get("name") == node and node != self.node:
             self.node = node
@@ -161,18 +172,21 @@ class GraphAgent(StepAgent):
 
     def step(self, h: Harness, state: Any) -> Done | None:
         run = _runs.get(h) or self._start(h, state)
-        for _ in run.graph.stream(run.pending if not run.started else None, run.config, stream_mode="values",
-                                  interrupt_after=run.nodes):
+        for _ in run.graph.stream(
+            run.pending if not run.started else None, run.config, stream_mode="values", interrupt_after=run.nodes
+        ):
             pass
         run.started = True
         snapshot = run.graph.get_state(run.config)
         langgraph_step = (snapshot.metadata or {}).get("step")
         # LangGraph's step counter restarts in a saver seeded by a resume: diagnostics only
-        h.record_state({**state, "graph": _state_view(snapshot.values), "next": list(snapshot.next),
-                        "node": run.steps.node})
+        h.record_state(
+            {**state, "graph": _state_view(snapshot.values), "next": list(snapshot.next), "node": run.steps.node}
+        )
         checkpoint_id = (snapshot.config.get("configurable") or {}).get("checkpoint_id")
-        h.write_snapshot(diagnostics={"checkpoint_id": checkpoint_id, "langgraph_step": langgraph_step},
-                         at_step_end=True)
+        h.write_snapshot(
+            diagnostics={"checkpoint_id": checkpoint_id, "langgraph_step": langgraph_step}, at_step_end=True
+        )
         if snapshot.next:
             return None
         output = self.output(snapshot.values)
@@ -219,7 +233,10 @@ def _state_view(values: Mapping[str, Any]) -> dict[str, Any]:
 def _state_from_view(view: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, value in view.items():
-        is_messages = isinstance(value, list) and value and all(
-            isinstance(item, Mapping) and {"type", "data"} <= set(item) for item in value)
+        is_messages = (
+            isinstance(value, list)
+            and value
+            and all(isinstance(item, Mapping) and {"type", "data"} <= set(item) for item in value)
+        )
         values[key] = messages_from_dict(value) if is_messages else value
     return values

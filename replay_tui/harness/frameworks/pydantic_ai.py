@@ -65,8 +65,11 @@ class RecordingCapability(AbstractCapability[Any]):
             "node": self.node,
             "nodes_run": self.nodes_run,
             "output_validation_failures": list(self.failures),
-            "usage": {"requests": getattr(usage, "requests", 0), "input_tokens": getattr(usage, "input_tokens", 0),
-                      "output_tokens": getattr(usage, "output_tokens", 0)},
+            "usage": {
+                "requests": getattr(usage, "requests", 0),
+                "input_tokens": getattr(usage, "input_tokens", 0),
+                "output_tokens": getattr(usage, "output_tokens", 0),
+            },
         }
 
     def get_default_run_id(self) -> str | None:
@@ -93,8 +96,9 @@ class RecordingCapability(AbstractCapability[Any]):
         raise error
 
 
-async def run_recorded(h: Harness, agent: Agent[Any, Any], prompt: str, *, base_url: str, model: str,
-                       deps: Any = None) -> Any:
+async def run_recorded(
+    h: Harness, agent: Agent[Any, Any], prompt: str, *, base_url: str, model: str, deps: Any = None
+) -> Any:
     """``agent.run`` with its model, tools, nodes and output validation recorded through ``h``."""
     check_versions(*DISTRIBUTIONS)
     chat_model = OpenAIChatModel(model, provider=OpenAIProvider(openai_client=async_openai_client(h, base_url)))
@@ -106,8 +110,10 @@ async def run_recorded(h: Harness, agent: Agent[Any, Any], prompt: str, *, base_
 
 def _errors_of(error: Any) -> list[dict[str, Any]]:
     if isinstance(error, ValidationError):
-        return [{"loc": [str(part) for part in item.get("loc", ())], "type": item.get("type"), "msg": item.get("msg")}
-                for item in error.errors(include_url=False, include_input=False)]
+        return [
+            {"loc": [str(part) for part in item.get("loc", ())], "type": item.get("type"), "msg": item.get("msg")}
+            for item in error.errors(include_url=False, include_input=False)
+        ]
     return [{"loc": [], "type": type(error).__name__, "msg": str(error)}]
 
 

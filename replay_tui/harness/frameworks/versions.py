@@ -33,8 +33,10 @@ def version_problem(distribution: str) -> str | None:
         return f"{distribution} {installed!r} is not a version replay-tui can read (tested: >={low},<{high})"
     if _release(low) <= parsed < _release(high):  # type: ignore[operator]
         return None
-    return (f"{distribution} {installed} is outside the range the replay-tui recorder was tested with "
-            f"(>={low},<{high}): recording may miss events and replays may diverge")
+    return (
+        f"{distribution} {installed} is outside the range the replay-tui recorder was tested with "
+        f"(>={low},<{high}): recording may miss events and replays may diverge"
+    )
 
 
 def check_versions(*distributions: str) -> list[str]:

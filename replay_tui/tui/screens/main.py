@@ -56,6 +56,7 @@ from ..messages import (
 from ..widgets.annotation_marks import GLYPHS, SECRET, WalkthroughMarks
 from ..widgets.bars import RunHeader, StatusBar
 from ..widgets.causal_tree import CausalTree, NodeData
+from ..widgets.json_view import JsonView
 from ..widgets.panes import EventDetail, StatePane
 from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest
 from ..widgets.timeline import Timeline
@@ -663,6 +664,11 @@ class MainScreen(Screen[None]):
             self.timeline.invalidate()
             self.status.say(f"secret scan: {len(message.seqs):,} events may hold a secret redaction missed "
                             f"(marked {GLYPHS[SECRET]}; replay-tui scan lists them)")
+
+    @on(JsonView.SecretsShown)
+    def _secrets_shown(self, message: JsonView.SecretsShown) -> None:
+        """u unmasked (or masked again) a flagged value: the header says whether any is shown."""
+        self.header.set_secrets_shown(any(view.secrets_shown for view in self.query(JsonView)))
 
     # -- follow ---------------------------------------------------------------------
     def _journal_reset(self) -> None:

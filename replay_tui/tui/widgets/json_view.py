@@ -7,7 +7,7 @@ it shows, so a pane can say which state path is under the cursor. Big values
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 import orjson
@@ -16,10 +16,12 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.diff import ValueDiff
+from ...analysis.secrets import mask_secrets
 from ...journal.safe_text import safe, safe_json, safe_json_text
 
 LONG_STRING = 160
@@ -114,6 +116,26 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
     return lines
 
 
+def _restore(masked: Any, original: Any, pointer: str) -> Any:
+    """``masked`` with the value at ``pointer`` put back from ``original`` (masked keys keep their
+    position, so a segment is matched by its index among the keys)."""
+    if pointer == "":
+        return original
+    head, _, rest = pointer[1:].partition("/")
+    segment = head.replace("~1", "/").replace("~0", "~")
+    if isinstance(masked, list) and isinstance(original, list) and segment.isdigit() and int(segment) < len(masked):
+        index = int(segment)
+        copy = list(masked)
+        copy[index] = _restore(masked[index], original[index], "/" + rest if rest else "")
+        return copy
+    if isinstance(masked, dict) and isinstance(original, dict) and segment in masked:
+        index = list(masked).index(segment)
+        original_key = list(original)[index]
+        child = _restore(masked[segment], original[original_key], "/" + rest if rest else "")
+        return {original_key if key == segment else key: child if key == segment else item for key, item in masked.items()}
+    return masked
+
+
 def json_text(value: Any) -> str:
     """A key or scalar as JSON text, escaped: JSON leaves bidi, C1 and invisible characters raw."""
     try:
@@ -148,7 +170,17 @@ class JsonView(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("enter,f", "toggle_fold", "Fold/unfold"),
+        Binding("u", "reveal_secret", "Reveal secret", show=False),
     ]
+
+    class SecretsShown(Message):
+        """A view started or stopped showing a flagged value unmasked (the header says so)."""
+
+        def __init__(self, view: JsonView, shown: bool) -> None:
+            super().__init__()
+            self.view = view
+            self.shown = shown
+
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -159,14 +191,47 @@ class JsonView(ScrollView, can_focus=True):
         self._unfolded: set[str] = set()
         self._folded: set[str] = set()
         self._styles: dict[str, Style] = {}
+        self.source = self.document  # what was shown, before flagged values were masked
+        self._revealed: set[str] = set()  # pointers the user unmasked with u
 
     def show(self, document: JsonDocument, *, keep_folds: bool = False) -> None:
+        """Show ``document`` with every value the secret scan flags masked (u reveals one)."""
         pointer = self.cursor_pointer
-        self.document = document
+        if document.value is not self.source.value and self._revealed:
+            self._revealed.clear()  # another value: reveals never carry over
+            self.post_message(self.SecretsShown(self, False))
+        self.source = document
+        self.document = self._masked(document)
         if not keep_folds:
             self._unfolded.clear()
             self._folded.clear()
         self._rebuild(pointer)
+
+    def _masked(self, document: JsonDocument) -> JsonDocument:
+        masked, count = mask_secrets(document.value)
+        if not count:
+            return document
+        for pointer in self._revealed:
+            masked = _restore(masked, document.value, pointer)
+        hidden = "shown" if self._revealed else "masked"
+        note = (f"{count} value(s) flagged by the secret scan are {hidden}; u on a value reveals it", "json--punct")
+        return replace(document, value=masked, header=[*document.header, note])
+
+    def action_reveal_secret(self) -> None:
+        """Unmask (or mask again) the value under the cursor, on purpose."""
+        pointer = self.cursor_pointer
+        if pointer is None:
+            return
+        was_shown = bool(self._revealed)
+        self._revealed ^= {pointer}
+        self.document = self._masked(self.source)
+        self._rebuild(pointer)
+        if bool(self._revealed) != was_shown:
+            self.post_message(self.SecretsShown(self, bool(self._revealed)))
+
+    @property
+    def secrets_shown(self) -> bool:
+        return bool(self._revealed)
 
     def _rebuild(self, keep_pointer: str | None = None) -> None:
         self.lines = build_lines(self.document, self._unfolded, self._folded)
