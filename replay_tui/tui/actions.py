@@ -141,6 +141,9 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                    "the timeline the event's payload, as JSON", "app", show=False),
             Action("copy_path", "Y", "Copy JSON path", "copy the JSON path (RFC 6901 pointer) of the value under "
                    "the cursor in a state pane or the event", "app", show=False),
+            Action("reveal_secret", "u", "Reveal secret", "values the secret scan flags are masked in every pane: u "
+                   "unmasks the one under the cursor on purpose (the header then says secrets shown), u again masks it",
+                   "widget"),
             Action("copy_line", "ctrl+y", "Copy raw line", "copy the event's line as the journal holds it", "app",
                    show=False),
         ),

@@ -74,6 +74,7 @@ class RunHeader(Static):
         self.chain = ("checking", "checking the hash chain…")
         self.events = "opening…"
         self.journal_name = ""
+        self.secrets_shown = False  # a flagged value is unmasked (u) in a pane
 
     def set_first_event(self, event: Event | None, journal_name: str) -> None:
         self.journal_name = journal_name
@@ -99,6 +100,10 @@ class RunHeader(Static):
         self.events = text
         self._update()
 
+    def set_secrets_shown(self, shown: bool) -> None:
+        self.secrets_shown = shown
+        self._update()
+
     def _update(self) -> None:
         status, summary = self.chain
         style = {"verified": "$success", "broken": "$error", "error": "$error", "absent": "$warning"}.get(status, "$foreground-muted")
@@ -111,6 +116,8 @@ class RunHeader(Static):
         )
         environment = safe_line(self.environment) if self.environment else "…"
         second = Content.from_markup("env $env  ·  $events", env=environment, events=safe_line(self.events))
+        if self.secrets_shown:
+            second = second + Content.from_markup("  ·  [b $error]secrets shown[/]")
         self.update(Content("\n").join([first, second]))
 
 
