@@ -13,6 +13,7 @@ its bytes first so only plausible lines are parsed.
 from __future__ import annotations
 
 import bisect
+import re
 import shlex
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -42,6 +43,7 @@ FIELD_HELP = {
     "call": "call_id",
     "status": "run.ended status",
     "is": "error, timeout, redacted, divergent, unused, consumed, observation",
+    "re": "a Python regular expression searched in the event's line (re:'a\\d+' quoted; a query that starts with re: is one regex)",
 }
 
 
@@ -109,6 +111,8 @@ class Filter:
     value: str
 
     def matches(self, event: Event | JournalError, line: bytes, replay: ReplayMarks | None) -> bool:
+        if self.name == "re":
+            return _regex(self.value).search(line.decode("utf-8", "replace")) is not None
         if self.name == "is":
             if self.value == "observation":
                 return isinstance(event, Event) and event.is_observation
@@ -209,8 +213,23 @@ class Query:
         return True
 
 
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)  # the re module caches compiled patterns
+
+
+def _checked_regex_filter(pattern: str) -> Filter:
+    try:
+        _regex(pattern)
+    except re.error as error:
+        raise QueryError(f"re:{pattern} — not a regular expression ({error})") from None
+    return Filter("re", pattern)
+
+
 def parse_query(text: str) -> Query:
-    """Parse a query; raises QueryError naming the term it cannot use."""
+    """Parse a query; raises QueryError naming the term it cannot use. A query that starts with
+    ``re:`` is one regular expression, spaces and backslashes included."""
+    if text.startswith("re:") and text[3:]:
+        return Query(source=text, filters=(_checked_regex_filter(text[3:]),))
     try:
         terms = shlex.split(text)
     except ValueError as error:
@@ -224,7 +243,7 @@ def parse_query(text: str) -> Query:
                 raise QueryError(f"seq:{value} — expected a seq like seq:12 or a range like seq:10..20")
             if name == "is" and value not in (ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED, "observation"):
                 raise QueryError(f"is:{value} — expected one of: {FIELD_HELP['is']}")
-            filters.append(Filter(name, value))
+            filters.append(_checked_regex_filter(value) if name == "re" else Filter(name, value))
         elif colon and name.isidentifier() and value and not value.startswith("/"):
             known = ", ".join(sorted(FIELD_HELP))
             raise QueryError(f"unknown filter '{name}:' — known filters: {known}, or a dotted path like payload.tool:")

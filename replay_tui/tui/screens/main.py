@@ -72,6 +72,15 @@ SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
 ERROR_QUERY = parse_query("is:error")
 
 
+def stacked_query(stack: list[Query]) -> Query:
+    """The filters of a stack as one query: an event is shown when it matches every one."""
+    return Query(
+        source=" & ".join(query.source for query in stack),
+        words=tuple(word for query in stack for word in query.words),
+        filters=tuple(f for query in stack for f in query.filters),
+    )
+
+
 class MainScreen(Screen[None]):
     """The debugger; follow, bookmarks, export and replay are its controllers (see ``controllers/``)."""
 
@@ -98,7 +107,8 @@ class MainScreen(Screen[None]):
         self.replay_agent = replay_agent
         self.replay_marks: ReplayMarks | None = None
         self.query_: Query | None = None
-        self.filter_query: Query | None = None
+        self.filter_query: Query | None = None  # every stacked filter at once
+        self.filter_stack: list[Query] = []  # & pushes, escape pops
         self._queued_repeats = 0  # n/N pressed while a search was running
         self.watched: str | None = None
         self.last_state: StateAt | None = None
@@ -492,10 +502,21 @@ class MainScreen(Screen[None]):
             for worker in running:
                 worker.cancel()
             self.status.say("search cancelled" if running[0].group == "search" else "filter stopped (showing the matches found so far)")
+        elif self.filter_stack and self.timeline.rows is not None:
+            removed = self.filter_stack.pop()
+            if self.filter_stack:  # one filter at a time comes off the stack
+                self.filter_query = stacked_query(self.filter_stack)
+                self.run_filter(self.filter_query)
+                self.status.say(f"filter {removed.source} removed; {len(self.filter_stack)} left (escape removes the next)")
+            else:
+                self.filter_query = None
+                self.timeline.set_rows(None)
+                self.timeline.border_title = "Timeline"
+                self.status.say(f"filter {removed.source} removed: every event is shown")
         elif self.timeline.rows is not None:
             self.timeline.set_rows(None)
             self.timeline.border_title = "Timeline"
-            self.status.say("filter cleared: every event is shown")
+            self.status.say("every event is shown")
         elif self.timeline.query is not None:
             self.timeline.set_query(None)
             self.status.say("search highlight cleared (n/N still repeat the last search)")
@@ -511,12 +532,16 @@ class MainScreen(Screen[None]):
             query = self._parse_or_warn(text)
             if query is None:
                 return
-            self.filter_query = query
-            self.run_filter(query)
+            if self.timeline.rows is None:
+                self.filter_stack.clear()  # the rows were cleared another way (z, a reset): start a new stack
+            self.filter_stack.append(query)
+            self.filter_query = stacked_query(self.filter_stack)
+            self.run_filter(self.filter_query)
 
-        previous = self.filter_query.source if self.filter_query else ""
-        hint = "show only matching events (same words and filters as /); empty or escape-in-timeline clears"
-        self.app.push_screen(PromptScreen("Filter the timeline", hint, value=previous, placeholder="kind:tool is:error"), chosen)
+        on = " & ".join(q.source for q in self.filter_stack) if self.timeline.rows is not None else ""
+        hint = ("adds a filter on top of: " + on if on else "show only matching events (same words and filters as /)") \
+            + "; escape in the timeline removes the last filter"
+        self.app.push_screen(PromptScreen("Filter the timeline", hint, placeholder="kind:tool is:error"), chosen)
 
     @work(thread=True, exclusive=True, group="filter", exit_on_error=False)
     def run_filter(self, query: Query) -> None:
