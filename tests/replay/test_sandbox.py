@@ -9,6 +9,7 @@ the scratch dir, the parent's secret was not visible, and the verdict is the par
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -235,3 +236,19 @@ def test_no_verify_hash_chain_is_said_in_the_report(journal):
     assert "hash chain: not verified (--no-verify-hash-chain)" in outcome.to_text()
     checked = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(REPO)]), timeout_s=60, cwd=str(REPO)).run()
     assert checked.verification["ok"] and "hash chain: verified" in checked.to_text()
+
+
+def test_the_cli_lists_the_layers_and_takes_the_sandbox_options(journal, capsys, monkeypatch):
+    from replay_tui.cli import main
+
+    monkeypatch.chdir(REPO)
+    assert main(["replay", str(journal), "--agent", HOSTILE, "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [layer["name"] for layer in data["isolation"]["sandbox"]["layers"]] == list(ALL_LAYERS)
+    assert main(["replay", str(journal), "--agent", HOSTILE, "--isolation", "guard-only", "--require-isolation"]) == 2
+    assert "--require-isolation: missing sandbox layer(s): network namespace" in capsys.readouterr().out
+    monkeypatch.setenv("HOSTILE_ATTACK", "read-secret")
+    monkeypatch.setenv(SECRET_NAME, "sk-from-the-cli")
+    assert main(["replay", str(journal), "--agent", HOSTILE, "--pass-env", "HOSTILE_ATTACK", "--no-verify-hash-chain"]) == 0
+    out = capsys.readouterr().out
+    assert "hash chain: not verified (--no-verify-hash-chain)" in out and "sk-from-the-cli" not in out
