@@ -55,6 +55,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, messages_from_dict, messages_to_dict
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import SecretStr
 
 from ...journal.model import INPUT_RECEIVED
 from ..agents import Done, StepAgent
@@ -73,12 +74,11 @@ def chat_openai(h: Harness, base_url: str, model: str, **options: Any) -> ChatOp
     """A ``ChatOpenAI`` recording through ``h`` (no retries: each attempt would be an exchange)."""
     from ..httpx_transport import http_client
 
-    client = http_client(h)
     return ChatOpenAI(
         model=model,
         base_url=base_url,
-        api_key=api_key(),
-        http_client=client,  # type: ignore[arg-type]
+        api_key=SecretStr(api_key()),
+        http_client=http_client(h),
         max_retries=0,
         **options,
     )
