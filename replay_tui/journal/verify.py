@@ -644,6 +644,8 @@ def verify_journal(
         if journal.dialect == dialects.TYPE_DATA:
             report.chain = "absent"
             _check_type_data(journal, report, max_line_bytes)
+            if public_key is not None:
+                _check_seals(report, [], public_key)
             return report
         ranges = _plan(journal, workers or os.cpu_count() or 1)
     finally:
@@ -664,7 +666,9 @@ def verify_journal(
         report.closed = False
         cut = f"after seq {report.last_seq}" if report.last_seq is not None else "before its first event"
         report.notes.append(f"Not closed: the run is still going, or the file was cut {cut} (no run.ended).")
-    if report.sealed_by and public_key is None:
+    if not report.sealed_by and public_key is None:
+        report.notes.append("No signed seal (a recording with a signing_key ends with one).")
+    elif report.sealed_by and public_key is None:
         report.notes.append(
             f"Sealed by key {_key_ids(report.sealed_by)} (signatures not checked: give --key PUB to check them)."
         )
