@@ -29,6 +29,7 @@ import orjson
 from ..importers import (
     IMPORTER_VERSION,
     ImportedJournal,
+    TraceImportError,
     detect_format,
     file_sha256,
     import_trace,
@@ -102,8 +103,12 @@ def _cached(target: Path) -> list[Path] | None:
 def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
     """Import into a fresh directory, then move it into place (two processes may race: the
     first one in wins and the other uses its result)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
+    except OSError as error:
+        raise TraceImportError(str(path), None, f"a writable import cache ({target.parent}: {error.strerror}); set XDG_CACHE_HOME, "
+                                                "or write the journal yourself with 'replay-tui import SRC -o OUT.jsonl'") from None
     try:
         out = staging / (Path(path.name).stem + ".jsonl")
         results: list[ImportedJournal] = import_trace(path, out, format=fmt, sha256=digest)

@@ -102,3 +102,13 @@ def test_detection_reads_keys_not_words_inside_values(tmp_path: Path) -> None:
     pretty = tmp_path / "pretty.json"
     pretty.write_text(json.dumps(json.loads((SAMPLES / "weather.otlp.jsonl").read_text().splitlines()[0]), indent=2))
     assert detect_format(pretty) == "otlp"
+
+
+def test_an_unwritable_cache_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert main(["stats", str(SAMPLES / "weather.otlp.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "a writable import cache" in err and "replay-tui import SRC -o OUT.jsonl" in err and err.count("\n") == 1
