@@ -51,6 +51,9 @@ _INVISIBLE = (
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
 _UNSAFE_MULTILINE = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
 _UNSAFE = re.compile(f"[\t\n{_CONTROLS}{_INVISIBLE}]")
+# The part of the above that str.isprintable() lets through (invisible letters and marks): text that is
+# printable and holds none of these is already safe, which a small class checks faster than the full one.
+_PRINTABLE_INVISIBLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0e\uffa0\U000e0100-\U000e01ef]")
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _WHITESPACE_RUN = re.compile(r"[ ]{2,}")
 
@@ -76,9 +79,16 @@ def _escape_in_json(match: re.Match[str]) -> str:
     return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
 
 
+def _printable_and_visible(text: str) -> bool:
+    """The fast "already safe" check: C-speed for ASCII, a small class for the rest."""
+    if text.isascii():
+        return text.isprintable()
+    return text.isprintable() and _PRINTABLE_INVISIBLE.search(text) is None
+
+
 def is_safe(text: str, multiline: bool = False) -> bool:
     """True when the text can be shown as it is (the common case, checked at C speed)."""
-    if text.isascii() and text.isprintable():
+    if _printable_and_visible(text):
         return True
     return (_UNSAFE_MULTILINE if multiline else _UNSAFE).search(text) is None
 
@@ -89,7 +99,7 @@ def safe(text: str, multiline: bool = False) -> str:
     ``multiline`` keeps ``\\n`` and ``\\t`` (a pane or an export body); otherwise they are escaped too, so the
     result is always one line. CR is always escaped: it would move the cursor back over what was shown.
     """
-    if text.isascii() and text.isprintable():
+    if _printable_and_visible(text):
         return text
     return (_UNSAFE_MULTILINE if multiline else _UNSAFE).sub(_escape, text)
 
@@ -98,7 +108,7 @@ def safe_line(text: str, limit: int | None = None) -> str:
     """One escaped line, runs of spaces collapsed, at most ``limit`` characters (ending in "…" when cut)."""
     if limit is not None and len(text) > limit:
         text = text[: limit + 1]  # each character escapes to at least one, so this is enough to fill the limit
-    shown = text if text.isascii() and text.isprintable() else safe(text)
+    shown = text if _printable_and_visible(text) else safe(text)
     if "  " in shown:
         shown = _WHITESPACE_RUN.sub(" ", shown)
     shown = shown.strip()

@@ -8,6 +8,7 @@ import unicodedata
 
 import pytest
 
+from replay_tui.journal import safe_text
 from replay_tui.journal.safe_text import (
     is_safe,
     safe,
@@ -49,6 +50,13 @@ def test_every_control_format_separator_and_surrogate_code_point_is_escaped() ->
         if category in ("Cc", "Cf", "Cs", "Zl", "Zp") and safe(char) == char:
             missed.append(f"U+{point:04X} {category}")
     assert missed == []
+
+
+def test_the_fast_check_never_passes_an_unsafe_character() -> None:
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        if safe_text._UNSAFE_MULTILINE.search(char):  # the full rule escapes it: the fast check must not pass it
+            assert not char.isprintable() or safe_text._PRINTABLE_INVISIBLE.search(char), f"U+{point:04X}"
 
 
 def test_safe_line_cuts_after_escaping_and_collapses_spaces() -> None:
