@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
+from ..analysis.secrets import mask_secrets
 from ..journal import Event, JournalError
 from ..journal.safe_text import safe_json, safe_line
 
@@ -34,8 +36,22 @@ def short_hash(value: Any) -> str:
 
 
 def summary_of(event: Event | JournalError) -> str:
-    """What happened, in a few words: tool and arguments, model answer, patch paths; one escaped line."""
-    return safe_line(_summary(event))
+    """What happened, in a few words: tool and arguments, model answer, patch paths; one escaped line.
+    A value the secret scan flags reads as its masked preview, as in the panes."""
+    if not isinstance(event, Event):
+        return safe_line(_summary(event))
+    cached = _MASKED_SUMMARIES.get(event.event_hash) if event.event_hash else None
+    if cached is None:
+        masked, count = mask_secrets(event.payload)
+        cached = safe_line(_summary(replace(event, payload=masked) if count else event))
+        if event.event_hash:
+            if len(_MASKED_SUMMARIES) >= 8192:
+                _MASKED_SUMMARIES.clear()
+            _MASKED_SUMMARIES[event.event_hash] = cached
+    return cached
+
+
+_MASKED_SUMMARIES: dict[str, str] = {}  # by event hash: a row is drawn many times, masked once
 
 
 def _summary(event: Event | JournalError) -> str:
