@@ -312,14 +312,24 @@ class Segment:
         return self.read(self.indexed_end, min(limit, self.pending_tail()))
 
     def first_line(self, limit: int = 1 << 20) -> bytes:
-        """The first line (or its first ``limit`` bytes) without building the index."""
+        """The first line that is not empty (or its first ``limit`` bytes), without building the index.
+
+        Only the first ``limit`` bytes are looked at: past them, b"" (an empty journal, for the caller).
+        """
         if self.compressed:
             with gzip.open(self.path, "rb") as stream:
                 try:
-                    return stream.readline(limit)
+                    data, looked, lines = b"", 0, 0
+                    while looked < limit and lines < MAX_CONSECUTIVE_FAULTS and not data.strip(b" \t\r\n"):
+                        data = stream.readline(limit - looked)
+                        looked, lines = looked + len(data), lines + 1
+                        if not data:
+                            break
                 except (OSError, EOFError, zlib.error) as error:
                     raise JournalOpenError(f"is not a valid gzip file ({error})", path=str(self.path)) from None
-        data = os.pread(self._fd, limit, 0)
+        else:
+            data = os.pread(self._fd, limit, 0)
+        data = data.lstrip(b" \t\r\n")
         cut = data.find(b"\n")
         return data if cut < 0 else data[: cut + 1]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.journal import Journal, JournalError, open_journal, verify_journal
+from replay_tui.journal import Journal, JournalError, JournalOpenError, open_journal, verify_journal
 
 from .sample import write_sample_journal
 
@@ -182,3 +182,16 @@ def test_block_reads_stay_aligned_when_empty_lines_were_left_out(tmp_path: Path)
         assert [position for position, _ in pairs] == list(range(len(journal)))
         for position, line in pairs:
             assert json.loads(line)["seq"] == journal.event(position).seq
+
+
+def test_leading_empty_lines_do_not_make_a_journal_empty(tmp_path: Path) -> None:
+    data = write_sample_journal(tmp_path / "j.jsonl", steps=1).read_bytes()
+    for name, content in (("lead.jsonl", b"\n\n" + data), ("lead.jsonl.gz", gzip.compress(b"\n \r\n" + data))):
+        path = tmp_path / name
+        path.write_bytes(content)
+        with open_journal(path) as journal:
+            assert journal.dialect == "replay-tui/v1" and journal.event(0).seq == 1 and journal.line_origin(0)[1] == 3
+    only_empty = tmp_path / "empty.jsonl.gz"
+    only_empty.write_bytes(gzip.compress(b"\n" * 5_000_000))
+    with pytest.raises(JournalOpenError, match="is empty"):
+        open_journal(only_empty)
