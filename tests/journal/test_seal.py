@@ -158,3 +158,15 @@ def test_events_after_the_seal_are_a_fault(tmp_path: Path, sealed: Path, keys: d
     report = _verify(grown, keys)
     assert [fault.kind for fault in report.faults] == ["event_after_end", "unsealed_tail"]
     assert "after the run.sealed" in report.faults[0].message and seal["kind"] == "run.sealed"
+
+
+def test_a_bad_signing_key_is_a_config_error_before_anything_is_recorded(tmp_path: Path, keys: dict[str, Path]) -> None:
+    from replay_tui.harness.config import ConfigError
+
+    for key, expected in (("missing-key", "cannot read the private key"), (f"{keys['alice']}.pub", "is not a PEM private key")):
+        config = tmp_path / "probe.toml"
+        config.write_text(PROBE_CONFIG.read_text().replace("[harness]\n", f'[harness]\nsigning_key = "{key}"\n', 1))
+        journal = tmp_path / "never.jsonl"
+        with pytest.raises(ConfigError, match=expected):
+            record_run(config, PROBE_AGENT, ["q"], journal=journal)
+        assert not journal.exists()
