@@ -46,6 +46,7 @@ from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
 
 TRACEBACK_LINES = 30
 BATCH_EVENTS = 256  # produced events per "events" message (fewer writes, no round trips)
+BATCH_BYTES = 4 << 20  # ... and at most about this many bytes of them
 
 
 class Channel:
@@ -57,12 +58,15 @@ class Channel:
         self._next_progress = 0.0
         self._calls = 0
         self._batch: list[bytes] = []
+        self._batch_bytes = 0
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
 
     def produce(self, kind: str, payload: dict, step_id: str | None, parent_event_id: str | None) -> None:
         """One event the agent produced, for the parent's verdict (serialized now: payloads may change later)."""
-        self._batch.append(orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS))
-        if len(self._batch) >= BATCH_EVENTS:
+        item = orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS)
+        self._batch.append(item)
+        self._batch_bytes += len(item)
+        if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES:
             self.flush()
 
     def request(self, kind: str, key: Any) -> None:
@@ -73,7 +77,7 @@ class Channel:
 
     def flush(self) -> None:
         if self._batch:
-            items, self._batch = self._batch, []
+            items, self._batch, self._batch_bytes = self._batch, [], 0
             self._write(b'{"type":"' + EVENTS.encode() + b'","items":[' + b",".join(items) + b"]}\n")
 
     def send(self, message_type: str, **fields: Any) -> None:

@@ -67,6 +67,7 @@ UNREADABLE_FAULTS = frozenset({"truncated_last_line", "malformed_line", "schema"
 #: Progress phases that count journal events (the "load" phase counts bytes indexed).
 EVENT_PHASES = frozenset({"replay", "fast-forward"})
 STDERR_LINES = 40
+MAX_PROTOCOL_LINE = 64 << 20  # the child batches events under 4 MiB; anything this long is hostile
 POLL_S = 0.25
 
 
@@ -460,7 +461,8 @@ class ReplayRunner:
         selector = selectors.DefaultSelector()
         selector.register(self._pipe, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
-        buffer = b""
+        pending: list[bytes] = []  # bytes of the line being read
+        pending_size = 0
         ended_by: str | None = None
         try:
             while True:
@@ -481,8 +483,17 @@ class ReplayRunner:
                 chunk = self._pipe.read(65536)
                 if not chunk:
                     break  # the child closed the pipe: it has exited (or is exiting)
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
+                if b"\n" not in chunk:  # only new bytes are searched: a long line costs linear time
+                    pending.append(chunk)
+                    pending_size += len(chunk)
+                    if pending_size > MAX_PROTOCOL_LINE:
+                        self._protocol_fault = f"the child wrote a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB"
+                        self._stop_reason = "protocol"
+                        outcome.status = FAILED
+                        outcome.error = {"kind": "internal", "message": self._protocol_fault, "traceback": []}
+                    continue
+                *lines, rest = (b"".join(pending) + chunk).split(b"\n")
+                pending, pending_size = [rest], len(rest)
                 for line in lines:
                     if line:
                         self._handle(line, outcome)

@@ -184,13 +184,15 @@ def test_files_and_secrets(journal, targets, tmp_path, name, mechanism):
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-@pytest.mark.parametrize("name", ["forge-result", "exit-early", "garbage"])
+@pytest.mark.parametrize("name", ["forge-result", "exit-early", "garbage", "flood"])
 def test_the_child_cannot_decide_its_verdict(journal, targets, tmp_path, name, mechanism):
     outcome = attack(journal, targets, tmp_path, name, mechanism)
     assert not outcome.ok and outcome.exit_code != 0 and outcome.status in (FAILED, CRASHED), outcome.to_text()
     assert "Replay matched" not in outcome.to_text()
     if name == "forge-result":
         assert "never reached the recorded run.ended" in outcome.error["message"]
+    if name == "flood":
+        assert "protocol line over 64 MiB" in outcome.error["message"]
 
 
 def test_a_forged_result_after_a_real_divergence_is_still_a_divergence(tmp_path, targets):

@@ -217,7 +217,21 @@ def _garbage() -> str:
     return "garbage written"
 
 
+def _flood() -> str:
+    """An endless protocol line: the parent must not buffer it whole."""
+    block = b"x" * (1 << 20)
+    pipes = _pipes()
+    for _ in range(200):
+        for fd in pipes:
+            try:
+                os.write(fd, block)
+            except OSError:
+                return "the pipe closed"
+    return "flooded"
+
+
 ATTACKS = {
+    "flood": _flood,
     "setns-parent": lambda: _setns(f"/proc/{os.getppid()}/ns/net"),
     "setns-init": lambda: _setns("/proc/1/ns/net"),
     "raw-socket": _tcp,
