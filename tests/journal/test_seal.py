@@ -170,3 +170,16 @@ def test_a_bad_signing_key_is_a_config_error_before_anything_is_recorded(tmp_pat
         with pytest.raises(ConfigError, match=expected):
             record_run(config, PROBE_AGENT, ["q"], journal=journal)
         assert not journal.exists()
+
+
+def test_the_app_header_line_names_the_seal_and_an_open_run(tmp_path: Path, sealed: Path) -> None:
+    from replay_tui.tui.chain_check import result_of
+
+    key_id = _events(sealed)[-1]["payload"]["key_id"]
+    verdict = result_of(json.loads(json.dumps(verify_journal(sealed).to_json())))
+    assert verdict.status == "verified" and verdict.summary == f"✓ verified (18 events) · sealed by key {key_id}"
+    lines = sealed.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[:9]))
+    verdict = result_of(verify_journal(cut).to_json())
+    assert verdict.summary == f"✓ verified (9 events) · not closed · sealed by key {key_id}"
