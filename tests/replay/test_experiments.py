@@ -90,6 +90,11 @@ def test_experiments_reach_only_the_hosts_named_in_the_live_config(tmp_path):
         assert {r.target for r in outcome.refusals} == {f"127.0.0.1:{mirror.port}"}  # ... and reported
         assert outcome.experiment["first_live_observation"]["kind"] == "tool.result"
         assert outcome.isolation.network_namespace and "broker" in outcome.isolation.reason
+        results = [e["payload"]["result"] for e in lines_of(tmp_path / "live.jsonl") if e["kind"] == "tool.result"]
+        assert results and all(r["service"] and not r["mirror"] for r in results)
+        assert not any(r["raw_service"] for r in results)  # past the guard there is no network, even to the allowed host
+        recorded = [e["payload"]["result"] for e in lines_of(journal) if e["kind"] == "tool.result"]
+        assert all(r["raw_service"] for r in recorded)  # while recording, the raw path did reach it
     finally:
         service.close()
         mirror.close()

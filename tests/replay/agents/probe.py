@@ -167,6 +167,20 @@ def networked_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
         except OSError:
             return False
 
+    def reach_raw(host: str, port: int) -> bool:
+        """The same host through ``_socket``, past the guard (and so past an experiment's broker)."""
+        import _socket
+
+        sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        sock.settimeout(2)
+        try:
+            sock.connect((host, port))
+            return True
+        except OSError:
+            return False
+        finally:
+            sock.close()
+
     def lookup_remote(item: int) -> dict[str, Any]:
         _log(f"tool remote {item}")
         return {
@@ -174,6 +188,7 @@ def networked_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
             "stock": item * 10,
             "service": reach(service.hostname or "", service.port or 80),
             "mirror": reach("127.0.0.1", other_port),
+            "raw_service": reach_raw(service.hostname or "", service.port or 80),
         }
 
     return [ToolSpec("lookup", lookup_remote, {"item": "integer"})]
