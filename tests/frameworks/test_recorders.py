@@ -68,6 +68,14 @@ def test_agents_sdk_turns_handoff_and_run_context() -> None:
     assert final["handoffs"] == [{"from": "Triage", "to": "CRM analyst", "turn": "1"}]
     assert final["context"] == {"team": "ops", "region": "EU"}
     assert final["usage"]["requests"] == 4
+    # the SDK session's items: the conversation it keeps, as the session held it
+    items = final["session"]["items"]
+    assert items[0] == {"role": "user", "content": "How many open tickets does Acme have, and which one is the oldest?"}
+    assert [item["name"] for item in items if item.get("type") == "function_call"] == [
+        "transfer_to_crm_analyst",
+        "find_customer",
+        "open_tickets",
+    ]
 
 
 def test_agents_sdk_trace_upload_is_off(tmp_path: Path, llm: LoopbackLLM) -> None:

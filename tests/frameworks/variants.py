@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from agents import function_tool
+from agents import SQLiteSession, function_tool
 from langchain_core.tools import tool
 from pydantic_ai import Agent
 
@@ -30,8 +30,15 @@ _triage = sdk.triage.clone(handoffs=[_analyst])
 
 
 async def agents_sdk_extra_argument(h: Harness, task: Mapping[str, Any]) -> str:
+    session = SQLiteSession("crm-desk")
     result = await run_sdk(
-        h, _triage, task["question"], base_url=task["base_url"], model=crm.MODEL, context=sdk.SupportDesk()
+        h,
+        _triage,
+        task["question"],
+        base_url=task["base_url"],
+        model=crm.MODEL,
+        context=sdk.SupportDesk(),
+        session=session,
     )
     return str(result.final_output)
 

@@ -14,9 +14,10 @@ What is recorded, and how:
   to is cloned with an ``on_invoke_tool`` that goes through ``Harness.arecord_tool_call``: the
   arguments are copied when the call is made, a replay serves the recorded result and the
   tool function is not run;
-* turns and handoffs: each model call opens the step ``turn-NN:<agent name>``; the run state
-  ``{agent, turn, handoffs, context, usage}`` is written as ``state.transition`` when it
-  changes, so a handoff is a transition caused by the model response that asked for it;
+* turns and handoffs: each model call opens the step ``turn-NN:<agent name>``; a handoff is
+  recorded as the tool call the SDK runs for it (the next agent's first request hangs from it);
+* run state: ``{agent, turn, handoffs, context, usage}`` plus, with a ``session``, the session's
+  items, written as ``state.transition`` when it changes;
 * the SDK's trace upload is off (``set_tracing_disabled`` and ``RunConfig.tracing_disabled``),
   in record and in replay.
 
@@ -88,12 +89,21 @@ def recorded_agent(h: Harness, agent: Agent[Any], _seen: dict[int, Agent[Any]] |
 class RecordingHooks(RunHooks[Any]):
     """Run hooks that turn the SDK's agent/turn structure into steps and state transitions."""
 
-    def __init__(self, h: Harness, starting_agent: str) -> None:
+    def __init__(self, h: Harness, starting_agent: str, session: Any = None) -> None:
         self.h = h
+        self.session = session
         self.agent = starting_agent
         self.turn = 0
         self.handoffs: list[dict[str, str]] = []
         self.calls: dict[str, tuple[str, Any]] = {}  # tool name -> (call id, arguments) of the last response
+
+    async def record(self, context: Any) -> None:
+        """Write the run state (and the session's items, when the run has a session) if it changed."""
+        state = self.state(context)
+        if self.session is not None:
+            items = await self.session.get_items()
+            state["session"] = {"id": str(self.session.session_id), "items": _json_view(list(items))}
+        self.h.record_state(state)
 
     def state(self, context: Any) -> dict[str, Any]:
         usage = context.usage
@@ -111,7 +121,7 @@ class RecordingHooks(RunHooks[Any]):
 
     async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
         self.agent = agent.name
-        self.h.record_state(self.state(context))
+        await self.record(context)
 
     async def on_llm_start(self, context: Any, agent: Agent[Any], system_prompt: Any, input_items: Any) -> None:
         self.turn += 1
@@ -123,7 +133,7 @@ class RecordingHooks(RunHooks[Any]):
             for item in response.output
             if getattr(item, "type", None) == "function_call"
         }
-        self.h.record_state(self.state(context))
+        await self.record(context)
 
     async def on_handoff(self, context: Any, from_agent: Agent[Any], to_agent: Agent[Any]) -> None:
         # The handoff is a tool call the SDK runs itself: recorded as one, so the new agent's
@@ -137,10 +147,10 @@ class RecordingHooks(RunHooks[Any]):
         await self.h.arecord_tool_call(name, arguments, hand_over, call_id=call_id)
         self.handoffs.append({"from": from_agent.name, "to": to_agent.name, "turn": str(self.turn)})
         self.agent = to_agent.name
-        self.h.record_state(self.state(context))
+        await self.record(context)
 
     async def on_tool_end(self, context: Any, agent: Agent[Any], tool: Any, result: Any) -> None:
-        self.h.record_state(self.state(context))
+        await self.record(context)
 
 
 async def run_recorded(
@@ -153,18 +163,26 @@ async def run_recorded(
     context: Any = None,
     max_turns: int = 10,
     run_config: RunConfig | None = None,
+    session: Any = None,
 ) -> Any:
-    """``Runner.run`` with every model call, tool call, turn and handoff recorded through ``h``."""
+    """``Runner.run`` with every model call, tool call, turn and handoff recorded through ``h``
+    (and the items of ``session``, an SDK ``Session``, in the run state)."""
     check_versions(*DISTRIBUTIONS)
     set_tracing_disabled(True)
     chat_model = OpenAIChatCompletionsModel(model=model, openai_client=async_openai_client(h, base_url))
     config = dataclasses.replace(
         run_config or RunConfig(), model=chat_model, tracing_disabled=True, trace_include_sensitive_data=False
     )
-    hooks = RecordingHooks(h, agent.name)
+    hooks = RecordingHooks(h, agent.name, session)
     try:
         return await Runner.run(
-            recorded_agent(h, agent), task_input, context=context, hooks=hooks, run_config=config, max_turns=max_turns
+            recorded_agent(h, agent),
+            task_input,
+            context=context,
+            hooks=hooks,
+            run_config=config,
+            max_turns=max_turns,
+            session=session,
         )
     finally:
         h.step_id = None
