@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable
 
 import orjson
 
 from ..journal import Event, Journal, JournalError
+from ..journal.describe import label
 from ..journal.dialects import V1
+from ..journal.progress import CancelCheck
 
-CancelCheck = Callable[[], bool]
 DEFAULT_PAGE = 20_000
 DEFAULT_MAX_CHILDREN = 50
 
@@ -174,8 +174,4 @@ class CausalIndex:
 
 def describe(event: Event | JournalError) -> str:
     """A short label for a tree node: seq, kind and the most telling payload field."""
-    if isinstance(event, JournalError):
-        return f"unreadable line: {event.message}"
-    payload = event.payload
-    detail = payload.get("tool") or payload.get("role") or payload.get("source") or payload.get("status") or ""
-    return f"{event.seq} {event.kind}" + (f" {detail}" if isinstance(detail, str) and detail else "")
+    return label(event)

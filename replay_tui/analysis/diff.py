@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
-from collections.abc import Iterable
+
+from ..journal.pointer import parts_of as parts_of  # re-exported: older callers import it from here
+from ..journal.pointer import pointer_of
 
 ChangeKind = Literal["added", "removed", "changed"]
 
@@ -24,20 +26,6 @@ _REPORT_KIND: dict[str, ChangeKind] = {
     "set_item_removed": "removed",
     "attribute_removed": "removed",
 }
-
-
-def pointer_of(parts: Iterable[Any]) -> str:
-    """RFC 6901 pointer for a list of keys and indexes."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
-
-
-def parts_of(pointer: str) -> list[str]:
-    """The reference tokens of a pointer ("" -> [])."""
-    if not pointer:
-        return []
-    if not pointer.startswith("/"):
-        raise ValueError(f"JSON pointer {pointer!r} must start with '/'")
-    return [token.replace("~1", "/").replace("~0", "~") for token in pointer[1:].split("/")]
 
 
 def is_related(a: str, b: str) -> bool:
@@ -119,7 +107,9 @@ def diff_values(before: Any, after: Any) -> ValueDiff:
     try:
         if before == after:
             return ValueDiff()
-        from deepdiff import DeepDiff  # loaded on the first diff: it pulls in pydantic, and the first frame needs neither
+        from deepdiff import (
+            DeepDiff,  # loaded on the first diff: it pulls in pydantic, and the first frame needs neither
+        )
 
         tree = DeepDiff(before, after, view="tree", ignore_order=False, verbose_level=2)
         for report, levels in tree.items():

@@ -27,28 +27,23 @@ import orjson
 
 from .. import __version__
 from ..journal import Event, Journal, VerifyReport, verify_journal
+from ..journal.describe import compact, describe
 from ..journal.model import (
-    CLOCK_READ,
-    INPUT_RECEIVED,
-    MODEL_REQUEST,
     MODEL_RESPONSE,
-    RANDOM_DRAW,
     RUN_ENDED,
     RUN_STARTED,
-    STATE_SNAPSHOT,
     STATE_TRANSITION,
-    TOOL_CALL,
     TOOL_RESULT,
 )
+from ..journal.progress import CancelCheck
 from .annotations import Annotation, AnnotationError, AnnotationStore, sidecar_path
 from .causal import CausalIndex
 from .diff import diff_values
 from .secrets import mask_secrets
 from .state import StateHistory, resolve_pointer
-from .stats import RunStats, compute_stats, is_timeout
+from .stats import RunStats, compute_stats
 
-ProgressCallback = Callable[[str, float], None]  # (stage, fraction of the whole export done)
-CancelCheck = Callable[[], bool]
+StageProgress = Callable[[str, float], None]  # (stage, fraction of the whole export done)
 Format = Literal["html", "md"]
 
 PAYLOAD_CHARS = 4000  # a payload longer than this is cut in the report (and says so)
@@ -178,74 +173,9 @@ def _json_text(value: Any, limit: int) -> tuple[str, bool]:
     return text, False
 
 
-def _compact(value: Any, limit: int = 90) -> str:
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = orjson.dumps(value).decode()
-        except TypeError:
-            text = repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _arguments(arguments: Any) -> str:
-    if isinstance(arguments, dict):
-        return ", ".join(f"{key}={_compact(value, 40)}" for key, value in arguments.items())
-    return _compact(arguments, 60)
-
-
-def error_text(error: Any) -> str:
-    if isinstance(error, dict):
-        text = ": ".join(str(error[name]) for name in ("type", "message") if error.get(name))
-        return text or _compact(error)
-    return _compact(error)
-
-
 def summarize(kind: str, payload: dict[str, Any]) -> str:
-    """One line that says what an event is about (payload already masked)."""
-    if kind == RUN_STARTED:
-        return f"run started: agent {payload.get('agent')}"
-    if kind == INPUT_RECEIVED:
-        return f"{payload.get('role')}: {_compact(payload.get('content'))}"
-    if kind == MODEL_REQUEST:
-        request = payload.get("request") if isinstance(payload.get("request"), dict) else {}
-        messages = request.get("messages")
-        last = messages[-1].get("content") if isinstance(messages, list) and messages and isinstance(messages[-1], dict) else None
-        return f"model request to {request.get('model', '?')}: {_compact(last, 70)}"
-    if kind == MODEL_RESPONSE:
-        if payload.get("error"):
-            return f"model error: {error_text(payload['error'])}"
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
-        calls = response.get("tool_calls") or []
-        if calls:
-            return "model asks for " + "; ".join(
-                f"{call.get('name')}({_arguments(call.get('arguments'))})" for call in calls if isinstance(call, dict)
-            )
-        return f"model answers ({response.get('finish_reason')}): {_compact(response.get('content'), 70)}"
-    if kind == TOOL_CALL:
-        return f"call {payload.get('tool')}({_arguments(payload.get('arguments'))})"
-    if kind == TOOL_RESULT:
-        duration = payload.get("duration_ms")
-        took = f" after {duration:g} ms" if isinstance(duration, (int, float)) else ""
-        if isinstance(payload.get("error"), dict):
-            verb = "timed out" if is_timeout(payload["error"]) else "failed"
-            return f"{payload.get('tool')} {verb}{took}: {error_text(payload['error'])}"
-        return f"{payload.get('tool')} returned{took}: {_compact(payload.get('result'), 70)}"
-    if kind == STATE_TRANSITION:
-        patch = payload.get("patch") if isinstance(payload.get("patch"), list) else []
-        operations = ", ".join(f"{op.get('op')} {op.get('path')}" for op in patch[:4] if isinstance(op, dict))
-        more = f" (+{len(patch) - 4} more)" if len(patch) > 4 else ""
-        return f"state change caused by seq {payload.get('cause_seq')}: {operations}{more}"
-    if kind == STATE_SNAPSHOT:
-        return f"state snapshot {str(payload.get('state_hash'))[:23]}…"
-    if kind in (CLOCK_READ, RANDOM_DRAW):
-        return f"{payload.get('source')} = {_compact(payload.get('value'), 60)}"
-    if kind == RUN_ENDED:
-        error = f": {error_text(payload['error'])}" if payload.get("error") else ""
-        return f"run ended, status {payload.get('status')}{error}"
-    return kind
+    """One line that says what an event is about (payload already masked): the describer's report style."""
+    return describe(kind, payload, "report")
 
 
 def is_error_event(event: Event) -> bool:
@@ -296,7 +226,7 @@ def ref_label(ref: Any) -> str:
     key_text = str(key)
     if key_text.startswith("sha256:") and len(key_text) == 71:
         key_text = key_text[:23] + "…"
-    return f"{ref.get('kind')} {ref.get('key_name', 'key')}={_compact(key_text, 60)}"
+    return f"{ref.get('kind')} {ref.get('key_name', 'key')}={compact(key_text, 60)}"
 
 
 # -- building ---------------------------------------------------------------------
@@ -368,7 +298,7 @@ def build_report(
     journal: Journal,
     *,
     replay: ReplaySection | None = None,
-    progress: ProgressCallback | None = None,
+    progress: StageProgress | None = None,
     cancelled: CancelCheck | None = None,
 ) -> IncidentReport:
     """Collect the report for an indexed journal (``replay``: a replay result read by replay/results.py).

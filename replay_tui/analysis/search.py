@@ -24,9 +24,8 @@ import orjson
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import MODEL_RESPONSE, RUN_ENDED, TOOL_RESULT
+from ..journal.progress import CancelCheck
 from ..journal.segments import Segment
-
-CancelCheck = Callable[[], bool]
 
 # Marks shown in the timeline and usable as `is:` filters.
 ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = "error", "timeout", "redacted", "divergent", "unused", "consumed"

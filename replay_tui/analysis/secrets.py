@@ -21,14 +21,12 @@ from __future__ import annotations
 import re
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..journal import Event, Journal, JournalError, detectors
-
-ProgressCallback = Callable[[int, int], None]
-CancelCheck = Callable[[], bool]
+from ..journal.progress import CancelCheck, ProgressCallback
 
 PROGRESS_EVERY = 4096
 MAX_FINDINGS_KEPT = 10_000  # beyond this, findings are counted (and their seqs flagged) but not listed

@@ -13,17 +13,18 @@ import copy
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Iterator, Literal
 
 import jsonpatch
 
 from ..journal import Event, Journal, JournalError, hash_value
 from ..journal.dialects import V1
 from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
-from .diff import ValueDiff, diff_values, is_related, parts_of
+from ..journal.pointer import resolve as resolve_pointer
+from ..journal.progress import CancelCheck
+from .diff import ValueDiff, diff_values, is_related
 from .search import iter_lines, iter_lines_backwards
 
-CancelCheck = Callable[[], bool]
 _STATE_KINDS = (RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION)
 _STATE_MARKERS = tuple(kind.encode() for kind in _STATE_KINDS)
 
@@ -208,22 +209,6 @@ class StateHistory:
         self._cache.move_to_end(position)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-
-
-def resolve_pointer(value: Any, pointer: str) -> Any:
-    """The value at an RFC 6901 pointer; KeyError when it does not exist."""
-    for token in parts_of(pointer):
-        if isinstance(value, dict):
-            if token not in value:
-                raise KeyError(pointer)
-            value = value[token]
-        elif isinstance(value, list):
-            if not token.isdigit() or int(token) >= len(value):
-                raise KeyError(pointer)
-            value = value[int(token)]
-        else:
-            raise KeyError(pointer)
-    return value
 
 
 def patch_touches(patch: Any, pointer: str) -> bool:

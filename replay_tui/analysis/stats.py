@@ -31,10 +31,17 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from ..journal import Event, Journal, JournalError
-from ..journal.model import INPUT_RECEIVED, MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, TOOL_CALL, TOOL_RESULT
-
-ProgressCallback = Callable[[int, int], None]  # (events done, events known)
-CancelCheck = Callable[[], bool]
+from ..journal.describe import is_timeout
+from ..journal.model import (
+    INPUT_RECEIVED,
+    MODEL_REQUEST,
+    MODEL_RESPONSE,
+    RUN_ENDED,
+    RUN_STARTED,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+from ..journal.progress import CancelCheck, ProgressCallback
 
 PROGRESS_EVERY = 4096
 OPEN_STEPS_CAP = 8192
@@ -345,13 +352,6 @@ def _usage_tokens(usage: Any) -> tuple[int, int, int] | None:
     if total is None:
         total = (prompt or 0) + (completion or 0)
     return prompt or 0, completion or 0, total
-
-
-def is_timeout(error: dict[str, Any]) -> bool:
-    if error.get("timeout") is True:
-        return True
-    text = f"{error.get('type', '')} {error.get('code', '')}".lower()
-    return "timeout" in text or "timedout" in text or "etimedout" in text
 
 
 def _size_of(value: Any) -> int:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..journal import pointer
+
 Patch = list[dict[str, Any]]
-
-
-def pointer_token(key: str | int) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 def diff(before: Any, after: Any, path: str = "") -> Patch:
@@ -31,7 +29,7 @@ def diff(before: Any, after: Any, path: str = "") -> Patch:
 def _diff_objects(before: dict[str, Any], after: dict[str, Any], path: str) -> Patch:
     ops: Patch = []
     for key in sorted(before.keys() | after.keys()):
-        child = f"{path}/{pointer_token(key)}"
+        child = pointer.child(path, key)
         if key not in after:
             ops.append({"op": "remove", "path": child})
         elif key not in before:

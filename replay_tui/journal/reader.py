@@ -15,7 +15,7 @@ from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import orjson
 
@@ -23,12 +23,12 @@ from . import dialects
 from .duplicate_keys import find_duplicate_key
 from .errors import DuplicateKeyError, JournalError, JournalOpenError, MalformedLineError
 from .model import Event, validate_event
+from .progress import CancelCheck, ProgressCallback
 from .segments import DEFAULT_MAX_LINE_BYTES, Segment
+
 INDEX_BATCH_BYTES = 16 * 1024 * 1024
 SHARD_SUFFIXES = (".jsonl", ".jsonl.gz")
 
-ProgressCallback = Callable[[int, int], None]  # (bytes indexed, bytes known)
-CancelCheck = Callable[[], bool]
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,7 @@ import difflib
 import gc
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
-
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 from ..journal import Event, Journal, JournalError, canonical_json
 from ..journal.canonical import canonical_json_of_parsed
@@ -37,6 +36,7 @@ from ..journal.model import (
     TOOL_CALL,
     strip_diagnostics,
 )
+from ..journal.progress import CancelCheck
 from ..journal.safe_text import safe_line
 from .report import EventRef, key_of, structural_diff, without_derived_keys
 
@@ -47,7 +47,6 @@ SETUP_FIELDS = frozenset({"agent", "environment", "harness"})
 #: The kinds where an agent decides something; experiments report the first of these that differs.
 DECISION_KINDS = frozenset({MODEL_REQUEST, MODEL_RESPONSE, TOOL_CALL})
 
-CancelCheck = Callable[[], bool]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ the same run with edited values) the id maps of the pairs seen, a few dozen byte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 from typing import Any
@@ -20,10 +20,10 @@ from ..analysis.search import iter_lines
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1, to_v1
 from ..journal.model import validate_event
+from ..journal.progress import CancelCheck
 from ..journal.reader import parse_line
 from .compare import AlignedPair, Alignment, _differences, _judge, _no_gc, align_rows, setup_differences
 
-CancelCheck = Callable[[], bool]
 
 
 @dataclass

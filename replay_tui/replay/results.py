@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from ..analysis.export import ExportError, ReplaySection, error_text
+from ..analysis.export import ExportError, ReplaySection
+from ..journal.describe import error_text
 from .protocol import STRICT
 from .runner import DIVERGED, ReplayOutcome
 

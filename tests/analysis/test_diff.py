@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from replay_tui.analysis.diff import ValueDiff, diff_values, is_related, parts_of, pointer_of
+from replay_tui.analysis.diff import ValueDiff, diff_values, is_related
+from replay_tui.journal.pointer import parts_of, pointer_of
 
 
 def test_changed_added_removed() -> None:

@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from ...analysis.diff import ValueDiff
 from ...analysis.secrets import mask_secrets
+from ...journal.pointer import child as child_pointer
 from ...journal.safe_text import safe, safe_json, safe_json_text
 
 LONG_STRING = 160
@@ -85,7 +86,7 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
             last = len(value) - 1
             pending: list[JsonLine | tuple[list[tuple[str, str]], Any, str, int, str]] = []
             for number, (key, item) in enumerate(items):
-                child = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+                child = child_pointer(pointer, key)
                 key_parts = [(json_text(key) if isinstance(value, dict) else "", "json--key")]
                 if isinstance(value, dict):
                     key_parts.append((": ", "json--punct"))
