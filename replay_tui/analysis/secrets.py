@@ -147,7 +147,9 @@ def scan_event(event: Event) -> list[Finding]:
                 if child_kind is str or child_kind is dict or child_kind is list:
                     under = pair if pair is not None and child_key == "value" and detectors.is_secret_key(pair) else child_key
                     children.append((child, under, (node, child_key)))  # {"name": "Authorization", "value": ...}
-                elif (child_kind is int or child_kind is float) and child_key in _secret_keys_of(value, pair):
+                elif (child_kind is int or child_kind is float) and detectors.is_secret_number(child) and (
+                    detectors.is_secret_key(child_key) or child_key == "value" and pair is not None and detectors.is_secret_key(pair)
+                ):
                     found((node, child_key), ("key-name", mask(str(child)), f"number under key {child_key!r}"))
             stack.extend(reversed(children))
         elif kind is list:
@@ -162,14 +164,6 @@ def scan_event(event: Event) -> list[Finding]:
                 else:
                     stack.append((child, child_key, (node, index)))
     return findings
-
-
-def _secret_keys_of(value: dict[str, Any], pair: str | None) -> frozenset[str]:
-    """Keys of ``value`` whose numbers are secrets (a numeric password; a header pair's value)."""
-    keys = {key for key, child in value.items() if detectors.is_secret_number(child) and detectors.is_secret_key(key)}
-    if pair is not None and detectors.is_secret_key(pair) and detectors.is_secret_number(value.get("value")):
-        keys.add("value")
-    return frozenset(keys)
 
 
 def _parts_of(node: tuple[Any, str | int] | None) -> tuple[str | int, ...]:

@@ -224,8 +224,12 @@ def is_placeholder(value: str) -> bool:
 
 
 def is_secret_number(value: Any) -> bool:
-    """A number that, under a sensitive key, is a secret (a numeric password or PIN)."""
-    return type(value) in (int, float) and len(str(value).lstrip("-")) >= MIN_SECRET_NUMBER_DIGITS
+    """A number that, under a sensitive key, is a secret (a numeric password or PIN: 4+ integer digits)."""
+    kind = type(value)
+    return (kind is int or kind is float) and abs(value) >= _SMALLEST_SECRET_NUMBER
+
+
+_SMALLEST_SECRET_NUMBER = 10 ** (MIN_SECRET_NUMBER_DIGITS - 1)
 
 
 def pair_name(container: Any) -> str | None:
