@@ -90,7 +90,8 @@ class SandboxPolicy:
     keep_readable: list[str] = field(default_factory=list)  # bound back read-only below hidden roots
     host_netns: int | None = None  # inode of the parent's network namespace (to check ours differs)
     parent_pid: int | None = None
-    environment_scrubbed: bool = True
+    environment_scrubbed: bool = False  # the caller started us with child_environment() (the runner does)
+    environment: dict[str, str] | None = None  # a forked worker: os.environ is replaced by this (child_environment())
 
 
 @dataclass
@@ -236,6 +237,9 @@ def enter_sandbox(policy: SandboxPolicy) -> SandboxReport:
     raises for a layer the system refuses: the report says it is missing.
     """
     notes: dict[str, str] = {}
+    if policy.environment is not None:
+        os.environ.clear()
+        os.environ.update(policy.environment)
     if not sys.platform.startswith("linux"):
         notes["*"] = f"the sandbox needs Linux (this is {sys.platform})"
     elif policy.mechanism == NAMESPACES:
@@ -427,7 +431,8 @@ def check_layers(policy: SandboxPolicy, notes: dict[str, str]) -> SandboxReport:
     layers.append(layer(NO_NEW_PRIVS, nnp, "not set"))
     layers.append(layer(UNIX_SOCKETS_BLOCKED, _unix_blocked(), "socket(AF_UNIX) still works"))
     layers.append(layer(PARENT_HIDDEN, not _parent_readable(policy.parent_pid), "the parent's environ is readable"))
-    layers.append(Layer(ENVIRONMENT_SCRUBBED, policy.environment_scrubbed, "" if policy.environment_scrubbed else "the caller's environment"))
+    scrubbed = policy.environment_scrubbed or policy.environment is not None
+    layers.append(Layer(ENVIRONMENT_SCRUBBED, scrubbed, "" if scrubbed else "the caller's environment"))
     return SandboxReport(policy.mechanism, layers)
 
 

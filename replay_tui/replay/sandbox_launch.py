@@ -136,6 +136,7 @@ def prepare_launch(
             keep_readable=readable,
             host_netns=_netns_inode(),
             parent_pid=os.getpid(),
+            environment_scrubbed=True,  # child_environment() below
         )
         child_spec = replace(
             spec,

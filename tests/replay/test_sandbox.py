@@ -254,3 +254,34 @@ def test_the_cli_lists_the_layers_and_takes_the_sandbox_options(journal, capsys,
     assert main(["replay", str(journal), "--agent", HOSTILE, "--pass-env", "HOSTILE_ATTACK", "--no-verify-hash-chain"]) == 0
     out = capsys.readouterr().out
     assert "hash chain: not verified (--no-verify-hash-chain)" in out and "sk-from-the-cli" not in out
+
+
+def test_enter_sandbox_works_in_a_freshly_forked_child(tmp_path):
+    """What a fork server does: fork a warm worker, enter the sandbox, report the layers."""
+    if os.getuid() != 0:
+        pytest.skip("the full set of layers is checked as root here")
+    from replay_tui.replay.sandbox import NAMESPACES, SandboxPolicy, enter_sandbox
+
+    scratch = Path(tempfile.mkdtemp(prefix="replay-tui-scratch-"))
+    read_end, write_end = os.pipe()
+    policy = SandboxPolicy(
+        scratch=str(scratch),
+        mechanism=NAMESPACES,
+        host_netns=os.stat("/proc/self/ns/net").st_ino,
+        parent_pid=os.getpid(),
+        environment=child_environment(dict(os.environ, **{SECRET_NAME: "sk-forked"}), [], str(scratch)),
+    )
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the forked child
+        try:
+            report = enter_sandbox(policy)
+            os.write(write_end, json.dumps({**report.to_json(), "secret": os.environ.get(SECRET_NAME)}).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    shutil.rmtree(scratch, ignore_errors=True)
+    assert {layer["name"]: layer["in_force"] for layer in data["layers"]} == {name: True for name in ALL_LAYERS}, data
+    assert data["secret"] is None
