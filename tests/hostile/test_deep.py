@@ -152,8 +152,10 @@ async def test_the_app_shows_a_divergence_in_a_deep_payload(deep_divergence: Pat
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not yet: the harness (harness.py JSON round trips) and the child's event pipe (replay/child.py) copy "
-    "values with orjson, which stops at 255 levels; the agent then ends with 'Recursion limit reached'",
+    reason="not yet: the child's event pipe (replay/child.py produce: orjson.dumps, 255 levels at most), the "
+    "referee's payload check (replay/referee.py mismatch: == recurses in C) and the harness's orjson round trips "
+    "(harness.py _json_or_error, _success_payload) stop short of 1,024 levels; the agent ends with 'Recursion limit "
+    "reached'",
 )
 def test_replay_serves_a_deep_recorded_observation(tmp_path: Path) -> None:
     recorded = tmp_path / "recorded.jsonl"
