@@ -227,7 +227,9 @@ class Segment:
                 self._lines_seen += 1
                 return
             if self.short_lines >= MAX_SHORT_LINES:
-                self._skip(f"line is {length} bytes, too short to hold an event (not shown: over {MAX_SHORT_LINES:,} such lines)")
+                self._skip(
+                    f"line is {length} bytes, too short to hold an event (not shown: over {MAX_SHORT_LINES:,} such lines)"
+                )
                 self._lines_seen += 1
                 return
             self.short_lines += 1
@@ -307,9 +309,6 @@ class Segment:
     def pending_tail(self) -> int:
         """Bytes after the last complete line: a line still being written, or cut off."""
         return self.size() - self.indexed_end
-
-    def read_tail(self, limit: int) -> bytes:
-        return self.read(self.indexed_end, min(limit, self.pending_tail()))
 
     def first_line(self, limit: int = 1 << 20) -> bytes:
         """The first line that is not empty (or its first ``limit`` bytes), without building the index.

@@ -84,7 +84,9 @@ class Fault:
 
     @property
     def where(self) -> str:
-        parts = (self.path, f"line {self.line}" if self.line is not None else "", f"seq {self.seq}" if self.seq is not None else "")
+        parts = (
+            self.path, f"line {self.line}" if self.line is not None else "", f"seq {self.seq}" if self.seq is not None else ""
+        )
         return ", ".join(part for part in parts if part)
 
     @property
@@ -474,7 +476,9 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                     elif kind == RUN_SEALED:
                         closing = (kind, seq)
                     if kind in SEAL_KINDS:
-                        result.seals.append(_SealEvent(kind, seq, run_id, event["prev_event_hash"], event["payload"], path, line_no))
+                        result.seals.append(
+                            _SealEvent(kind, seq, run_id, event["prev_event_hash"], event["payload"], path, line_no)
+                        )
                 if result.first_unsealed is None and kind != RUN_SEALED:
                     result.first_unsealed = _Link(seq, event["prev_event_hash"], claimed, run_id, kind, path, line_no)
                 if events < 2 and not faults:
@@ -544,7 +548,9 @@ def _stitch(ranges: list[_Range], results: list[_RangeResult], report: VerifyRep
                 boundary.append(fault)
             if closing is not None and not after_end_reported:
                 crossing = first if closing[0] == RUN_SEALED else result.first_unsealed
-                after = crossing and _after_end_fault(crossing.kind, crossing.seq, closing, crossing.path, crossing.line)
+                after = crossing and _after_end_fault(
+                    crossing.kind, crossing.seq, closing, crossing.path, crossing.line
+                )
                 if after:
                     boundary.append(after)
         if after_end_reported or any(fault.kind == EVENT_AFTER_END for fault in boundary):
@@ -557,7 +563,9 @@ def _stitch(ranges: list[_Range], results: list[_RangeResult], report: VerifyRep
             if not report.all_faults:
                 break
         for seal in result.seals:
-            seals.append(_SealEvent(seal.kind, seal.seq, seal.run_id, seal.prev_hash, seal.payload, seal.path, seal.line + offset))
+            seals.append(
+                _SealEvent(seal.kind, seal.seq, seal.run_id, seal.prev_hash, seal.payload, seal.path, seal.line + offset)
+            )
         if result.faults and result.faults[-1].kind == TRUNCATED and result.faults[-1].seq is None:
             tail = result.tail or previous
             result.faults[-1].seq = tail.seq + 1 if tail else None
@@ -595,7 +603,8 @@ def _check_seals(report: VerifyReport, seals: list[_SealEvent], public_key: Any)
                 kind = WRONG_KEY
         if error:
             shown.status = "bad"
-            report.add_fault(Fault(kind, f"The {seal.kind} seal is not valid: {error}.", seal.path, seal.line, seal.seq))
+            message = f"The {seal.kind} seal is not valid: {error}."
+            report.add_fault(Fault(kind, message, seal.path, seal.line, seal.seq))
             if not report.all_faults:
                 return
         elif public_key is not None:
@@ -687,7 +696,8 @@ def _check_type_data(journal: Journal, report: VerifyReport, max_line_bytes: int
             for line_no, data, complete in stream_lines(segment):
                 if not complete:
                     if data.strip():
-                        report.add_fault(Fault(TRUNCATED, f"The last line has {len(data)} bytes and no newline.", path, line_no))
+                        message = f"The last line has {len(data)} bytes and no newline."
+                        report.add_fault(Fault(TRUNCATED, message, path, line_no))
                     return
                 obj = parse_line(data, path=path, line=line_no, max_line_bytes=max_line_bytes)
                 try:

@@ -8,11 +8,9 @@ of gzip: 400 concatenated members of 1 MiB each, so they are built in millisecon
 from __future__ import annotations
 
 import gzip
-import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 

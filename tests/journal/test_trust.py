@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from replay_tui.cli import main
-from replay_tui.journal import JournalError, JournalWriter, open_journal, verify_journal
+from replay_tui.journal import JournalError, open_journal, verify_journal
 from replay_tui.journal.duplicate_keys import find_duplicate_key
 from replay_tui.journal.hashing import event_hash_of
 from replay_tui.journal.verify import FAULT_KINDS
