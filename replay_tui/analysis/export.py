@@ -35,12 +35,13 @@ from ..journal.model import (
     STATE_TRANSITION,
     TOOL_RESULT,
 )
+from ..journal.pointer import resolve as resolve_pointer
 from ..journal.progress import CancelCheck
 from .annotations import Annotation, AnnotationError, AnnotationStore, sidecar_path
 from .causal import CausalIndex
 from .diff import diff_values
 from .secrets import mask_secrets
-from .state import StateHistory, resolve_pointer
+from .state import StateHistory
 from .stats import RunStats, compute_stats
 
 StageProgress = Callable[[str, float], None]  # (stage, fraction of the whole export done)

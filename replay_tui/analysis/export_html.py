@@ -241,7 +241,7 @@ def _replay_section(report: IncidentReport) -> str:
     return "".join(parts)
 
 
-def _visible_chain(chain: list[ChainLink], *, hidden_html: bool) -> list[Any]:
+def _visible_chain(chain: list[ChainLink]) -> list[Any]:
     """The root and the CHAIN_TAIL events nearest the failure; the middle folds into one item."""
     if len(chain) <= CHAIN_TAIL + 2:
         return chain
@@ -269,7 +269,7 @@ def _chain_section(report: IncidentReport) -> str:
     )
     if report.chain_cut:
         intro += '<p class="muted">The chain is longer than shown; its oldest events are left out.</p>'
-    items = "".join(_chain_item(link) for link in _visible_chain(report.chain, hidden_html=True))
+    items = "".join(_chain_item(link) for link in _visible_chain(report.chain))
     parts = [f"<section><h2>Causal chain to the failing step</h2>{intro}<ol class=\"chain\">{items}</ol>"]
     if report.step_transitions:
         parts.append("<h3>State changes in the steps of this chain</h3><ol class=\"chain\">")

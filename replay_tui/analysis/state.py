@@ -20,7 +20,6 @@ import jsonpatch
 from ..journal import Event, Journal, JournalError, hash_value
 from ..journal.dialects import V1
 from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
-from ..journal.pointer import resolve as resolve_pointer
 from ..journal.progress import CancelCheck
 from .diff import ValueDiff, diff_values, is_related
 from .search import iter_lines, iter_lines_backwards
@@ -125,10 +124,6 @@ class StateHistory:
                 problems=tuple(after.problems),
                 diff=diff_values(before.state, after.state),
             )
-
-    def value_at(self, state: Any, pointer: str) -> Any:
-        """The value at ``pointer`` in ``state``; raises KeyError when absent."""
-        return resolve_pointer(state, pointer)
 
     # -- rebuilding -------------------------------------------------------
     def _after(self, position: int, cancelled: CancelCheck | None) -> _Checkpoint | None:

@@ -31,10 +31,6 @@ def register_migration(migration: Migration) -> None:
     _MIGRATIONS[migration.from_version] = migration
 
 
-def registered_migrations() -> list[Migration]:
-    return sorted(_MIGRATIONS.values(), key=lambda m: m.from_version)
-
-
 def upgrade(obj: dict[str, Any]) -> dict[str, Any]:
     """Bring an event object to the current schema_version, or explain why not."""
     version = obj.get("schema_version")

@@ -363,9 +363,6 @@ class Journal:
         """Bytes of an incomplete last line, held back until its newline arrives."""
         return self.segments[-1].pending_tail() if self.segments else 0
 
-    def reset_cache(self) -> None:
-        self._event_cache.cache_clear()
-
 
 def open_journal(path: str | os.PathLike[str], **options: Any) -> Journal:
     """Open and fully index a journal (the simple path for CLI commands)."""

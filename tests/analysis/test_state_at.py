@@ -11,8 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from journal_factory import write_bulk, write_incident  # noqa: E402
 
-from replay_tui.analysis.state import StateHistory, find_change, patch_touches, resolve_pointer  # noqa: E402
+from replay_tui.analysis.state import StateHistory, find_change, patch_touches  # noqa: E402
 from replay_tui.journal import Event, open_journal  # noqa: E402
+from replay_tui.journal.pointer import resolve as resolve_pointer  # noqa: E402
 
 
 @pytest.fixture
