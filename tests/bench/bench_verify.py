@@ -1,11 +1,17 @@
 """Benchmark: `verify` throughput against a plain orjson.loads pass, and memory.
 
     python tests/bench/bench_verify.py [--events N] [--path FILE]
+    python tests/bench/bench_verify.py --bombs
+
 
 Generates a journal of realistic ~600-byte events through the project's own
 JournalWriter (cached under /tmp by event count), then, in a fresh process so
 the figures are not polluted by generation, times a parse-only pass and a full
 verify over the same file. The last line is one JSON object.
+
+``--bombs`` instead builds three hostile inputs (a ~420 KB gzip of one 400 MiB line, one
+of 400 MiB of newlines, a plain 200 MiB line) and prints, for verify, stats and scan on
+each, the peak RSS (VmHWM of the child, and of its children) and the wall time.
 """
 
 from __future__ import annotations
@@ -142,12 +148,65 @@ def measure(path: Path) -> dict:
     }
 
 
+_PEAK_AT_EXIT = """
+import atexit, resource, sys
+def _peak():
+    hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    sys.stderr.write(f"\\nPEAK_KB {max(hwm, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)}\\n")
+atexit.register(_peak)
+from replay_tui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def bombs(folder: Path) -> dict:
+    """Peak RSS (MB) and seconds of verify, stats and scan on each bomb, each in its own process."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    head = folder / "head.jsonl"
+    head.unlink(missing_ok=True)
+    with JournalWriter(head, run_id="bomb") as writer:  # a valid run.started, so the checks reach the bomb
+        writer.append("run.started", {
+            "agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10,
+            "initial_state": {},
+        })
+    first = head.read_bytes()
+    member = lambda data: gzip.compress(data, compresslevel=9)  # noqa: E731
+    inputs = {
+        "huge-line.jsonl.gz": member(first) + member(b'{"x":"') + member(b"a" * (1 << 20)) * 400 + member(b'"}\n'),
+        "newlines.jsonl.gz": member(first) + member(b"\n" * (1 << 20)) * 400,
+    }
+    for name, data in inputs.items():
+        (folder / name).write_bytes(data)
+    with open(folder / "plain-huge.jsonl", "wb") as plain:
+        plain.write(first + b'{"x":"' + b"a" * (200 << 20) + b'"}\n')
+    figures: dict = {"compressed_bytes": {name: len(data) for name, data in inputs.items()}}
+    for name in (*inputs, "plain-huge.jsonl"):
+        for command in ("verify", "stats", "scan"):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", _PEAK_AT_EXIT, command, str(folder / name)], capture_output=True, text=True
+            )
+            peak = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_KB ")]
+            figures[f"{command} {name}"] = {
+                "exit": done.returncode,
+                "peak_rss_mb": round(int(peak[-1]) / 1024, 1) if peak else None,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--path", type=Path, help="journal to create or reuse (default: cached under /tmp)")
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bombs", action="store_true", help="measure verify, stats and scan on gzip bombs instead")
     args = parser.parse_args()
+    if args.bombs:
+        print(json.dumps(bombs(Path("/tmp/replay-tui-bench/bombs"))))
+        return
     path = args.path or Path(f"/tmp/replay-tui-bench/verify-{args.events}.jsonl")
     if args.measure_only:
         print(json.dumps(measure(path)))
