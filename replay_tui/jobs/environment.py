@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..journal.environment import config_free_fingerprint
 from ..journal.progress import CancelCheck, ProgressCallback
 from .core import Job
 
@@ -22,4 +21,6 @@ class EnvironmentJob(Job[EnvironmentRequest, dict[str, Any]]):
     name = "environment"
 
     def run(self, request: EnvironmentRequest, progress: ProgressCallback, cancelled: CancelCheck) -> dict[str, Any]:
+        from ..journal.environment import config_free_fingerprint  # loaded when a replay report asks
+
         return config_free_fingerprint(request.base_dir)

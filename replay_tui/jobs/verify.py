@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..journal import verify_journal
 from ..journal.progress import CancelCheck, ProgressCallback
 from .core import Job
 
@@ -41,6 +40,8 @@ class VerifyJob(Job[VerifyRequest, ChainResult]):
     in_child = True
 
     def run(self, request: VerifyRequest, progress: ProgressCallback, cancelled: CancelCheck) -> ChainResult:
+        from ..journal.verify import verify_journal  # in the child: the app does not load the verifier
+
         return result_of(verify_journal(request.path).to_json())
 
     def request_to_json(self, request: VerifyRequest) -> Any:

@@ -176,3 +176,10 @@ def test_a_thread_job_stops_when_cancelled_from_another_thread() -> None:
     with pytest.raises(JobCancelled):
         run.result()
     assert run_job(_Sleeper(), 0.0) == "slept"
+
+
+def test_the_app_compares_the_fields_the_fingerprint_computes() -> None:
+    from replay_tui.journal.environment import CONFIG_FREE
+    from replay_tui.tui.widgets.replay_environment import COMPARED
+
+    assert COMPARED == CONFIG_FREE

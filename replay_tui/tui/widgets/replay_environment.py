@@ -14,10 +14,9 @@ from typing import Any
 
 from ...jobs import JobError, run_job
 from ...jobs.environment import EnvironmentJob, EnvironmentRequest
-from ...journal.environment import CONFIG_FREE
 
-#: Fields computed without the agent's harness config.
-COMPARED = CONFIG_FREE
+#: Fields computed without the agent's harness config (journal/environment.py's CONFIG_FREE).
+COMPARED = ("code_revision", "runtime", "lockfile_hash", "locale", "timezone")
 
 
 @dataclass(frozen=True)
