@@ -590,7 +590,7 @@ def _check_seals(report: VerifyReport, seals: list[_SealEvent], public_key: Any)
         report.seals.append(Seal(seal.kind, seal.seq, key_id, seal.line, seal.path))
         if key_id not in report.sealed_by:
             report.sealed_by.append(key_id)
-    if report.fault is not None and not report.all_faults:
+    if (report.fault is not None and not report.all_faults) or (not seals and public_key is None):
         return
     from . import seal as sealing  # cryptography is loaded only for journals that need it
 
