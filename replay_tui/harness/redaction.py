@@ -25,7 +25,7 @@ import orjson
 
 from ..journal import detectors
 from .jsonpath import JsonPath, JsonPathError, parse_jsonpath
-from .streaming import Edit, remap_boundaries
+from .streaming import Edit, remap_boundaries, resplit_sse, split_stream
 
 REDACTED = "[REDACTED]"
 
@@ -411,7 +411,16 @@ class Redactor:
         if content == original or not isinstance(content, str) or not isinstance(boundaries, list):
             return after
         edits = self._scrub(original, "content", 0).edits
-        return {**after, "stream": {**stream, "boundaries": remap_boundaries(boundaries, edits, len(content))}}
+        remapped = remap_boundaries(boundaries, edits, len(content))
+        after = {**after, "stream": {**stream, "boundaries": remapped}}
+        http = response.get("http")
+        if isinstance(http, dict) and isinstance(http.get("body_text"), str) and "data:" in http["body_text"]:
+            # the raw server-sent events hold the same deltas, a secret split across them: re-split them too
+            old_deltas = split_stream(original, [b for b in boundaries if isinstance(b, int)])
+            body = resplit_sse(http["body_text"], old_deltas, split_stream(content, remapped))
+            body = body if body is not None else "[REDACTED: the raw stream held a secret; see content]"
+            after["response"] = {**response, "http": {**http, "body_text": body}}
+        return after
 
 
 def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:

@@ -86,3 +86,43 @@ def remap_boundaries(boundaries: list[int], edits: list[Edit], length: int) -> l
         else:
             remapped.append(min(boundary + shift, length))
     return remapped
+
+
+def resplit_sse(body: str, old_deltas: list[str], new_deltas: list[str]) -> str | None:
+    """A server-sent-events body whose text deltas ``old_deltas`` (in order) now read
+    ``new_deltas``: each ``data:`` JSON event's first string equal to the next old delta is
+    replaced. None when the body cannot be matched delta for delta (the caller then drops it)."""
+    pending = [(old, new) for old, new in zip(old_deltas, new_deltas) if old]
+    lines = body.split("\n")
+    for number, line in enumerate(lines):
+        if not pending or not line.startswith("data:"):
+            continue
+        text = line[5:].strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            event = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        replaced = _replace_first_string(event, pending[0][0], pending[0][1])
+        if replaced is not None:
+            pending.pop(0)
+            lines[number] = "data: " + orjson.dumps(replaced).decode()
+    return None if pending else "\n".join(lines)
+
+
+def _replace_first_string(value: Any, old: str, new: str) -> Any:
+    """``value`` with its first string equal to ``old`` (depth first) replaced, or None."""
+    if isinstance(value, str):
+        return new if value == old else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            replaced = _replace_first_string(item, old, new)
+            if replaced is not None:
+                return {**value, key: replaced}
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            replaced = _replace_first_string(item, old, new)
+            if replaced is not None:
+                return [*value[:index], replaced, *value[index + 1:]]
+    return None

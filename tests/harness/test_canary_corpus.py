@@ -159,3 +159,23 @@ def test_base64_of_a_secret_is_caught_in_any_padding(tmp_path: Path) -> None:
         secret = base64.b64encode(f"{extra}password=hunter2hunter2".encode()).decode()
         out = redactor.redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": f"blob {secret} end"})
         assert secret not in out["result"], extra
+
+
+def test_a_secret_split_across_raw_server_sent_events_is_redacted_in_the_body_too() -> None:
+    """The httpx transport keeps the raw SSE body: its deltas are re-split like the stream's chunks."""
+    from replay_tui.harness import Redactor
+    from replay_tui.harness.httpx_transport import recorded_response
+
+    secret = random_token(random.Random(11), 24)
+
+    def event(text: str) -> str:
+        return "data: " + json.dumps({"choices": [{"delta": {"content": text}, "index": 0}]}) + "\n\n"
+
+    body = event("the DB_PASS") + event("WORD=" + secret[:9]) + event(secret[9:] + " ok") + "data: [DONE]\n\n"
+    recorded = recorded_response(200, [("content-type", "text/event-stream")], body.encode())
+    out = Redactor().redact("model.response", {"request_hash": "h", **recorded})
+    raw = orjson.dumps(out)
+    assert secret[:9].encode() not in raw and secret[9:].encode() not in raw
+    deltas = [json.loads(line[5:])["choices"][0]["delta"]["content"]
+              for line in out["response"]["http"]["body_text"].splitlines() if line.startswith("data: {")]
+    assert "".join(deltas) == out["response"]["content"] == "the DB_PASSWORD=[REDACTED:assignment] ok"
