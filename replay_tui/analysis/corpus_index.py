@@ -10,8 +10,8 @@ each, bounded memory) and writes four tables::
     model_calls one row per model.response: model, tokens, latency, finish reason, error
     steps       one row per step id: first and last seq, events, span in milliseconds
 
-Rows are gathered in memory-bounded batches and bulk-loaded through CSV, which DuckDB
-reads far faster than row-by-row inserts. DuckDB is an optional extra
+Rows are streamed to newline-delimited JSON files and bulk-loaded, which DuckDB reads
+far faster than row-by-row inserts. DuckDB is an optional extra
 (``replay-tui[index]``); this module imports it only when a database is written or read.
 
 Journal text is hostile: it is stored as data and only ever shown through ``safe_text``
@@ -20,7 +20,6 @@ by the command that prints query results.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import os
 import tempfile
@@ -34,8 +33,6 @@ from ..journal import Event, JournalError, open_journal
 from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, TOOL_CALL, TOOL_RESULT
 from .stats import _span_ms, _usage_tokens, is_timeout
 
-#: Rows held before a batch is flushed to the CSV files (bounded memory on any corpus).
-BATCH_ROWS = 50_000
 #: Text columns are cut to this many characters: an index answers questions, it is not a copy.
 TEXT_LIMIT = 500
 
@@ -391,33 +388,28 @@ class IndexSummary:
         return f"Indexed {self.journals} journal(s){unreadable} into {self.database} in {self.elapsed_s:.1f} s: {rows}."
 
 
-class _CsvBatches:
-    """One CSV file per table in a temporary directory; rows are appended as they come."""
+class _JsonBatches:
+    """One newline-delimited JSON file per table in a temporary directory; rows are appended as they come.
+
+    JSON, not CSV: journal text can hold any character (quotes, newlines, NUL, escape sequences),
+    and orjson's escaping round-trips every one of them, where a CSV sniffer can be confused.
+    """
 
     def __init__(self, directory: Path) -> None:
-        self.paths = {table: directory / f"{table}.csv" for table in SCHEMA}
-        self._files = {table: path.open("w", newline="", encoding="utf-8") for table, path in self.paths.items()}
-        self._writers = {table: csv.writer(handle) for table, handle in self._files.items()}
+        self.paths = {table: directory / f"{table}.ndjson" for table in SCHEMA}
+        self._files = {table: path.open("wb") for table, path in self.paths.items()}
         self.counts = {table: 0 for table in SCHEMA}
 
     def add(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
-        writer = self._writers[table]
+        handle = self._files[table]
+        names = [name for name, _ in SCHEMA[table]]
         for row in rows:
-            writer.writerow(["" if value is None else _csv_value(value) for value in row])
+            handle.write(orjson.dumps(dict(zip(names, row)), default=str) + b"\n")
             self.counts[table] += 1
 
     def close(self) -> None:
         for handle in self._files.values():
             handle.close()
-
-
-def _csv_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        # NUL cannot sit in a CSV cell; an empty string would read back as NULL
-        return value.replace("\x00", "\\x00") or '""'
-    return value
 
 
 def build_index(
@@ -437,7 +429,7 @@ def build_index(
         raise CorpusIndexError(f"{out} already exists; the index is written whole, choose a new path or delete it")
     unreadable = 0
     with tempfile.TemporaryDirectory(prefix="replay-tui-index-") as scratch:
-        batches = _CsvBatches(Path(scratch))
+        batches = _JsonBatches(Path(scratch))
         try:
             for done, (name, path) in enumerate(journals, 1):
                 facts = journal_facts(path, name)
@@ -459,8 +451,10 @@ def build_index(
             for table, columns in SCHEMA.items():
                 connection.execute(f"CREATE TABLE {table} ({', '.join(f'{name} {kind}' for name, kind in columns)})")
                 if batches.counts[table]:
+                    columns = ", ".join(f"{name}: '{kind}'" for name, kind in columns)
                     connection.execute(
-                        f"COPY {table} FROM ? (FORMAT csv, HEADER false, QUOTE '\"', ESCAPE '\"', NULLSTR '')",
+                        f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', "
+                        f"columns = {{{columns}}}, maximum_object_size = 67108864)",
                         [str(batches.paths[table])],
                     )
             connection.execute("CREATE TABLE index_info AS SELECT ? AS built_at, ? AS journals", [time.time(), len(journals)])

@@ -53,11 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
 def render_table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
     """A plain aligned table; every cell goes through safe_text (index cells hold journal text)."""
-    from ..journal.safe_text import safe
+    from ..journal.safe_text import safe_line
 
     def cell(value: Any) -> str:
-        text = "" if value is None else safe(str(value))
-        return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+        return "" if value is None else safe_line(str(value), MAX_CELL)
 
     table = [[cell(name) for name in columns]] + [[cell(value) for value in row] for row in rows]
     widths = [max(len(line[column]) for line in table) for column in range(len(columns))]

@@ -132,3 +132,21 @@ def test_an_unreadable_journal_still_gets_a_row(tmp_path: Path) -> None:
     assert done.returncode in (0, 1), done.stderr
     statuses = dict(run_query(database, "SELECT journal, status FROM runs").rows)
     assert set(statuses) == {"broken.jsonl", "good.jsonl"} and statuses["good.jsonl"] == "ok"
+
+
+def test_the_shared_hostile_journal_indexes_and_prints_safely(tmp_path: Path) -> None:
+    from tests.hostile.hostile_journal import assert_nothing_raw, write_hostile_journal
+
+    corpus = tmp_path / "journals"
+    corpus.mkdir()
+    write_hostile_journal(corpus / "hostile.jsonl")
+    database = tmp_path / "corpus.duckdb"
+    built = run_cli("index", str(corpus), "-o", str(database))
+    assert built.returncode == 0, built.stderr
+    for question in ("--failing-tools", "--slowest-steps", "SELECT * FROM tool_calls", "SELECT * FROM runs"):
+        shown = run_cli("query", str(database), question)
+        assert shown.returncode == 0, shown.stderr
+        assert_nothing_raw(shown.stdout, question)
+        as_json = run_cli("query", str(database), question, "--json")
+        assert_nothing_raw(as_json.stdout, question + " --json")
+        json.loads(as_json.stdout)
