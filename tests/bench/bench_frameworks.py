@@ -6,7 +6,8 @@ Prints one JSON line. For each framework (Agents SDK, LangGraph, PydanticAI) the
 agent runs against the loopback model server, alternately plain (the framework's own client,
 tools and checkpointer, no harness) and recorded (``record_run`` into a journal), so both see
 the same machine load. The overhead per call is the difference of the fastest runs (a recorded run timed from
-run.started to run.ended; building the harness and its environment fingerprint is once per run)
+run.started to run.ended; building the harness, its environment fingerprint and the closing
+fsync of the journal are once per run)
 divided by the model and tool calls of a run, and is given as a share of one loopback model call (a plain
 chat-completions request to the same server). Per model call and per tool call, the same
 transport and tool path every recorder uses are timed on their own: an OpenAI client with and
@@ -124,16 +125,23 @@ PLAIN: dict[str, Callable[[str], Any]] = {
 
 def recorded(name: str, base_url: str, scratch: Path, index: int) -> tuple[float, int, int]:
     """Seconds of one recorded run (from run.started to run.ended: the harness is built before the
-    clock starts, since the environment fingerprint is a per-run cost, not a per-call one), and
-    the model and tool calls it made."""
+    clock starts and the journal's closing fsync is left out, both being per-run costs, not
+    per-call ones), and the model and tool calls it made."""
     from replay_tui.journal import open_journal
 
     journal = scratch / f"{name}-{index}.jsonl"
     with build_harness(CONFIG, journal=journal, agent=AGENTS[name]) as recording:
         recording.started(AGENTS[name])
+        sink = recording.harness.sink
+        close, closing = sink.close, [0.0]
+
+        def timed_close() -> None:  # the fsync of the finished journal: once per run, not per call
+            closing[0] = timed(close)
+
+        sink.close = timed_close  # type: ignore[method-assign]
         started = time.perf_counter()
         outcome = run_agent(AGENTS[name], recording.harness, [crm.task(base_url)])
-        seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started - closing[0]
     if outcome.status != "ok":
         raise RuntimeError(f"{name}: {outcome.error}")
     with open_journal(journal) as opened:

@@ -5,6 +5,7 @@ trace upload off, and the version check."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -135,11 +136,18 @@ def test_pydantic_ai_records_the_output_validation_failure_when_it_happened() ->
     assert [e.payload["source"] for e in run_ids] == ["uuid4"]  # PydanticAI's run id, recorded
 
 
+@pytest.fixture(autouse=True)
+def _fresh_version_cache() -> Iterator[None]:
+    yield
+    versions.version_problem.cache_clear()  # no monkeypatched answer outlives its test
+
+
 def test_version_check_warns_outside_the_tested_range(monkeypatch: pytest.MonkeyPatch) -> None:
     assert versions.check_versions(*versions.TESTED_RANGES) == []  # the installed ones are the tested ones
     real = metadata.version
     monkeypatch.setattr(metadata, "version", lambda name: "9.0.0" if name == "langgraph" else real(name))
     monkeypatch.setattr(versions, "_warned", set())
+    versions.version_problem.cache_clear()  # the check reads metadata once per process
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         problems = versions.check_versions("langgraph", "openai-agents")
@@ -155,4 +163,5 @@ def test_version_check_names_the_extra_when_missing(monkeypatch: pytest.MonkeyPa
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", missing)
+    versions.version_problem.cache_clear()
     assert "pip install 'replay-tui[pydantic-ai]'" in (versions.version_problem("pydantic-ai-slim") or "")

@@ -37,6 +37,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from agents import (
     Agent,
     FunctionTool,
@@ -197,6 +198,10 @@ def _arguments(text: str) -> Any:
 
 def _json_view(value: Any) -> Any:
     """The run context as the journal can hold it: dataclasses and pydantic models as their fields."""
+    try:  # the common case (plain JSON, dataclasses of it) in one orjson round trip
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        pass
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

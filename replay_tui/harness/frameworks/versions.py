@@ -3,6 +3,7 @@ installed one is outside (the recorders hook framework internals that move betwe
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from importlib import metadata
@@ -21,6 +22,7 @@ class FrameworkVersionWarning(UserWarning):
     """The installed framework is outside the range its recorder was tested with."""
 
 
+@functools.cache  # reading installed metadata scans sys.path (~5 ms): once per process
 def version_problem(distribution: str) -> str | None:
     """Why ``distribution`` as installed is not a tested version, or None when it is."""
     low, high = TESTED_RANGES[distribution]
