@@ -23,7 +23,7 @@ import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -380,6 +380,8 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
             data = lines[index + 1]
         else:
             upcoming = next(batches, None)
+            if upcoming is not None:
+                peeked.append(upcoming)  # looked at, not consumed: the pass still checks it
             data = upcoming[1][0] if upcoming and upcoming[1] else None
         try:
             seq = loads(data).get("seq") if data else None
@@ -387,9 +389,18 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
             return None
         return seq if type(seq) is int else None
 
+    peeked: list[tuple[int, list[bytes], bytes]] = []
+
+    def all_batches() -> Iterator[tuple[int, list[bytes], bytes]]:
+        while True:
+            batch = peeked.pop() if peeked else next(batches, None)
+            if batch is None:
+                return
+            yield batch
+
     seen_lines = 0
     try:
-        for first_line, lines, tail in batches:
+        for first_line, lines, tail in all_batches():
             seen_lines = first_line + len(lines) - 1
             for index, data in enumerate(lines):
                 line_no = first_line + index

@@ -246,3 +246,19 @@ def test_replay_reports_a_duplicate_key_with_and_without_the_chain_check(tmp_pat
         )
         assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
         assert f"seq {target + 1}" in done.stdout and "duplicate" in done.stdout and "'result'" in done.stdout, done.stdout
+
+
+def test_all_keeps_checking_after_a_gap_at_the_end_of_a_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replay_tui.journal import segments
+
+    lines = write_sample_journal(tmp_path / "long.jsonl", steps=30).read_bytes().splitlines(keepends=True)
+    # Small chunks: batches end often, so the gap check looks into the next batch.
+    monkeypatch.setattr(segments, "CHUNK_BYTES", len(lines[0]) * 3)
+    gap = list(lines)
+    del gap[20]
+    gap[-1] = gap[-1].replace(b'"status":"ok"', b'"status":"??"')
+    gap[60] = _with_duplicate(gap[60], b"seq", b"1")
+    report = verify_journal(_write(tmp_path, gap), all_faults=True, workers=1)
+    kinds = [fault.kind for fault in report.faults]
+    assert kinds == ["deleted_event", "duplicate_key", "modified_event"], kinds
+    assert report.events == len(gap) - 2  # every other line was checked: none lost to the look-ahead
