@@ -389,7 +389,7 @@ def _collect_chain(journal: Journal, failing_position: int, mask: Callable[[Any]
     and the state before the tail against the state after the failing step."""
     found = _ChainFindings()
     history = StateHistory(journal)
-    positions = CausalIndex(journal).chain_to_root(failing_position)
+    positions: list[int] = list(CausalIndex(journal).chain_to_root(failing_position))
     if len(positions) > CHAIN_LIMIT:
         positions, found.chain_cut = positions[-CHAIN_LIMIT:], True
     readable = [(p, e) for p, e in ((p, journal.try_event(p)) for p in positions) if isinstance(e, Event)]
@@ -409,10 +409,10 @@ def _collect_chain(journal: Journal, failing_position: int, mask: Callable[[Any]
     if searched_partly:
         found.notes.append(f"state transitions were searched in the {TRANSITION_SEARCH_LIMIT:,} events before the failing one only")
     for position in nearby:
-        event = journal.try_event(position)
-        if isinstance(event, Event):
+        nearby_event = journal.try_event(position)
+        if isinstance(nearby_event, Event):
             role = "effect" if position > failing_position else "cause"
-            found.transitions.append(_link(history, position, event, role, mask, cancelled))
+            found.transitions.append(_link(history, position, nearby_event, role, mask, cancelled))
     first_state = history.at(positions[tail_start], cancelled)
     last_state = history.at(max([failing_position, *nearby]), cancelled)
     if first_state is None or last_state is None:

@@ -13,9 +13,7 @@ from .secrets import SecretScanJob
 from .stats import StatsJob
 from .verify import VerifyJob
 
-JOBS: dict[str, Job[Any, Any]] = {
-    job.name: job
-    for job in (
+_ALL: tuple[Job[Any, Any], ...] = (
         VerifyJob(),
         SecretScanJob(),
         ExportJob(),
@@ -23,9 +21,9 @@ JOBS: dict[str, Job[Any, Any]] = {
         StatsJob(),
         SearchJob(),
         FilterJob(),
-        ReplayJob(),
-    )
-}
+    ReplayJob(),
+)
+JOBS: dict[str, Job[Any, Any]] = {job.name: job for job in _ALL}
 
 
 def child_job(name: str) -> Job[Any, Any]:

@@ -8,15 +8,16 @@ from typing import Generic, Protocol, TypeVar
 from ..journal.progress import CancelCheck, ProgressCallback
 from .core import Job, JobCancelled
 
-StatsT = TypeVar("StatsT", covariant=True)
+StatsT = TypeVar("StatsT")
+StatsT_co = TypeVar("StatsT_co", covariant=True)
 
 
-class StatsSource(Protocol[StatsT]):
+class StatsSource(Protocol[StatsT_co]):
     """What collects the statistics and carries on from where it stopped (the app's live analysis)."""
 
     def render_stats(
         self, width: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None
-    ) -> StatsT | None: ...
+    ) -> StatsT_co | None: ...
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .hashing import hash_value

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 Owner = Literal["screen", "app", "timeline", "widget"]
 KEYMAP_ENV = "REPLAY_TUI_KEYMAP"
@@ -192,7 +192,7 @@ def all_actions() -> Iterator[Action]:
         yield from actions
 
 
-def bindings_for(owner: Owner) -> list[Binding]:
+def bindings_for(owner: Owner) -> list[BindingType]:
     """The ``BINDINGS`` of the main screen (``"screen"``) or of the app (``"app"``)."""
     return [action.binding() for action in all_actions() if action.owner == owner and action.keys]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from textual import events
 from textual.app import App, SystemCommand
@@ -138,7 +139,7 @@ class ReplayApp(App[None]):
         super().notify(safe(str(message), multiline=True), title=safe_line(str(title)), severity=severity,
                        timeout=timeout, markup=False)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if not isinstance(screen, MainScreen):
             return

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.tui.actions import KeymapError, all_actions, bindings_for, default_keymap_path, help_rows, load_keymap
 from replay_tui.tui.app import ReplayApp
 from replay_tui.tui.screens.help import HelpScreen, help_text
 from replay_tui.tui.screens.main import MainScreen
 
-from tui_helpers import SIZE, make_app, settle
 
 def test_every_bound_action_has_a_method_and_a_help_line() -> None:
     ids = [action.id for action in all_actions()]

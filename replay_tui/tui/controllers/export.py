@@ -13,6 +13,7 @@ from ..messages import Notice
 from ..screens.prompt import PromptScreen
 from . import ScreenParts
 
+
 def default_report_path(journal_path: Path) -> Path:
     """``session.jsonl`` → ``session.report.html`` beside it; a shard directory ``run/`` → ``run.report.html``."""
     name = journal_path.name

@@ -25,7 +25,7 @@ class FollowController:
         parts: ScreenParts,
         live: LiveAnalysis,
         *,
-        check_chain: Callable[[], None],
+        check_chain: Callable[[], object],
         journal_reset: Callable[[], None],
     ) -> None:
         self.parts = parts
@@ -114,8 +114,8 @@ class FollowController:
             self.unstuck = True
         if message.message:  # rotation, truncation, replacement: said last, so it is what stays
             said = f"follow: {message.message}"
-            severity = "warning" if message.reset else "information"
-            self.parts.app.notify(message.message, title="follow", severity=severity, timeout=6)
+            self.parts.app.notify(message.message, title="follow", severity="warning" if message.reset else "information",
+                                  timeout=6)
         if said:
             self.parts.status.say(said)
         journal_grew = getattr(self.parts.app.screen, "journal_grew", None)  # the stats screen, when open

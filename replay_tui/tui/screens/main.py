@@ -12,7 +12,6 @@ from array import array
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
@@ -20,13 +19,13 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 from textual.worker import get_current_worker
 
+from ...analysis.annotations import AnnotationStore
 from ...analysis.causal import CausalIndex
 from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
 from ...jobs import JobCancelled, JobRun, throttled
 from ...jobs.search import FilterJob, FilterRequest, SearchJob, SearchRequest
 from ...journal import Event, Journal, JournalError
-from ...analysis.annotations import AnnotationStore
 from ..actions import bindings_for
 from ..chain_check import ChainCheck
 from ..controllers import ScreenParts
@@ -187,8 +186,10 @@ class MainScreen(Screen[None]):
     def index_journal(self) -> None:
         worker = get_current_worker()
         started = time.perf_counter()
-        progress = throttled(lambda done, total: self.post_message(IndexProgress(len(self.journal), done, total)),
-                             PROGRESS_EVERY_S)
+        def report(done: int, total: int) -> None:
+            self.post_message(IndexProgress(len(self.journal), done, total))
+
+        progress = throttled(report, PROGRESS_EVERY_S)
         try:
             # One small batch first so the first screen does not wait for a big one.
             self.journal.index(cancelled=lambda: worker.is_cancelled or len(self.journal) > 0, batch_bytes=FIRST_BATCH_BYTES)
