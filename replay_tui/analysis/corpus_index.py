@@ -30,8 +30,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import orjson
 
 from ..journal import Event, JournalError, open_journal
+from ..journal.describe import is_timeout
 from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, TOOL_CALL, TOOL_RESULT
-from .stats import _span_ms, _usage_tokens, is_timeout
+from .stats import _span_ms, _usage_tokens
 
 #: Text columns are cut to this many characters: an index answers questions, it is not a copy.
 TEXT_LIMIT = 500
@@ -451,10 +452,10 @@ def build_index(
             for table, columns in SCHEMA.items():
                 connection.execute(f"CREATE TABLE {table} ({', '.join(f'{name} {kind}' for name, kind in columns)})")
                 if batches.counts[table]:
-                    columns = ", ".join(f"{name}: '{kind}'" for name, kind in columns)
+                    typed = ", ".join(f"{name}: '{kind}'" for name, kind in columns)
                     connection.execute(
                         f"INSERT INTO {table} SELECT * FROM read_json(?, format = 'newline_delimited', "
-                        f"columns = {{{columns}}}, maximum_object_size = 67108864)",
+                        f"columns = {{{typed}}}, maximum_object_size = 67108864)",
                         [str(batches.paths[table])],
                     )
             connection.execute("CREATE TABLE index_info AS SELECT ? AS built_at, ? AS journals", [time.time(), len(journals)])
