@@ -4,7 +4,11 @@ Both executors run the same thing for each journal, ``ReplayRunner(spec).run()``
 sandboxed child process started on the machine that runs the job. They differ only in
 which machine that is and in how a journal gets there:
 
-* ``LocalExecutor(jobs)`` runs up to ``jobs`` children at once from a thread pool;
+* ``LocalExecutor(jobs)`` runs up to ``jobs`` children at once from a thread pool; by
+  default they are forked by one warm fork server (``forkserver.py``) instead of each
+  starting an interpreter, in the in-process namespaces (bubblewrap cannot wrap a
+  forked child; the report says so). ``fork_server=False``, an experiment, an explicit
+  ``--isolation bwrap`` or ``guard-only``, or a server that cannot start: plain children;
 * ``RayExecutor(address)`` turns each journal into a Ray task. The driver sends the
   journal's bytes (through Ray's object store) and the spec; the node writes them to a
   scratch directory, replays them in the same sandbox as a local run, and sends back the
@@ -28,7 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from .protocol import ReplaySpec
+from .forkserver import ForkServer, ForkServerError, label_isolation
+from .protocol import NEW_CODE, STRICT, ReplaySpec
 from .runner import CRASHED, ReplayOutcome, ReplayRunner
 
 OnDone = Callable[[int, ReplayOutcome], None]
@@ -52,24 +57,60 @@ class CorpusExecutor(Protocol):
     def cancel(self) -> None: ...
 
 
+def forkable(spec: ReplaySpec) -> bool:
+    """Whether the fork server can run this replay: strict or new-code, isolation auto or namespaces."""
+    return spec.mode in (STRICT, NEW_CODE) and spec.isolation in ("auto", "namespaces")
+
+
 class LocalExecutor:
     """Children on this machine, ``jobs`` at a time (a thread per job only waits on its child)."""
 
     name = "local"
 
-    def __init__(self, jobs: int = 1) -> None:
+    def __init__(self, jobs: int = 1, *, fork_server: bool = True) -> None:
         if jobs < 1:
             raise ExecutorError("--jobs must be at least 1")
         self.workers = jobs
+        self.fork_server = fork_server
         self._runners: list[ReplayRunner] = []
         self._lock = threading.Lock()
+        self._server: ForkServer | None = None
 
     def run_all(self, specs: Sequence[ReplaySpec], timeout_s: float | None, on_done: OnDone) -> None:
-        def replay_one(position: int) -> tuple[int, ReplayOutcome]:
-            runner = ReplayRunner(specs[position], timeout_s=timeout_s)
+        if self.fork_server and any(forkable(spec) for spec in specs):
+            try:
+                self._server = ForkServer().start()
+            except (ForkServerError, OSError):
+                self._server = None  # plain children: slower, the same replay
+        try:
+            self._run_all(specs, timeout_s, on_done)
+        finally:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+
+    def _replay_one(self, spec: ReplaySpec, timeout_s: float | None) -> ReplayOutcome:
+        server = self._server
+        if server is not None and forkable(spec):
+            runner = ReplayRunner(replace(spec, isolation="namespaces"), timeout_s=timeout_s, spawner=server)
             with self._lock:
                 self._runners.append(runner)
-            return position, runner.run()
+            try:
+                outcome = runner.run()
+            except ForkServerError:
+                pass  # the server went away before this child was forked: run it plainly below
+            else:
+                outcome.journal = spec.journal
+                label_isolation(outcome)
+                return outcome
+        runner = ReplayRunner(spec, timeout_s=timeout_s)
+        with self._lock:
+            self._runners.append(runner)
+        return runner.run()
+
+    def _run_all(self, specs: Sequence[ReplaySpec], timeout_s: float | None, on_done: OnDone) -> None:
+        def replay_one(position: int) -> tuple[int, ReplayOutcome]:
+            return position, self._replay_one(specs[position], timeout_s)
 
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay-corpus") as pool:
             futures = [pool.submit(replay_one, position) for position in range(len(specs))]
@@ -209,10 +250,12 @@ class RayExecutor:
             self._ray.shutdown()
 
 
-def make_executor(name: str, *, jobs: int = 1, address: str | None = None) -> LocalExecutor | RayExecutor:
+def make_executor(
+    name: str, *, jobs: int = 1, address: str | None = None, fork_server: bool = True
+) -> LocalExecutor | RayExecutor:
     """The executor ``--executor NAME`` asks for."""
     if name == "local":
-        return LocalExecutor(jobs)
+        return LocalExecutor(jobs, fork_server=fork_server)
     if name == "ray":
         return RayExecutor(address or os.environ.get("RAY_ADDRESS"), num_cpus=jobs if address is None else None)
     raise ExecutorError(f"unknown executor {name!r}; expected local or ray")

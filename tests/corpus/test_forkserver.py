@@ -1,0 +1,137 @@
+"""The fork server: one warm interpreter forks a fresh sandboxed child per journal of a local corpus."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from replay_tui.replay.corpus import replay_corpus
+from replay_tui.replay.executors import LocalExecutor
+from replay_tui.replay.forkserver import FORK_SERVER_MECHANISM, ForkServer, label_isolation
+from replay_tui.replay.protocol import ReplaySpec
+from replay_tui.replay.runner import CANCELLED, CRASHED, MATCH, TIMEOUT, ReplayOutcome, ReplayRunner
+
+from . import leaky_agent
+from .conftest import CLEAN, REPO, cli, copy_corpus
+
+FORKED = dict(isolation="namespaces", sys_path=[str(REPO)])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] if Path(f"/proc/{pid}").exists() else "X"
+    return status not in ("Z", "X")
+
+
+def test_leaky_agent_detects_what_it_leaves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leak check can fail: run twice in one process and one cwd, the agent sees every leftover."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(leaky_agent, "runs_in_this_process", 0)
+    assert leaky_agent.leftovers() == []
+    try:
+        leaky_agent.leave_state_behind()
+        assert len(leaky_agent.leftovers()) == 4
+    finally:
+        os.environ.pop("LEFT_BEHIND_BY_AGENT", None)
+        import replay_tui.harness as preloaded
+
+        preloaded.__dict__.pop("left_behind_by_agent", None)
+
+
+def test_nothing_leaks_between_journals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six journals, one server, one job: each child starts from the server's state, not its predecessor's,
+    and never sees the parent's secrets."""
+    monkeypatch.setenv(leaky_agent.SECRET_VARIABLE, "sk-do-not-leak")
+    journals = [str(path) for path in copy_corpus(tmp_path / "corpus", CLEAN).glob("*.jsonl")]
+    executor = LocalExecutor(1)
+    result = replay_corpus(
+        journals,
+        executor=executor,
+        spec_for=lambda journal: ReplaySpec(journal=journal, agent="tests.corpus.leaky_agent:agent", sys_path=[str(REPO)]),
+        timeout_s=120,
+    )
+    problems = [(entry.journal, entry.outcome.to_text()) for entry in result.entries if not entry.ok]
+    assert not problems
+    assert len(result.entries) == len(CLEAN)
+    for entry in result.entries:
+        isolation = entry.outcome.isolation
+        assert isolation is not None and isolation.sandbox is not None
+        assert isolation.sandbox["mechanism"] == FORK_SERVER_MECHANISM, "the corpus ran on the fork server"
+        assert "bubblewrap cannot wrap a forked child" in isolation.summary
+    assert executor._server is None, "the server is stopped after the corpus"
+
+
+def test_forked_child_has_the_same_layers_as_a_spawned_one() -> None:
+    spec = ReplaySpec(journal=str(CLEAN[0]), sys_path=[str(REPO)])
+    spawned = ReplayRunner(spec, timeout_s=120).run()
+    with ForkServer() as server:
+        forked = ReplayRunner(replace(spec, isolation="namespaces"), timeout_s=120, spawner=server).run()
+        server_pid = server.server_pid
+    assert server_pid is not None and not alive(server_pid)
+    label_isolation(forked)
+    assert spawned.status == forked.status == MATCH, forked.to_text()
+    assert forked.child_exit == 0
+    assert spawned.isolation and forked.isolation
+    assert forked.isolation.missing_layers == spawned.isolation.missing_layers
+    assert "isolation: sandbox (namespaces, forked by the fork server)" in forked.to_text()
+
+
+def test_runner_times_out_and_kills_a_forked_child() -> None:
+    spec = ReplaySpec(journal=str(CLEAN[0]), agent="tests.corpus.sleepy_agent:agent", **FORKED)
+    with ForkServer() as server:
+        runner = ReplayRunner(spec, timeout_s=3, spawner=server)
+        started = time.monotonic()
+        outcome = runner.run()
+        assert time.monotonic() - started < 60
+        assert outcome.status == TIMEOUT and not outcome.ok
+        assert outcome.child_exit == -9, "the server reports the exit status: killed by SIGKILL"
+        assert runner.pid is not None and not alive(runner.pid)
+
+
+def test_runner_cancels_a_forked_child() -> None:
+    spec = ReplaySpec(journal=str(CLEAN[0]), agent="tests.corpus.sleepy_agent:agent", **FORKED)
+    with ForkServer() as server:
+        runner = ReplayRunner(spec, timeout_s=120, spawner=server)
+        runner.start()
+        canceller = threading.Timer(1.0, runner.cancel)
+        canceller.start()
+        outcome: ReplayOutcome = runner.wait()
+        canceller.join()
+    assert outcome.status == CANCELLED
+    assert runner.pid is not None and not alive(runner.pid)
+
+
+def test_exit_status_of_a_forked_child_reaches_the_runner() -> None:
+    spec = ReplaySpec(journal=str(CLEAN[0]), agent="tests.corpus.leaky_agent:exits", **FORKED)
+    with ForkServer() as server:
+        outcome = ReplayRunner(spec, timeout_s=120, spawner=server).run()
+    assert outcome.status == CRASHED
+    assert outcome.child_exit == 7
+    assert "exit code 7" in outcome.headline()
+
+
+def test_bwrap_argv_is_not_forked() -> None:
+    server = ForkServer()
+    assert not server.accepts(["/usr/bin/bwrap", "--unshare-net", "--", "python", "-m", "replay_tui.replay.child", "{}"])
+    assert server.accepts([server.python, "-m", "replay_tui.replay.child", "{}"])
+
+
+def test_cli_report_is_the_same_with_and_without_the_fork_server(tmp_path: Path) -> None:
+    directory = copy_corpus(tmp_path / "corpus", CLEAN[:3])
+    runs = [
+        subprocess.run(cli("replay", str(directory), "--jobs", "2", *extra), cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+        for extra in ((), ("--no-fork-server",))
+    ]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    first_lines = [run.stdout.splitlines()[0].split(" (")[0] for run in runs]
+    assert first_lines[0] == first_lines[1] == f"Corpus {directory}: 3 journal(s), 3 matched, 0 diverged, 0 failed otherwise"
