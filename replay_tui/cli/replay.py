@@ -66,6 +66,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the Ray cluster for --executor ray (default: $RAY_ADDRESS, else a new local cluster)",
     )
     parser.add_argument(
+        "--no-fork-server",
+        action="store_true",
+        help="a local corpus: start each child as a new interpreter (bubblewrap when installed) instead of "
+        "forking it from a warm fork server (in-process namespaces)",
+    )
+    parser.add_argument(
         "--rerecord-from-divergence",
         action="store_true",
         help="replay up to the first divergence, then continue live (plugins of --config) into --out; the journal is untouched",
@@ -171,7 +177,7 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
         if not journals:
             raise CorpusError(f"{root}: no journal matches {args.glob or DEFAULT_GLOB!r}")
         show_progress = not args.quiet and not args.json and sys.stderr.isatty()
-        executor = make_executor(args.executor, jobs=jobs, address=args.address)
+        executor = make_executor(args.executor, jobs=jobs, address=args.address, fork_server=not args.no_fork_server)
         result = replay_corpus(
             journals,
             root=root,

@@ -313,8 +313,12 @@ class ReplayRunner:
         python: str = sys.executable,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
+        spawner: Callable[..., Any] | None = None,
     ) -> None:
         self.spec = spec
+        # -- fork-server hook (issue 18): starts the child instead of subprocess.Popen, same call;
+        # returns an object with Popen's pid/stdin/stdout/stderr/poll/wait (+ await_exit).
+        self.spawner = spawner
         self.timeout_s = timeout_s
         self.on_progress = on_progress
         self.on_message = on_message
@@ -379,7 +383,8 @@ class ReplayRunner:
             return
         self._spawned = time.perf_counter()
         try:
-            self._process = subprocess.Popen(
+            spawn: Callable[..., Any] = self.spawner or subprocess.Popen  # fork-server hook
+            self._process = spawn(
                 self._launch.argv,
                 pass_fds=(write_fd,) + ((broker_fd,) if broker_fd >= 0 else ()),
                 stdin=subprocess.PIPE,  # "go" once the parent has verified its journal (the child starts meanwhile)
@@ -690,6 +695,9 @@ class ReplayRunner:
     def _await_exit(self, limit_s: float) -> None:
         """Wait for the child to exit without reaping it (its process group stays ours to kill)."""
         assert self._process is not None
+        if hasattr(self._process, "await_exit"):  # fork-server hook: the child is the server's, not ours
+            self._process.await_exit(limit_s)
+            return
         deadline = time.perf_counter() + limit_s
         while time.perf_counter() < deadline:
             try:
