@@ -115,9 +115,11 @@ class RunHeader(Static):
             name=safe_line(self.journal_name),
         )
         environment = safe_line(self.environment) if self.environment else "…"
-        second = Content.from_markup("env $env  ·  $events", env=environment, events=safe_line(self.events))
+        # Key facts first (event count, following, secrets shown): a narrow terminal cuts the environment.
+        second = Content.from_markup("$events", events=safe_line(self.events))
         if self.secrets_shown:
             second = second + Content.from_markup("  ·  [b $error]secrets shown[/]")
+        second = second + Content.from_markup("  ·  env $env", env=environment)
         self.update(Content("\n").join([first, second]))
 
 
