@@ -7,7 +7,6 @@ a growing journal costs only the new events) and drawn by ``stats_render``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from rich.console import Group
@@ -21,6 +20,9 @@ from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from ...analysis.stats import RunStats
+from ...jobs import JobCancelled, JobRun
+from ...jobs.stats import StatsJob, StatsRequest
 from ...journal import Journal
 from ..live_analysis import LiveAnalysis
 
@@ -75,19 +77,18 @@ class StatsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def collect(self) -> None:
         worker = get_current_worker()
-        width = max(60, self.size.width - 4)
-        last = 0.0
-
         def progress(done: int, total: int) -> None:
-            nonlocal last
-            if time.perf_counter() - last > PROGRESS_EVERY_S:
-                last = time.perf_counter()
-                self.post_message(StatsProgress(done, total))
+            self.post_message(StatsProgress(done, total))
 
-        result = self.live.render_stats(width, progress=progress, cancelled=lambda: worker.is_cancelled)
-        if result is not None and not worker.is_cancelled:
-            stats, rendered = result
-            self.post_message(StatsReady(rendered, stats.events + stats.unreadable, stats.complete))
+        job: StatsJob[tuple[RunStats, Group]] = StatsJob()
+        request = StatsRequest(self.live, max(60, self.size.width - 4))
+        run = JobRun(job, request, progress=progress, every_s=PROGRESS_EVERY_S,
+                     cancelled=lambda: worker.is_cancelled)
+        try:
+            stats, rendered = run.result()
+        except JobCancelled:
+            return
+        self.post_message(StatsReady(rendered, stats.events + stats.unreadable, stats.complete))
 
     @on(StatsProgress)
     def _progress(self, message: StatsProgress) -> None:
