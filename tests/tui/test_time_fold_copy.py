@@ -132,3 +132,22 @@ async def test_y_Y_and_ctrl_y_copy_with_a_notice(incident_path: Path) -> None:
         assert copied[-1] == as_text(value_at(event.payload, pointer))
         notices = [str(n.message) for n in app._notifications]
         assert any("copied the" in n for n in notices)
+
+
+async def test_left_and_right_scroll_a_json_pane_sideways(incident_path: Path) -> None:
+    app = make_app(incident_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await settle(pilot)
+        widest = max(range(len(screen.journal)), key=lambda p: len(screen.journal.line_bytes(p)))
+        screen.timeline.move_to(widest, center=True)
+        await settle(pilot)
+        detail = screen.query_one("#detail").query_one(JsonView)
+        detail.focus()
+        await pilot.pause()
+        assert detail.virtual_size.width > detail.scrollable_content_region.width
+        await pilot.press("right", "right", "right")
+        await pilot.pause()
+        assert detail.scroll_x > 0
+        await pilot.press("left", "left", "left")
+        await pilot.pause()
+        assert detail.scroll_x == 0
