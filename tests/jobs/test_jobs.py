@@ -183,3 +183,36 @@ def test_the_app_compares_the_fields_the_fingerprint_computes() -> None:
     from replay_tui.tui.widgets.replay_environment import COMPARED
 
     assert COMPARED == CONFIG_FREE
+
+
+REPO = Path(__file__).resolve().parents[2]
+LONG_RUN = REPO / "fixtures" / "journals" / "stocktake-long.jsonl"
+
+
+def test_the_replay_job_runs_the_sandboxed_replay_and_cancels_it() -> None:
+    from replay_tui.jobs.replay import ReplayJob, ReplayJobRequest
+    from replay_tui.replay.protocol import ReplaySpec
+
+    spec = ReplaySpec(journal=str(LONG_RUN), progress_interval_s=0)
+    heard: list[tuple[int, int]] = []
+    outcome = run_job(ReplayJob(), ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO)),
+                      progress=lambda done, total: heard.append((done, total)))
+    assert outcome.status == "match", outcome.headline()
+    assert heard and heard[-1][0] == heard[-1][1] == outcome.total
+
+    runners: list[Any] = []
+    run: JobRun
+
+    def cancel_midway(done: int, total: int) -> None:
+        if done >= 200:
+            run.cancel()
+
+    run = JobRun(ReplayJob(), ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO), on_runner=runners.append),
+                 progress=cancel_midway, every_s=0.0)
+    with pytest.raises(JobCancelled):
+        run.result()
+    pgid = runners[0].pid
+    deadline = time.monotonic() + DEADLINE_S
+    while group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert group_members(pgid) == [], "the replay child's process group is gone"
