@@ -75,7 +75,7 @@ FORMATS: tuple[Format, ...] = (
     Format("twilio-key", _START + r"SK[0-9a-fA-F]{32}", ("SK[0-9a-fA-F]",), "TwilioKeyDetector"),
     Format("discord-bot-token", _START + r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",
            (r"\.[A-Za-z0-9_-]{6}\.",), "DiscordBotTokenDetector"),
-    Format("telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", (r"[0-9]:AA",), "TelegramBotTokenDetector"),
+    Format("telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", (":AA",), "TelegramBotTokenDetector"),
     Format("azure-storage-key", r"(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
            (), "AzureStorageKeyDetector", folded=("accountkey=", "sharedaccesskey=")),
     Format("jwt", _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", ("eyJ",), "JwtTokenDetector"),
