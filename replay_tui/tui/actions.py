@@ -86,8 +86,10 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
             Action("goto", "colon", "Go to seq", "go to a seq"),
             Action("goto_time", "T", "Go to time", "go to a time: +MM:SS from the run's start, HH:MM[:SS] that day, "
                    "or a full RFC 3339 time", "timeline"),
-            Action("scroll_sideways", "left,right,h,l", "Sideways", "scroll the timeline's summaries left / right",
-                   "widget", label="← / → (h / l)"),
+            Action("scroll_sideways", "left,right,h,l", "Sideways", "scroll the timeline's summaries left / right "
+                   "(in a state pane or the event: ← / → scroll long lines)", "widget", label="← / → (h / l)"),
+            Action("toggle_wrap", "o", "Wrap", "in a state pane or the event: wrap long lines, or one line each",
+                   "widget"),
             Action("panes", "tab,shift+tab", "Next pane", "next / previous pane (timeline, tree, state before, "
                    "state after, event)", "widget"),
         ),

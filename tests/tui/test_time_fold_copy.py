@@ -151,3 +151,24 @@ async def test_left_and_right_scroll_a_json_pane_sideways(incident_path: Path) -
         await pilot.press("left", "left", "left")
         await pilot.pause()
         assert detail.scroll_x == 0
+
+
+async def test_o_wraps_long_lines_in_a_json_pane(incident_path: Path) -> None:
+    app = make_app(incident_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await settle(pilot)
+        widest = max(range(len(screen.journal)), key=lambda p: len(screen.journal.line_bytes(p)))
+        screen.timeline.move_to(widest, center=True)
+        await settle(pilot)
+        detail = screen.query_one("#detail").query_one(JsonView)
+        detail.focus()
+        await pilot.pause()
+        before = len(detail.lines)
+        pane = detail.scrollable_content_region.width
+        assert detail.virtual_size.width > pane
+        await pilot.press("o")
+        await pilot.pause()
+        assert detail.wrap and len(detail.lines) > before and detail.virtual_size.width <= pane
+        await pilot.press("o")
+        await pilot.pause()
+        assert not detail.wrap and len(detail.lines) == before

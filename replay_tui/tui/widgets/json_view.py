@@ -146,6 +146,29 @@ def json_text(value: Any) -> str:
     return safe_json_text(text)
 
 
+def wrap_lines(lines: list[JsonLine], width: int) -> list[JsonLine]:
+    """Lines longer than ``width`` cut into continuation lines that keep their pointer (so the cursor,
+    folding, watching and copying still name the value)."""
+    wrapped: list[JsonLine] = []
+    for line in lines:
+        if sum(len(text) for text, _ in line.parts) <= width:
+            wrapped.append(line)
+            continue
+        current: list[tuple[str, str]] = []
+        room = width
+        for text, cls in line.parts:
+            while text:
+                piece, text = text[:room], text[room:]
+                current.append((piece, cls))
+                room -= len(piece)
+                if room == 0:
+                    wrapped.append(JsonLine(line.pointer, current, line.change, line.fold))
+                    current, room = [("  ", "")], width - 2
+        if any(text.strip() for text, _ in current):
+            wrapped.append(JsonLine(line.pointer, current, line.change, line.fold))
+    return wrapped
+
+
 class JsonView(ScrollView, can_focus=True):
     """Scrollable, foldable JSON with a line cursor."""
 
@@ -164,6 +187,7 @@ class JsonView(ScrollView, can_focus=True):
     }
 
     BINDINGS = [
+        Binding("o", "toggle_wrap", "Wrap", show=False),
         Binding("j,down", "cursor_down", "Down", show=False),
         Binding("k,up", "cursor_up", "Up", show=False),
         Binding("g,home", "first", "First", show=False),
@@ -234,8 +258,25 @@ class JsonView(ScrollView, can_focus=True):
     def secrets_shown(self) -> bool:
         return bool(self._revealed)
 
+    wrap = False  # o: long lines continue below instead of running off to the right
+
+    def action_toggle_wrap(self) -> None:
+        pointer = self.cursor_pointer
+        self.wrap = not self.wrap
+        self.scroll_to(x=0, animate=False, immediate=True)
+        self._rebuild(pointer)
+        self.notify("long lines wrap (o: one line each, ←/→ scroll)" if self.wrap else "one line each: ←/→ scroll (o wraps)",
+                    timeout=3)
+
+    def on_resize(self) -> None:
+        if self.wrap:
+            self._rebuild(self.cursor_pointer)
+
     def _rebuild(self, keep_pointer: str | None = None) -> None:
         self.lines = build_lines(self.document, self._unfolded, self._folded)
+        pane = self.scrollable_content_region.width
+        if self.wrap and pane > 1:
+            self.lines = wrap_lines(self.lines, pane - 1)
         width = max((sum(len(text) for text, _ in line.parts) for line in self.lines), default=0)
         self.virtual_size = Size(width + 1, len(self.lines))
         if keep_pointer is not None:
