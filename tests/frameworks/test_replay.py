@@ -97,9 +97,9 @@ def test_model_live_against_the_loopback_server(name: str, tmp_path: Path, llm: 
     assert outcome["experiment"]["mode"] == "model-live", outcome.get("error")
     assert f"127.0.0.1:{llm.port}" in outcome["isolation"]["allowed_hosts"]
     assert len(llm.requests) - heard == heard  # every model call went live, to the loopback model
-    # the loopback model numbers its answers (id, usage) and the Date header moves: the first live
-    # model.response differs in payload, and the run still goes to its end on the same path
-    assert code in (0, 1) and outcome["experiment"]["stopped"] is None, outcome["experiment"]
+    # the loopback model answers the same request with the same bytes: the same trajectory
+    assert (code, outcome["status"]) == (0, "match"), outcome["experiment"]
+    assert outcome["experiment"]["stopped"] is None
     assert verify_journal(out).ok
     assert [(e.kind, e.step_id) for e in events(out)] == [(e.kind, e.step_id) for e in events(journal)]
 
