@@ -41,6 +41,7 @@ from .protocol import (
     ProtocolError,
     ReplaySpec,
     encode,
+    encode_deep,
 )
 from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
 
@@ -63,7 +64,10 @@ class Channel:
 
     def produce(self, kind: str, payload: dict, step_id: str | None, parent_event_id: str | None) -> None:
         """One event the agent produced, for the parent's verdict (serialized now: payloads may change later)."""
-        item = orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS)
+        try:
+            item = orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS)
+        except orjson.JSONEncodeError:  # deeper than orjson goes: the stdlib codec, with room to recurse
+            item = encode_deep(["e", kind, step_id, parent_event_id, payload])
         self._batch.append(item)
         self._batch_bytes += len(item)
         if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES:

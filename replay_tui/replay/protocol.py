@@ -133,12 +133,38 @@ def encode(message_type: str, **fields_: Any) -> bytes:
     return orjson.dumps({"type": message_type, **fields_}, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
+def encode_deep(value: Any) -> bytes:
+    """JSON of a value orjson refuses only for its depth (over 255 levels)."""
+    import json
+
+    from .referee import deep_enough
+
+    with deep_enough():
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _deep_or_none(line: bytes) -> Any:
+    import json
+
+    from .referee import deep_enough
+
+    if b"\n" in line.rstrip(b"\n") or len(line) > (64 << 20):
+        return None
+    try:
+        with deep_enough():
+            return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
 def decode(line: bytes) -> dict[str, Any]:
     """Parse and check one protocol line."""
     try:
         message = orjson.loads(line)
     except orjson.JSONDecodeError as error:
-        raise ProtocolError(f"not JSON: {error}: {line[:120]!r}") from None
+        message = _deep_or_none(line)  # orjson stops at a nesting depth the journal reader allows
+        if message is None:
+            raise ProtocolError(f"not JSON: {error}: {line[:120]!r}") from None
     if type(message) is not dict or message.get("type") not in MESSAGE_TYPES:
         raise ProtocolError(f"not a protocol message: {line[:120]!r}")
     return message

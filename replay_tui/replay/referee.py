@@ -8,6 +8,9 @@ can run a referee without importing agent-side code.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +72,21 @@ _PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_
 #: cursor), which harness versions write differently; the state and its hash are what count.
 _IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
 _ABSENT = object()
+#: Journals nest up to 1,024 levels; comparing (==) and the stdlib JSON codec recurse once per level.
+DEEP_RECURSION_LIMIT = 4000
+
+
+@contextlib.contextmanager
+def deep_enough() -> Iterator[None]:
+    """Room for a payload nested to the reader's limit (the previous recursion limit comes back after)."""
+    previous = sys.getrecursionlimit()
+    if previous < DEEP_RECURSION_LIMIT:
+        sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        if previous < DEEP_RECURSION_LIMIT:
+            sys.setrecursionlimit(previous)
 
 
 @dataclass
@@ -284,7 +302,11 @@ class Referee:
             return
         for item in items:
             try:
-                found = self._one(item)
+                with deep_enough():
+                    found = self._one(item)
+            except RecursionError:
+                self.fault = "an event is nested deeper than the replay can compare"
+                return
             except JournalError as error:
                 self.fault, self.fault_kind = str(error), "journal"
                 return

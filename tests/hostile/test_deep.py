@@ -150,13 +150,6 @@ async def test_the_app_shows_a_divergence_in_a_deep_payload(deep_divergence: Pat
         assert app.is_running
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet: the child's event pipe (replay/child.py produce: orjson.dumps, 255 levels at most), the "
-    "referee's payload check (replay/referee.py mismatch: == recurses in C) and the harness's orjson round trips "
-    "(harness.py _json_or_error, _success_payload) stop short of 1,024 levels; the agent ends with 'Recursion limit "
-    "reached'",
-)
 def test_replay_serves_a_deep_recorded_observation(tmp_path: Path) -> None:
     recorded = tmp_path / "recorded.jsonl"
     assert record_run(HERE / "deep.toml", "tests.hostile.agent:deep_agent", ["go"], journal=recorded).status == "ok"
