@@ -22,7 +22,7 @@ import orjson
 
 from .. import __version__
 from ..journal import Event, call_key_of
-from ..journal.canonical import canonical_json_of_parsed
+from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
 from ..journal.model import (
     INPUT_RECEIVED,
@@ -501,8 +501,8 @@ class Harness:
 
     def _success_payload(self, call_event: Event, result: Any, started: float) -> dict[str, Any]:
         try:
-            recorded = orjson.loads(orjson.dumps(result))
-        except TypeError as error:
+            recorded = in_journal_order(result)
+        except (TypeError, CanonicalizationError) as error:
             tool = call_event.payload["tool"]
             return self._failure_payload(call_event, TypeError(f"tool {tool!r} returned a non-JSON value: {error}"), started=started)
         return {**self._base(call_event), "result": recorded, "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
@@ -704,11 +704,22 @@ class MemoryHandle:
         return found
 
 
+def in_journal_order(value: Any) -> Any:
+    """``value`` with every JSON object's members in the journal's canonical (RFC 8785) order.
+
+    A replay serves tool results, inputs and state as the journal holds them, members
+    sorted; an agent that prints a dict (``str``, its own JSON serializer) into the next
+    model request would print the live and the served value differently. Handing the
+    agent this order while recording makes record and replay give it the same value.
+    Raises TypeError (or CanonicalizationError) for a value with no JSON form."""
+    return orjson.loads(canonical_json_of_parsed(orjson.loads(orjson.dumps(value))))
+
+
 def _json_or_error(value: Any, what: str) -> Any:
-    """``value`` as the journal will hold it; a value with no JSON form is a HarnessError."""
+    """``value`` as the journal will hold it (see ``in_journal_order``); no JSON form is a HarnessError."""
     try:
-        return orjson.loads(orjson.dumps(value))
-    except TypeError as error:
+        return in_journal_order(value)
+    except (TypeError, CanonicalizationError) as error:
         raise HarnessError(f"{what} is not JSON: {error}") from None
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ...journal.canonical import canonical_json_of_parsed
+from ...journal.canonical import CanonicalizationError
+from ..harness import in_journal_order as _in_journal_order
 from ..httpx_transport import async_http_client, http_client
 
 if TYPE_CHECKING:
@@ -41,14 +40,9 @@ def async_openai_client(h: Harness, base_url: str) -> Any:
 
 
 def in_journal_order(value: Any) -> Any:
-    """``value`` with every JSON object's members in the journal's canonical (RFC 8785) order.
-
-    A replay serves a tool result as the journal holds it, members sorted; a framework that
-    prints a dict result into the next model request (``str``, its own JSON serializer) would
-    print the live and the served result differently. Recording the result in this order makes
-    the framework see the same value in record and in replay. Values that are not JSON pass
-    through (the harness then records the tool as failing with a clear error)."""
+    """The harness's ``in_journal_order`` for framework values: values with no JSON form pass through
+    unchanged (the harness then records the tool as failing with a clear error)."""
     try:
-        return orjson.loads(canonical_json_of_parsed(orjson.loads(orjson.dumps(value))))
-    except TypeError:
+        return _in_journal_order(value)
+    except (TypeError, CanonicalizationError):
         return value
