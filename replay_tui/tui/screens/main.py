@@ -569,10 +569,11 @@ class MainScreen(Screen[None]):
         self.timeline.set_rows(message.rows, complete=message.complete)
         total = len(self.journal)
         if message.complete:
-            self.timeline.border_title = f"Timeline · filter {message.query.source} · {len(message.rows):,} of {total:,}"
+            # the counts first: a narrow pane cuts the end of its title, and a stack of filters is long
+            self.timeline.border_title = f"Timeline · {len(message.rows):,} of {total:,} · filter {message.query.source}"
             self.status.say(f"filter: {len(message.rows):,} matching event{'' if len(message.rows) == 1 else 's'} (escape shows all again)")
         else:
-            self.timeline.border_title = f"Timeline · filtering {message.query.source}… {len(message.rows):,} so far"
+            self.timeline.border_title = f"Timeline · {len(message.rows):,} so far · filtering {message.query.source}…"
             self.status.say(f"filtering… {message.scanned:,} of {total:,} events scanned (escape stops)")
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)

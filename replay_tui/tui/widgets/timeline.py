@@ -378,7 +378,7 @@ class Timeline(ScrollView, can_focus=True):
         self.set_rows(rows)
         self.folds = folds  # after set_rows, which drops folding for a filter's rows
         steps = sum(1 for fold in folds.values() if fold.step is not None)
-        self.border_title = f"Timeline · folded by step · {steps:,} step runs, {len(rows):,} rows (z unfolds)"
+        self.border_title = f"Timeline · {len(rows):,} rows, {steps:,} step runs · folded by step (z unfolds)"
 
     def action_goto_time(self) -> None:
         from ..screens.prompt import PromptScreen
