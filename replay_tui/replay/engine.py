@@ -32,7 +32,16 @@ from ..journal.model import (
 from .entry_point import load_entry_point
 from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
 from .referee import nearest_snapshot
-from .tape import OBSERVATION_KEY, Divergence, KeyedSource, StrictSink, StrictSource, Tape, TapeUnreadable, UnrecordedCall
+from .tape import (
+    OBSERVATION_KEY,
+    Divergence,
+    KeyedSource,
+    StrictSink,
+    StrictSource,
+    Tape,
+    TapeUnreadable,
+    UnrecordedCall,
+)
 
 if TYPE_CHECKING:
     from ..harness import HarnessConfig
