@@ -58,7 +58,7 @@ PRELOAD = (
 )
 MAX_MESSAGE = 1 << 20  # one request: argv (the spec), environment, cwd
 MAX_FDS = 16
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 FORK_SERVER_MECHANISM = "namespaces, forked by the fork server"
 FORK_SERVER_NOTE = "forked from a warm fork server: in-process namespaces (bubblewrap cannot wrap a forked child)"
 
@@ -272,11 +272,15 @@ def _exit_status(info: os.waitid_result | None) -> int | None:
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
-def _set_parent_death_signal() -> None:
+def _prctl(option: int, value: int) -> None:
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _set_parent_death_signal() -> None:
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class Server:
@@ -354,6 +358,7 @@ class Server:
         """In the forked child: a fresh session, exactly the fds a spawned child has, its env and cwd; then child.main."""
         os.setsid()  # its own process group: the runner's killpg takes the agent's subprocesses too
         _set_parent_death_signal()
+        _prctl(PR_SET_DUMPABLE, 1)  # as a spawned child is (enter_sandbox writes its own /proc/self/uid_map)
         for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(number, signal.SIG_DFL)
         self.control.detach()  # its fd is closed below; the object must never close a reused number
@@ -408,6 +413,7 @@ SERVER_CWD = os.getcwd()
 
 def serve(control_fd: int) -> int:
     _set_parent_death_signal()
+    _prctl(PR_SET_DUMPABLE, 0)  # a same-uid child (no root: user namespaces) cannot ptrace or read the server
     control = socket.socket(fileno=control_fd)
     try:
         import importlib
