@@ -502,10 +502,13 @@ class ReplayRunner:
                 for line in lines:
                     if line:
                         self._handle(line, outcome)
-        except BaseException:  # KeyboardInterrupt in the caller: never leave the child behind
+        except BaseException:  # KeyboardInterrupt in the caller: never leave the child (or its scratch dir) behind
             self._kill()
             self._reap()
             self._close()
+            if self._launch is not None:
+                self._launch.cleanup()
+            self._stop_broker()
             raise
         finally:
             selector.close()
