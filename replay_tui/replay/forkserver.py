@@ -383,6 +383,8 @@ class Server:
         os.chdir(message["cwd"])
         if sys.path and sys.path[0] == SERVER_CWD:
             sys.path[0] = message["cwd"]  # what `python -m` puts first in a spawned child
+        python_path = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+        sys.path[1:1] = [entry for entry in python_path if entry not in sys.path]  # this child's PYTHONPATH
         sys.argv = [CHILD_MODULE, message["spec"]]
         from . import child
 
