@@ -146,7 +146,7 @@ def canonical_json(value: Any) -> bytes:
             emit(_scalar(node))
         while stack:
             frame = stack[-1]
-            child = next(frame[0], _END)
+            child: Any = next(frame[0], _END)
             if child is _END:
                 emit(frame[1])
                 stack.pop()

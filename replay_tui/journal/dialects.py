@@ -29,7 +29,8 @@ def to_v1(obj: Any) -> dict[str, Any]:
     """A v1 line, upgraded through registered migrations when it is older."""
     if isinstance(obj, dict) and obj.get("schema_version") != SCHEMA_VERSION:
         return upgrade(obj)
-    return obj
+    v1: dict[str, Any] = obj
+    return v1
 
 
 _TYPE_DATA_KINDS = (

@@ -71,7 +71,7 @@ def _v0_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
     upgraded["schema_version"] = 1
     upgraded["recorded_at"] = obj.get("ts", obj.get("recorded_at"))
     old_kind = obj.get("kind")
-    upgraded["kind"] = _V0_KINDS.get(old_kind, old_kind)
+    upgraded["kind"] = _V0_KINDS.get(old_kind, old_kind) if isinstance(old_kind, str) else old_kind
     if old_kind == "tool_error" and isinstance(obj.get("payload"), dict):
         payload = dict(obj["payload"])
         payload["error"] = {

@@ -153,7 +153,8 @@ def _compile_event_test(spec: PayloadSpec) -> Callable[[dict[str, Any]], bool]:
     lines += ["    except KeyError:", "        return False", "    return True"]
     namespace: dict[str, Any] = {"ABSENT": _ABSENT}
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from constant tables
-    return namespace["test"]
+    test: Callable[[dict[str, Any]], bool] = namespace["test"]
+    return test
 
 
 _ABSENT = object()

@@ -142,7 +142,7 @@ class Journal:
             self.dialect = dialects.V1
         self.has_hash_chain = self.dialect == dialects.V1
         # type/data lines may expand to two events: position -> (line << 1 | part)
-        self._expansion: array | None = array("Q") if self.dialect == dialects.TYPE_DATA else None
+        self._expansion: array[int] | None = array("Q") if self.dialect == dialects.TYPE_DATA else None
         self._expanded_lines = 0
         self._event_cache = lru_cache(maxsize=self._cache_size)(self._load_event)
 
@@ -335,7 +335,8 @@ class Journal:
         count = len(self)
         if count == 0:
             return None
-        guess = seq - self._seq_at(0) if self._seq_at(0) is not None else seq - 1
+        first = self._seq_at(0)
+        guess = seq - first if first is not None else seq - 1
         if 0 <= guess < count and self._seq_at(guess) == seq:
             return guess
         low, high = 0, count - 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import io
 import os
 import tempfile
 import zlib
@@ -41,7 +42,7 @@ CHUNK_BYTES = 4 * 1024 * 1024
 GZIP_CHUNK_BYTES = 256 * 1024
 
 
-def _read_shard(stream: BinaryIO, size: int, path: Path) -> bytes:
+def _read_shard(stream: BinaryIO | gzip.GzipFile | io.FileIO, size: int, path: Path) -> bytes:
     """``stream.read(size)``, with a damaged gzip shard reported as a JournalOpenError."""
     try:
         return stream.read(size)
@@ -385,8 +386,9 @@ def line_batches(
     data ends without a newline. A line longer than a chunk is still whole, up to
     ``max_line_bytes``; a longer one comes as an ``OversizedLine`` and is never held.
     """
+    stream: gzip.GzipFile | io.FileIO
     if segment.compressed:
-        stream = gzip.open(segment.path, "rb")
+        stream = gzip.GzipFile(segment.path, "rb")
     else:
         stream = open(segment.path, "rb", buffering=0)
         stream.seek(start)

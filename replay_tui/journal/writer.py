@@ -7,6 +7,7 @@ writer and is the only caller, so seq assignment and the chain stay in one place
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import shutil
 from datetime import datetime, timezone
@@ -69,7 +70,7 @@ class JournalWriter:
         self.rotate_bytes = rotate_bytes
         self.compress_closed_shards = compress_closed_shards
         self._now = now
-        self._seq, self._prev_hash = start_after if start_after is not None else (0, None)
+        self._seq, self._prev_hash = start_after if start_after is not None else (0, None)  # type: tuple[int, str | None]
         self._canonical = canonical_json_of_parsed if payloads_are_parsed_json else canonical_json
         self._shard_index = 0
         self._shard_bytes = 0
@@ -157,7 +158,7 @@ class JournalWriter:
         if self.fsync == "always":
             os.fsync(self._file.fileno())
 
-    def _open_next_shard(self):  # type: ignore[no-untyped-def]
+    def _open_next_shard(self) -> io.BufferedWriter:
         self._shard_index += 1
         self._shard_bytes = 0
         name = SHARD_PATTERN.format(stem=self.path.name, index=self._shard_index)
