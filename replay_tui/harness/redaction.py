@@ -25,7 +25,7 @@ import orjson
 
 from ..journal import detectors
 from .jsonpath import JsonPath, JsonPathError, parse_jsonpath
-from .streaming import Edit, remap_boundaries, resplit_sse, split_stream
+from .streaming import Edit, remap_boundaries, resplit_sse, resplit_sse_arguments, split_stream
 
 REDACTED = "[REDACTED]"
 
@@ -401,25 +401,30 @@ class Redactor:
 
     def _keep_stream_consistent(self, before: Mapping[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         """Streamed content was redacted as assembled text; move the chunk boundaries with it,
-        so the recorded chunks join to the recorded text and no chunk keeps part of a secret."""
-        stream, response = after.get("stream"), after.get("response")
-        original = (before.get("response") or {}).get("content") if isinstance(before.get("response"), dict) else None
-        if not isinstance(stream, dict) or not isinstance(response, dict) or not isinstance(original, str):
+        so the recorded chunks join to the recorded text and no chunk keeps part of a secret.
+        The raw server-sent events a transport keeps (``response.http.body_text``) follow too."""
+        stream, response, original_response = after.get("stream"), after.get("response"), before.get("response")
+        if not isinstance(stream, dict) or not isinstance(response, dict) or not isinstance(original_response, dict):
             return after
-        content = response.get("content")
+        original, content = original_response.get("content"), response.get("content")
         boundaries = stream.get("boundaries")
-        if content == original or not isinstance(content, str) or not isinstance(boundaries, list):
-            return after
-        edits = self._scrub(original, "content", 0).edits
-        remapped = remap_boundaries(boundaries, edits, len(content))
-        after = {**after, "stream": {**stream, "boundaries": remapped}}
         http = response.get("http")
-        if isinstance(http, dict) and isinstance(http.get("body_text"), str) and "data:" in http["body_text"]:
-            # the raw server-sent events hold the same deltas, a secret split across them: re-split them too
-            old_deltas = split_stream(original, [b for b in boundaries if isinstance(b, int)])
-            body = resplit_sse(http["body_text"], old_deltas, split_stream(content, remapped))
+        body = http.get("body_text") if isinstance(http, dict) else None
+        sse = isinstance(body, str) and "data:" in body
+        if isinstance(original, str) and isinstance(content, str) and content != original and isinstance(boundaries, list):
+            edits = self._scrub(original, "content", 0).edits
+            remapped = remap_boundaries(boundaries, edits, len(content))
+            after = {**after, "stream": {**stream, "boundaries": remapped}}
+            if sse:  # the raw events hold the same deltas, a secret split across them: re-split them too
+                old_deltas = split_stream(original, [b for b in boundaries if isinstance(b, int)])
+                body = resplit_sse(body, old_deltas, split_stream(content, remapped))  # type: ignore[arg-type]
+        calls, original_calls = response.get("tool_calls"), original_response.get("tool_calls")
+        if sse and body is not None and isinstance(calls, list) and calls != original_calls:
+            body = resplit_sse_arguments(body, [orjson.dumps(call.get("arguments")).decode() for call in calls
+                                                if isinstance(call, dict)])
+        if sse and isinstance(http, dict) and body != http.get("body_text"):
             body = body if body is not None else "[REDACTED: the raw stream held a secret; see content]"
-            after["response"] = {**response, "http": {**http, "body_text": body}}
+            after["response"] = {**after["response"], "http": {**http, "body_text": body}}
         return after
 
 

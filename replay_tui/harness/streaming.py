@@ -126,3 +126,42 @@ def _replace_first_string(value: Any, old: str, new: str) -> Any:
             if replaced is not None:
                 return [*value[:index], replaced, *value[index + 1:]]
     return None
+
+
+def resplit_sse_arguments(body: str, arguments: list[str]) -> str | None:
+    """A server-sent-events body whose streamed tool-call arguments now read ``arguments`` (JSON
+    text, in tool-call order): the first fragment of each call holds all of it, the rest are empty.
+    OpenAI (``delta.tool_calls[].function.arguments``) and Anthropic (``input_json_delta``) shapes;
+    None when the calls cannot be matched."""
+    lines = body.split("\n")
+    events: dict[int, Any] = {}
+    fragments: dict[int, list[tuple[int, list[Any]]]] = {}  # call index -> (line, path to the fragment)
+    for number, line in enumerate(lines):
+        text = line[5:].strip() if line.startswith("data:") else ""
+        if not text.startswith("{"):
+            continue
+        try:
+            event = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        events[number] = event
+        delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+        if event.get("type") == "content_block_delta" and delta.get("type") == "input_json_delta":
+            fragments.setdefault(int(event.get("index", 0)), []).append((number, ["delta", "partial_json"]))
+        for position, choice in enumerate(event.get("choices") or []):
+            calls = ((choice or {}).get("delta") or {}).get("tool_calls") or []
+            for slot, call in enumerate(calls):
+                if isinstance((call.get("function") or {}).get("arguments"), str):
+                    path = ["choices", position, "delta", "tool_calls", slot, "function", "arguments"]
+                    fragments.setdefault(int(call.get("index", 0)), []).append((number, path))
+    if len(fragments) != len(arguments):
+        return None
+    for new_text, index in zip(arguments, sorted(fragments)):
+        for order, (number, path) in enumerate(fragments[index]):
+            node = events[number]
+            for step in path[:-1]:
+                node = node[step]
+            node[path[-1]] = new_text if order == 0 else ""
+    for number, event in events.items():
+        lines[number] = "data: " + orjson.dumps(event).decode()
+    return "\n".join(lines)

@@ -179,3 +179,35 @@ def test_a_secret_split_across_raw_server_sent_events_is_redacted_in_the_body_to
     deltas = [json.loads(line[5:])["choices"][0]["delta"]["content"]
               for line in out["response"]["http"]["body_text"].splitlines() if line.startswith("data: {")]
     assert "".join(deltas) == out["response"]["content"] == "the DB_PASSWORD=[REDACTED:assignment] ok"
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+def test_a_secret_split_across_streamed_tool_call_arguments_is_redacted_in_the_raw_body(shape: str) -> None:
+    from replay_tui.harness import Redactor
+    from replay_tui.harness.httpx_transport import recorded_response
+
+    secret = random_token(random.Random(12), 28)
+    arguments = json.dumps({"user": "ada", "password": secret})
+    pieces = [arguments[:20], arguments[20:34], arguments[34:]]  # the secret spans two fragments
+    if shape == "openai":
+        def event(data: dict) -> str:
+            return "data: " + json.dumps(data) + "\n\n"
+        first = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                                   "function": {"name": "login", "arguments": ""}}]}}]}
+        body = event(first) + "".join(
+            event({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}]})
+            for piece in pieces) + event({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}) + "data: [DONE]\n\n"
+    else:
+        def event(data: dict) -> str:
+            return f"event: {data['type']}\ndata: " + json.dumps(data) + "\n\n"
+        body = event({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}) + event(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "tu_1", "name": "login"}}) + "".join(
+            event({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}})
+            for piece in pieces) + event({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}})
+    recorded = recorded_response(200, [("content-type", "text/event-stream")], body.encode())
+    assert recorded["response"]["tool_calls"][0]["arguments"]["password"] == secret
+    out = Redactor().redact("model.response", {"request_hash": "h", **recorded})
+    raw = orjson.dumps(out)
+    for piece in (pieces[1], pieces[2], secret):
+        assert piece.encode() not in raw and json.dumps(piece)[1:-1].encode() not in raw
+    assert out["response"]["tool_calls"][0]["arguments"] == {"user": "ada", "password": "[REDACTED]"}
