@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -135,3 +136,22 @@ def test_cli_report_is_the_same_with_and_without_the_fork_server(tmp_path: Path)
     assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
     first_lines = [run.stdout.splitlines()[0].split(" (")[0] for run in runs]
     assert first_lines[0] == first_lines[1] == f"Corpus {directory}: 3 journal(s), 3 matched, 0 diverged, 0 failed otherwise"
+
+
+def test_a_dead_fork_server_falls_back_to_plain_children(tmp_path: Path) -> None:
+    """The server killed mid-corpus: the remaining journals replay as new interpreters, still refereed."""
+    journals = [str(path) for path in sorted(copy_corpus(tmp_path / "corpus", CLEAN[:3]).glob("*.jsonl"))]
+    executor = LocalExecutor(1)
+    mechanisms: list[str] = []
+
+    def kill_server(entry: object, done: int, total: int) -> None:
+        outcome = getattr(entry, "outcome")
+        mechanisms.append((outcome.isolation.sandbox or {}).get("mechanism"))
+        if done == 1 and executor._server is not None and executor._server.server_pid is not None:
+            os.kill(executor._server.server_pid, signal.SIGKILL)
+
+    result = replay_corpus(journals, executor=executor, on_done=kill_server, timeout_s=120,
+                           spec_for=lambda journal: ReplaySpec(journal=journal, sys_path=[str(REPO)]))
+    assert [entry.outcome.status for entry in result.entries] == [MATCH] * 3
+    assert mechanisms[0] == FORK_SERVER_MECHANISM
+    assert FORK_SERVER_MECHANISM not in mechanisms[1:]
