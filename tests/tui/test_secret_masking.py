@@ -39,6 +39,8 @@ async def test_the_event_pane_masks_and_u_reveals_on_purpose(tmp_path: Path) -> 
         detail = screen.query_one("#detail").query_one(JsonView)
         assert LEAKED not in pane_text(detail) and "[masked format:bearer-token" in pane_text(detail)
         assert "flagged by the secret scan are masked" in pane_text(detail)
+        row = screen.timeline.render_line(screen.timeline.row_of(2) - screen.timeline.scroll_offset.y).text
+        assert "crm(" in row and LEAKED[:12] not in row  # the timeline's summary is masked too
         assert "secrets shown" not in header_text(screen)
         detail.focus()
         while "Authorization" not in "".join(text for text, _ in detail.lines[detail.cursor].parts):

@@ -206,7 +206,6 @@ class JsonView(ScrollView, can_focus=True):
             self.view = view
             self.shown = shown
 
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.document = JsonDocument(None, empty_text="")
