@@ -27,7 +27,10 @@ def start_writer(path: Path, go: Path, events: int, rate: float = 500, **options
     process = subprocess.Popen(argv)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # run.started is on disk: the app can open it
-        if path.is_file() and path.stat().st_size > 0 or path.is_dir() and any(path.glob("*.jsonl")):
+        # a shard exists as soon as it is created, before its first line: wait for a byte in it
+        if path.is_file() and path.stat().st_size > 0 or path.is_dir() and any(
+            shard.stat().st_size > 0 for shard in path.glob("*.jsonl")
+        ):
             return process
         time.sleep(0.02)
     process.kill()

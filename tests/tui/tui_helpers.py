@@ -83,8 +83,10 @@ def wait_for_file(path: Path, timeout_s: float = DEADLINE_S) -> None:
         time.sleep(0.01)
 
 
-async def settle(pilot: Any) -> MainScreen:
-    """Wait until indexing, the cursor's state and tree work, and searches are done."""
+async def settle(pilot: Any, rounds: int | None = None) -> MainScreen:
+    """Wait until indexing, the cursor's state and tree work, and searches are done.
+
+    ``rounds`` is accepted for older callers and ignored: the waits end on events, with a deadline."""
     app = pilot.app
     screen = app.screen_stack[0]
     await wait_until(pilot, lambda: not screen.indexing, "indexing")
