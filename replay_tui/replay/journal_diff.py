@@ -25,7 +25,6 @@ from ..journal.reader import parse_line
 from .compare import AlignedPair, Alignment, _differences, _judge, _no_gc, align_rows, setup_differences
 
 
-
 @dataclass
 class StreamedAlignment(Alignment):
     """An Alignment that keeps only the pairs that differ (``pairs``) and counts the rest."""

@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import orjson
 import pytest
+from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.journal import JournalWriter
-from tui_helpers import SIZE, make_app, settle
 
 pytestmark = pytest.mark.asyncio
 STARTED = {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}}
