@@ -377,6 +377,7 @@ class ReplayRunner:
         except (LaunchRefused, OSError) as refused:
             os.close(read_fd)
             os.close(write_fd)
+            self._close_wake_pipe()
             self._stop_broker()
             kind = refused.kind if isinstance(refused, LaunchRefused) else "journal"
             self._early = self._outcome(FAILED, error={"kind": kind, "message": str(refused), "traceback": []})
@@ -397,6 +398,8 @@ class ReplayRunner:
         except BaseException:
             self._launch.cleanup()
             self._stop_broker()
+            os.close(read_fd)
+            self._close_wake_pipe()
             raise
         finally:
             os.close(write_fd)
@@ -726,12 +729,15 @@ class ReplayRunner:
             return self._process.wait()
 
     def _close(self) -> None:
+        self._close_wake_pipe()
+        self._pipe.close()
+
+    def _close_wake_pipe(self) -> None:
         with self._wake_lock:
             if self._wake_w is not None and self._wake_r is not None:
                 os.close(self._wake_w)
                 os.close(self._wake_r)
                 self._wake_w = self._wake_r = None
-        self._pipe.close()
 
 
 def _drain(stream: IO[bytes] | None, tail: collections.deque[str]) -> None:
