@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import SIZE, make_app, settle, wait_for_file
+from tui_helpers import SIZE, make_app, screen_text, settle, wait_for_file
 
 from replay_tui.tui.screens.stats_screen import StatsScreen
 
@@ -25,7 +25,7 @@ async def until_ready(pilot, screen: StatsScreen, events: int) -> None:  # type:
 
 def plain(screen: StatsScreen) -> str:
     """The text on screen now."""
-    return "\n".join(strip.text for strip in screen._compositor.render_strips())
+    return screen_text(screen.app)
 
 
 async def until_drawn(pilot, screen: StatsScreen, text: str) -> str:  # type: ignore[no-untyped-def]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -99,3 +101,14 @@ async def settle(pilot: Any, rounds: int | None = None) -> MainScreen:
 
 def seq_at_cursor(screen: MainScreen) -> int:
     return screen.journal.event(screen.timeline.cursor).seq
+
+
+def screen_text(app: Any) -> str:
+    """The text the terminal shows now, one line per row, read from Textual's public screenshot
+    (an SVG whose text elements carry their row in ``y``)."""
+    rows: dict[float, list[str]] = {}
+    for attributes, text in re.findall(r"<text([^>]*)>(.*?)</text>", app.export_screenshot(), re.S):
+        row = re.search(r'\by="([\d.]+)"', attributes)
+        cell = html.unescape(re.sub(r"<[^>]+>", "", text)).replace("\xa0", " ")
+        rows.setdefault(float(row.group(1)) if row else -1.0, []).append(cell)
+    return "\n".join("".join(cells) for _y, cells in sorted(rows.items()))
