@@ -40,7 +40,7 @@ def free_port(host: str) -> int:
 
 def app_command(args: argparse.Namespace) -> str:
     """The shell command textual-serve runs for each browser tab."""
-    argv = [sys.executable, "-c", "from replay_tui.cli import entry_point; entry_point()", str(Path(args.journal).resolve())]
+    argv = [sys.executable, "-m", "replay_tui", str(Path(args.journal).resolve())]
     if args.theme:
         argv += ["--theme", args.theme]
     if args.seq is not None:
