@@ -77,6 +77,59 @@ class SourceInfo:
 
 
 @dataclass
+class Prepared:
+    """A record's events with their payloads already canonical JSON: all of a record that does not
+    depend on the run's order, so an importer can make it while reading and write it later."""
+
+    kind: str  # "input", "model", "tool" or "note"
+    payloads: tuple[bytes, ...]
+    at: str | None
+    links: tuple[str, ...] = ()  # model: the tool call ids it asked for; tool: its own call id
+    scope: str | None = None
+
+
+def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, parsed_json: bool = False) -> Prepared:
+    """The events of a record, each payload as canonical bytes (``parsed_json``: no JSON round trip needed)."""
+    def canonical(payload: dict[str, Any]) -> bytes:
+        return canonical_json_of_parsed(payload if parsed_json else as_parsed_json(payload))
+
+    diagnostics = {"source": record.source}
+    if isinstance(record, InputRecord):
+        payload: dict[str, Any] = {"role": record.role, "content": record.content, "diagnostics": diagnostics}
+        if record.context is not None:
+            payload["context"] = record.context
+        return Prepared("input", (canonical(payload),), record.at, scope=record.scope)
+    if isinstance(record, ModelRecord):
+        request_hash = json_hash(record.request)
+        payload = {"request_hash": request_hash, "response": record.response, "diagnostics": diagnostics}
+        if record.stream is not None:
+            payload["stream"] = record.stream
+        if record.error is not None:
+            payload["error"] = record.error
+        calls = (record.response or {}).get("tool_calls") or ()
+        call_ids = tuple(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str))
+        request = {"request_hash": request_hash, "request": record.request, "diagnostics": diagnostics}
+        return Prepared("model", (canonical(request), canonical(payload)), record.at, call_ids, record.scope)
+    if isinstance(record, ToolRecord):
+        key = json_hash({"name": record.name, "args": record.arguments})  # call_key, as hashing.call_key_of
+        base = {"call_id": record.call_id, "call_key": key, "tool": record.name}
+        result: dict[str, Any] = dict(base)
+        if record.error is not None:
+            result["error"] = record.error
+        else:
+            result["result"] = record.result
+        if record.duration_ms is not None:
+            result["duration_ms"] = record.duration_ms
+        result["diagnostics"] = diagnostics
+        call = {**base, "arguments": record.arguments, "diagnostics": diagnostics}
+        return Prepared("tool", (canonical(call), canonical(result)), record.at, (record.call_id,), record.scope)
+    note: dict[str, Any] = {"text": record.text, "diagnostics": diagnostics}
+    if record.data is not None:
+        note["data"] = record.data
+    return Prepared("note", (canonical(note),), record.at, scope=record.scope)
+
+
+@dataclass
 class _Cursor:
     """What the next events of one agent hang from (as the harness's causal cursor)."""
 
@@ -107,7 +160,8 @@ class JournalBuilder:
         self.out = Path(out)
         self.parsed_json = parsed_json
         # every payload is plain parsed JSON (see _emit), so the writer takes its fast canonical path
-        self.writer = JournalWriter(self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True)
+        self.writer = JournalWriter(self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True,
+                                    flush_lines=False)
         self.steps = 0
         self.step_id: str | None = None
         self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
@@ -130,22 +184,36 @@ class JournalBuilder:
         }
         self._emit(RUN_STARTED, payload, step=None, parent=None, at=at)
 
-    def add(self, record: Record) -> None:
-        if isinstance(record, InputRecord):
-            self._input(record)
-        elif isinstance(record, ModelRecord):
-            self._model(record)
-        elif isinstance(record, ToolRecord):
-            self._tool(record)
+    def add(self, record: Record | Prepared) -> None:
+        if isinstance(record, Prepared):
+            self.add_prepared(record)
         elif isinstance(record, StateRecord):
             self._state(record)
-        elif isinstance(record, NoteRecord):
-            payload = {"text": record.text, "diagnostics": {"source": record.source}}
-            if record.data is not None:
-                payload["data"] = record.data
-            self._emit(NOTE, payload, step=self.step_id, parent=None, at=record.at)
         elif isinstance(record, EndRecord):
             self.finish(record)
+        else:
+            self.add_prepared(prepare(record, parsed_json=self.parsed_json))
+
+    def add_prepared(self, item: Prepared) -> None:
+        """Write a prepared record's events, linked into the run (steps, parents) as they come."""
+        cursor = self._cursor(item.scope)
+        if item.kind == "input":
+            event_id = self._emit(INPUT_RECEIVED, item.payloads[0], step=None, parent=None, at=item.at)
+            cursor.observation = event_id
+            if item.scope is not None and self.cursors[None].observation is None:
+                self.cursors[None].observation = event_id
+        elif item.kind == "model":
+            self.steps += 1
+            self.step_id = f"step-{self.steps:02d}"
+            request_id = self._emit(MODEL_REQUEST, item.payloads[0], step=self.step_id, parent=cursor.observation, at=item.at)
+            cursor.response = self._emit(MODEL_RESPONSE, item.payloads[1], step=self.step_id, parent=request_id, at=item.at)
+            cursor.call_ids = frozenset(item.links)
+        elif item.kind == "tool":
+            parent = cursor.response if item.links[0] in cursor.call_ids else cursor.observation
+            call_id = self._emit(TOOL_CALL, item.payloads[0], step=self.step_id, parent=parent, at=item.at)
+            cursor.observation = self._emit(TOOL_RESULT, item.payloads[1], step=self.step_id, parent=call_id, at=item.at)
+        else:
+            self._emit(NOTE, item.payloads[0], step=self.step_id, parent=None, at=item.at)
 
     def finish(self, end: EndRecord | None = None) -> int:
         """run.ended (once) and close; returns the number of events written."""
@@ -174,52 +242,6 @@ class JournalBuilder:
             cursor = self.cursors[scope] = _Cursor(observation=self.cursors[None].observation)
         return cursor
 
-    def _input(self, record: InputRecord) -> None:
-        payload: dict[str, Any] = {"role": record.role, "content": record.content, "diagnostics": {"source": record.source}}
-        if record.context is not None:
-            payload["context"] = record.context
-        event_id = self._emit(INPUT_RECEIVED, payload, step=None, parent=None, at=record.at)
-        cursor = self._cursor(record.scope)
-        cursor.observation = event_id
-        if record.scope is not None and self.cursors[None].observation is None:
-            self.cursors[None].observation = event_id
-
-    def _model(self, record: ModelRecord) -> None:
-        self.steps += 1
-        self.step_id = f"step-{self.steps:02d}"
-        cursor = self._cursor(record.scope)
-        request_hash = json_hash(record.request)
-        diagnostics = {"source": record.source}
-        request_id = self._emit(MODEL_REQUEST, {"request_hash": request_hash, "request": record.request, "diagnostics": diagnostics},
-                                step=self.step_id, parent=cursor.observation, at=record.at)
-        payload: dict[str, Any] = {"request_hash": request_hash, "response": record.response, "diagnostics": diagnostics}
-        if record.stream is not None:
-            payload["stream"] = record.stream
-        if record.error is not None:
-            payload["error"] = record.error
-        response_id = self._emit(MODEL_RESPONSE, payload, step=self.step_id, parent=request_id, at=record.at)
-        cursor.response = response_id
-        calls = (record.response or {}).get("tool_calls") or ()
-        cursor.call_ids = frozenset(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str))
-
-    def _tool(self, record: ToolRecord) -> None:
-        cursor = self._cursor(record.scope)
-        key = json_hash({"name": record.name, "args": record.arguments})  # call_key, as hashing.call_key_of
-        base = {"call_id": record.call_id, "call_key": key, "tool": record.name}
-        diagnostics = {"source": record.source}
-        parent = cursor.response if record.call_id in cursor.call_ids else cursor.observation
-        call_id = self._emit(TOOL_CALL, {**base, "arguments": record.arguments, "diagnostics": diagnostics},
-                             step=self.step_id, parent=parent, at=record.at)
-        payload: dict[str, Any] = dict(base)
-        if record.error is not None:
-            payload["error"] = record.error
-        else:
-            payload["result"] = record.result
-        if record.duration_ms is not None:
-            payload["duration_ms"] = record.duration_ms
-        payload["diagnostics"] = diagnostics
-        cursor.observation = self._emit(TOOL_RESULT, payload, step=self.step_id, parent=call_id, at=record.at)
-
     def _state(self, record: StateRecord) -> None:
         try:
             after = jsonpatch.apply_patch(self.state, record.patch, in_place=False)
@@ -237,15 +259,16 @@ class JournalBuilder:
         self._emit(STATE_TRANSITION, payload, step=self.step_id, parent=self.last_event_id, at=record.at)
         self.state, self.state_hash = after, after_hash
 
-    def _emit(self, kind: str, payload: dict[str, Any], *, step: str | None, parent: str | None, at: str | None) -> str:
-        if not self.parsed_json:
-            payload = as_parsed_json(payload)
-        event = self.writer.append(kind, payload, step_id=step, parent_event_id=parent, recorded_at=at)
-        self.last_event_id = event.event_id
-        return event.event_id
+    def _emit(self, kind: str, payload: dict[str, Any] | bytes, *, step: str | None, parent: str | None,
+              at: str | None) -> str:
+        if not isinstance(payload, bytes):
+            payload = canonical_json_of_parsed(payload if self.parsed_json else as_parsed_json(payload))
+        self.last_event_id = self.writer.append_canonical(kind, payload, step_id=step, parent_event_id=parent,
+                                                          recorded_at=at)
+        return self.last_event_id
 
 
-def write_run(out: str | os.PathLike[str], records: Iterable[Record], *, run_id: str, source: SourceInfo,
+def write_run(out: str | os.PathLike[str], records: Iterable[Record | Prepared], *, run_id: str, source: SourceInfo,
               fidelity: Fidelity, initial_state: Any = None, started_at: str | None = None, parsed_json: bool = False) -> int:
     """Write a whole run; a half-written journal is removed when the records fail. ``parsed_json``:
     every value in the records came straight out of a JSON parser (no round trip needed)."""

@@ -63,8 +63,10 @@ class JournalWriter:
         start_after: tuple[int, str] | None = None,
         signer: Signer | None = None,
         checkpoint_every: int | None = None,
+        flush_lines: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.flush_lines = flush_lines  # False: a batch writer (an import) nobody tails; close() flushes
         self.run_id = run_id
         self.fsync = fsync
         self.rotate_bytes = rotate_bytes
@@ -148,12 +150,50 @@ class JournalWriter:
             raw=event,
         )
 
+    def append_canonical(
+        self,
+        kind: str,
+        payload_json: bytes,
+        *,
+        step_id: str | None = None,
+        parent_event_id: str | None = None,
+        recorded_at: str | None = None,
+    ) -> str:
+        """``append`` for a payload given as its canonical JSON bytes (``canonical_json_of_parsed``):
+        an importer prepares payloads before it knows their order. Returns the event id."""
+        seq = self._seq + 1
+        event_id = event_id_for(self.run_id, seq)
+        envelope: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "seq": seq,
+            "event_id": event_id,
+            "kind": kind,
+            "step_id": step_id,
+            "parent_event_id": parent_event_id,
+            "recorded_at": recorded_at or self._now(),
+            "payload": None,
+            "prev_event_hash": self._prev_hash,
+        }
+        # only the key can spell '"payload":null' (a quote inside a string value is escaped)
+        head, _, tail = self._canonical(envelope).partition(b'"payload":null')
+        body = head + b'"payload":' + payload_json + tail
+        digest = sha256_hex(body)
+        self._write(b'{"event_hash":"' + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        self._seq = seq
+        self._prev_hash = digest
+        self._last_kind = kind
+        if self.checkpoint_every and kind not in _NO_CHECKPOINT_AFTER and seq % self.checkpoint_every == 0:
+            self._seal(CHAIN_CHECKPOINT)
+        return event_id
+
     def _write(self, line: bytes) -> None:
         if self.rotate_bytes is not None and self._shard_bytes and self._shard_bytes + len(line) > self.rotate_bytes:
             self._close_shard()
             self._file = self._open_next_shard()
         self._file.write(line)
-        self._file.flush()
+        if self.flush_lines:
+            self._file.flush()
         self._shard_bytes += len(line)
         if self.fsync == "always":
             os.fsync(self._file.fileno())
