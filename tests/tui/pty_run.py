@@ -6,6 +6,7 @@ import fcntl
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -60,7 +61,10 @@ class PtyProcess:
         while self.process.poll() is None and time.monotonic() < deadline:
             self.drain(0.1)
         if self.process.poll() is None:
-            self.process.kill()
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # its own session: the app and any child it started
+            except ProcessLookupError:
+                pass
         code = self.process.wait()
         os.close(self.master)
         return code

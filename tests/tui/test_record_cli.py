@@ -46,9 +46,12 @@ def test_follow_in_app_opens_the_app_following_the_journal(tmp_path: Path) -> No
     out = tmp_path / "live.jsonl"
     app = PtyProcess([sys.executable, "-c", ENTRY, "record", CONFIG, "--agent", "fixtures.agents.crm:agent",
                       "--input", QUESTION, "-o", str(out), "--follow-in-app"], cwd=REPO, columns=300)
-    assert app.read_until(b"following", timeout=60) is not None, app.screen[-2000:]
-    assert app.read_until(b"175 events", timeout=60) is not None, app.screen[-2000:]
-    app.send(b"q")
-    assert app.finish() == 0
+    try:
+        assert app.read_until(b"following", timeout=60) is not None, app.screen[-2000:]
+        assert app.read_until(b"175 events", timeout=60) is not None, app.screen[-2000:]
+        app.send(b"q")
+    finally:
+        code = app.finish()  # kills the app if it is still running
+    assert code == 0
     assert b"recorded 175 events" in app.screen
     assert verify_journal(out).ok
