@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, make_app, settle
 
-from replay_tui.tui.screens.prompt import PromptScreen
 from replay_tui.tui.controllers.export import default_report_path
+from replay_tui.tui.screens.prompt import PromptScreen
 
 pytestmark = pytest.mark.asyncio
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.journal import JournalWriter
 from replay_tui.tui.widgets.annotation_marks import SECRET
-from tui_helpers import SIZE, make_app, settle
 
 pytestmark = pytest.mark.asyncio
 WRITER = Path(__file__).with_name("follow_writer.py")

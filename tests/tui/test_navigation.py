@@ -367,9 +367,9 @@ async def test_search_hits_are_highlighted_and_escape_clears_them(incident_path:
         screen = await settle(pilot)
         await pilot.press("slash", *"kind:tool.call", "enter")
         await settle(pilot)
-        assert screen.timeline.query is not None and screen.timeline.query.source == "kind:tool.call"
+        assert screen.timeline.search_query is not None and screen.timeline.search_query.source == "kind:tool.call"
         await pilot.press("escape")
-        assert screen.timeline.query is None
+        assert screen.timeline.search_query is None
         assert "highlight cleared" in str(screen.status.render())
 
 

@@ -518,7 +518,7 @@ class MainScreen(Screen[None]):
             self.timeline.set_rows(None)
             self.timeline.border_title = "Timeline"
             self.status.say("every event is shown")
-        elif self.timeline.query is not None:
+        elif self.timeline.search_query is not None:
             self.timeline.set_query(None)
             self.status.say("search highlight cleared (n/N still repeat the last search)")
 

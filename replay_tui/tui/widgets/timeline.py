@@ -94,7 +94,7 @@ class Timeline(ScrollView, can_focus=True):
         self.rows: array[int] | None = None  # positions shown while a filter is on, in order
         self.rows_complete = True
         self.replay_marks: ReplayMarks | None = None
-        self.query: Query | None = None  # rows that match are underlined
+        self.search_query: Query | None = None  # rows that match are underlined (not `query`: DOMNode.query)
         self.indexing = True
         self._strips: LRUCache[tuple[int, int, bool, int, bool, int, bool], Strip] = LRUCache(4096)
         self._styles: dict[str, Style] = {}
@@ -144,8 +144,8 @@ class Timeline(ScrollView, can_focus=True):
         return min(bisect.bisect_left(self.rows, position), max(0, len(self.rows) - 1))
 
     def set_query(self, query: Query | None) -> None:
-        if query != self.query:
-            self.query = query
+        if query != self.search_query:
+            self.search_query = query
             self.invalidate()
 
     def set_replay_marks(self, marks: ReplayMarks | None) -> None:
@@ -272,7 +272,7 @@ class Timeline(ScrollView, can_focus=True):
             return Strip([Segment(" …".ljust(width), self.rich_style)]).crop(0, width)
         line = line_of(self.journal, row, event)
         marks = event_marks(event, line, self.replay_marks)
-        hit = self.query is not None and self.query.matches(event, line, self.replay_marks)
+        hit = self.search_query is not None and self.search_query.matches(event, line, self.replay_marks)
         base = self.rich_style
         cursor = self._style("timeline--cursor") if is_cursor else Style()
 
