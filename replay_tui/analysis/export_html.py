@@ -173,12 +173,13 @@ def _run_section(report: IncidentReport) -> str:
         "agent": run.get("agent"),
         "status": run.get("status"),
         "seq range": f"{run.get('first_seq')} – {run.get('last_seq')}",
-        "dialect": run.get("dialect") + ("" if run.get("hash_chain") else " (no hash chain)"),
+        "dialect": f"{run.get('dialect')}{'' if run.get('hash_chain') else ' (no hash chain)'}",
         "reducer_version": run.get("reducer_version"),
         "output": run.get("output"),
         "error": run.get("error"),
     }
-    plugins = report.harness.get("plugins") if isinstance(report.harness.get("plugins"), list) else []
+    listed = report.harness.get("plugins")
+    plugins: list[Any] = listed if isinstance(listed, list) else []
     harness = {key: value for key, value in report.harness.items() if key != "plugins"}
     plugin_rows = [
         (f"<code>{_e(p.get('id'))}</code>", _e(p.get("type")), _e(p.get("version"))) for p in plugins if isinstance(p, dict)
