@@ -20,10 +20,11 @@ import hashlib
 import multiprocessing
 import os
 import re
+from collections.abc import Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -32,8 +33,15 @@ from .canonical import CanonicalizationError, canonical_json_of_parsed, orjson_i
 from .duplicate_keys import find_duplicate_key
 from .errors import DuplicateKeyError, JournalError, UnknownKindError, UnsupportedVersionError, quoted
 from .model import CHAIN_CHECKPOINT, RUN_ENDED, RUN_SEALED, RUN_STARTED, SEAL_KINDS, check_event, validate_event
-from .reader import DEFAULT_MAX_LINE_BYTES, Journal, parse_line
-from .segments import MAX_CONSECUTIVE_FAULTS, Segment, TruncatedShardError, line_batches, stream_lines
+from .reader import Journal, parse_line
+from .segments import (
+    DEFAULT_MAX_LINE_BYTES,
+    MAX_CONSECUTIVE_FAULTS,
+    Segment,
+    TruncatedShardError,
+    line_batches,
+    stream_lines,
+)
 
 # Fault kinds, stable strings for --json consumers.
 MODIFIED = "modified_event"
@@ -336,13 +344,17 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
     segment = Segment(Path(path), max_line_bytes)
     batches = line_batches(segment, part.start, part.end, max_line_bytes)
     prev_seq: int | None = None
-    prev_hash = prev_run = prev_kind = None
+    # the previous event's hash, run and kind: read only while prev_seq is set (they are set with it)
+    prev_hash: str = ""
+    prev_run: str = ""
+    prev_kind: str = ""
     prev_line = 0
     events = non_canonical = 0
     bad_run = 0  # faulty lines in a row
     dumps = orjson.dumps
     closing: tuple[str, int] | None = None
     after_end_reported = False
+    fault: Fault | None
     faults = result.faults
 
     def stop_after(fault: Fault) -> bool:
@@ -376,6 +388,7 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
 
     def following_seq(lines: list[bytes], index: int) -> int | None:
         """Seq of the line after ``index``, reading into the next batch if needed."""
+        data: bytes | None
         if index + 1 < len(lines):
             data = lines[index + 1]
         else:
@@ -509,7 +522,8 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
     except JournalError as error:
         stop_after(_fault_from_error(error))
     finally:
-        batches.close()
+        if isinstance(batches, Generator):  # line_batches is one: close its file now, not at collection
+            batches.close()
         segment.close()
         result.events, result.lines, result.non_canonical = events, seen_lines, non_canonical
         result.closing = closing
