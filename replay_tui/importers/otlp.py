@@ -11,15 +11,18 @@ spans hang from. OpenInference attributes (``llm.input_messages.N.message.*``,
 ``tool.name``, ``input.value``, ``output.value``) are the fallback.
 
 The input is streamed: a file of OTLP/JSON requests one per line (the OTLP file
-exporter's form) is read line by line; each span is reduced to what the mapping needs
-and spooled to a temporary file, so memory holds an index entry per span, not the trace.
+exporter's form) is read line by line; each span is mapped as it is read and its events'
+payloads spooled, as canonical JSON, to a temporary file, so memory holds an index entry
+per span, not the trace. Pass two writes them in start-time order and links them (steps,
+parents). A model span whose content may come from log records later in the file is
+spooled as a reduced span too, and mapped again in pass two once every log is known.
 All traces of a file go into one journal, in start-time order.
 """
 
 from __future__ import annotations
 
 import base64
-import os
+import mmap
 import tempfile
 from array import array
 from collections.abc import Iterator, Mapping
@@ -28,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from .builder import rfc3339_of_nanos
+from .builder import Prepared, prepare, rfc3339_of_nanos
 from .errors import TraceImportError
 from .messages import (
     from_openai_chat,
@@ -38,7 +41,7 @@ from .messages import (
     parse_arguments,
     response_from_messages,
 )
-from .records import EndRecord, Fidelity, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
+from .records import EndRecord, Fidelity, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord, leading_input
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -156,10 +159,15 @@ class OtlpTrace:
         self.path = path
         self.spool = tempfile.TemporaryFile(prefix="replay-tui-otlp-")  # noqa: SIM115 (open until close())
         self.starts = array("q")
-        self.offsets = array("q")
-        self.lengths = array("l")
+        self.offsets = array("q")  # where each span's entry starts in the spool
+        self.header_lengths = array("l")
         self.ends = array("q")
         self.ranks = array("b")  # 0 for agent spans: they go before children that start at the same time
+        self._spooled = 0
+        # the run's answer, kept while reading: (order key, content) of the last model answer, and
+        # (order key, answer, error) of the last root agent
+        self._answer: tuple[tuple[int, int, int], Any] | None = None
+        self._root: tuple[tuple[int, int, int], Any, dict[str, Any] | None] | None = None
         self.operation: dict[str, str] = {}  # span id -> operation
         self.parent: dict[str, str] = {}  # span id -> parent span id
         self.content: dict[tuple[str, str], dict[str, Any]] = {}  # (trace, span) -> content from logs
@@ -198,21 +206,50 @@ class OtlpTrace:
             "events": [{"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
                        for event in span["events"] if str(event.get("name", "")).startswith("gen_ai.")] if span.get("events") else [],
         }
-        data = orjson.dumps(reduced)
+        rank = 0 if operation == "invoke_agent" else 1
+        key = (start, rank, self.spans)  # the order pass two writes in
+        unsure = self._count(operation, attrs, reduced)
+        payloads: tuple[bytes, ...] = ()
+        kind = "span"  # mapped in pass two: its content may be in logs not read yet
+        if not unsure:
+            record = self._record(reduced, scoped=False)
+            prepared = prepare(record, parsed_json=True)  # type: ignore[arg-type]  # spans make no state or end records
+            kind, payloads = prepared.kind, prepared.payloads
+            self._see_answer(record, reduced, key)
+            links: Any = prepared.links
+        else:
+            links = ()
+        if kind == "span" or (kind == "model" and not isinstance(attrs.get(EXACT_PAYLOAD), str)):
+            payloads += (orjson.dumps(reduced),)  # logs read later may still add to a model call's content
+        header = orjson.dumps([kind, rfc3339_of_nanos(start) if start else None, trace_id, span_id, links,
+                               [len(payload) for payload in payloads]])
         self.starts.append(start)
         self.ends.append(end)
-        self.ranks.append(0 if operation == "invoke_agent" else 1)
-        self.offsets.append(self.spool.seek(0, os.SEEK_END))
-        self.lengths.append(len(data))
-        self.spool.write(data)
-        self._count(operation, attrs, reduced)
+        self.ranks.append(rank)
+        self.offsets.append(self._spooled)
+        self.header_lengths.append(len(header))
+        self.spool.write(header)
+        self.spool.writelines(payloads)
+        self._spooled += len(header) + sum(len(payload) for payload in payloads)
         self.operation[span_id] = operation
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
         self.spans += 1
 
-    def _count(self, operation: str, attrs: Mapping[str, Any], span: Mapping[str, Any]) -> None:
-        """Fidelity, counted while spooling (run.started states it, so it is known before pass two)."""
+    def _see_answer(self, record: Record, span: Mapping[str, Any], key: tuple[int, int, int]) -> None:
+        """Keep the run's answer: the last (in run order) model answer, and the last root agent's."""
+        if isinstance(record, ModelRecord) and record.response is not None:
+            if self._answer is None or key >= self._answer[0]:
+                self._answer = (key, record.response.get("content"))
+        elif isinstance(record, InputRecord) and not span["parent"]:
+            if self._root is None or key >= self._root[0]:
+                outputs = from_otel_messages(json_or_text(span["attrs"].get("gen_ai.output.messages")))
+                answer = response_from_messages(outputs, None, {})["content"] if outputs else None
+                self._root = (key, answer, _error(span, span["attrs"]))
+
+    def _count(self, operation: str, attrs: Mapping[str, Any], span: Mapping[str, Any]) -> bool:
+        """Fidelity, counted while spooling (run.started states it, so it is known before pass two).
+        True for a model span whose content may be in log records."""
         if operation == "execute_tool":
             complete = EXACT_PAYLOAD in attrs or (
                 ("gen_ai.tool.call.arguments" in attrs or "input.value" in attrs)
@@ -221,7 +258,7 @@ class OtlpTrace:
         elif operation in MODEL_OPERATIONS:
             if EXACT_PAYLOAD in attrs:
                 self.fidelity.see_model("")
-                return
+                return False
             names = [event.get("name") for event in span["events"]]
             has_in = "gen_ai.input.messages" in attrs or any(name in LEGACY_MESSAGE_EVENTS for name in names) \
                 or "llm.input_messages.0.message.role" in attrs or "llm.input_messages.0.message.content" in attrs
@@ -232,6 +269,8 @@ class OtlpTrace:
                 self.fidelity.see_model("")
             else:
                 self._unsure.append(((span["trace"], span["span"]), has_in, has_out))
+                return True
+        return False
 
     def _settle_fidelity(self) -> None:
         for key, has_in, has_out in self._unsure:
@@ -256,26 +295,51 @@ class OtlpTrace:
         else:
             kept.setdefault("events", []).append({"name": name, "attrs": {**attrs, "body": any_value(record.get("body"))}})
 
-    def records(self) -> Iterator[Record]:
-        """Every span's record in start-time order, then the run's end: the root agent's
-        answer (or the last model answer) and its status."""
+    def items(self) -> Iterator[Record | Prepared]:
+        """Pass two: every span's events in start-time order (an input first when the trace has none),
+        then the run's end: the root agent's answer (or the last model answer) and its status."""
         order = sorted(range(self.spans), key=lambda index: (self.starts[index], self.ranks[index]))
-        answer: Any = None
-        root_answer: Any = None
-        failed: dict[str, Any] | None = None
-        for index in order:
-            self.spool.seek(self.offsets[index])
-            span = orjson.loads(self.spool.read(self.lengths[index]))
-            record = self._record(span)
-            if isinstance(record, ModelRecord) and record.response is not None:
-                answer = record.response.get("content")
-            elif isinstance(record, InputRecord) and not span["parent"]:
-                outputs = from_otel_messages(json_or_text(span["attrs"].get("gen_ai.output.messages")))
-                root_answer = response_from_messages(outputs, None, {})["content"] if outputs else None
-                failed = _error(span, span["attrs"])
-            yield record
+        self.spool.flush()
+        spooled = mmap.mmap(self.spool.fileno(), 0, access=mmap.ACCESS_READ)
+        seen_input = False
+        try:
+            for index in order:
+                at = self.offsets[index]
+                header_end = at + self.header_lengths[index]
+                kind, when, trace_id, span_id, links, lengths = orjson.loads(spooled[at:header_end])
+                payloads = []
+                for length in lengths:
+                    payloads.append(spooled[header_end:header_end + length])
+                    header_end += length
+                item: Record | Prepared
+                if kind == "span" or (kind == "model" and len(lengths) == 3 and (trace_id, span_id) in self.content):
+                    span = orjson.loads(payloads[-1])
+                    item = self._record(span)
+                    self._see_answer(item, span, (span["start"], self.ranks[index], index))
+                else:
+                    scope = span_id if kind == "input" else self._scope(span_id)
+                    item = Prepared(kind, tuple(payloads[:2]), when, tuple(links), scope)
+                if not seen_input:
+                    seen_input = self._leads(item)
+                    if seen_input and isinstance(item, (ModelRecord, ToolRecord)):
+                        yield leading_input(item.request if isinstance(item, ModelRecord) else None, item.source, item.at)
+                    elif seen_input and isinstance(item, Prepared) and item.kind != "input":
+                        first = orjson.loads(item.payloads[0])  # the model request (or tool call) payload
+                        yield leading_input(first.get("request"), first["diagnostics"]["source"], item.at)
+                yield item
+        finally:
+            spooled.close()
         end_at = rfc3339_of_nanos(max(self.ends)) if self.ends else None
+        answer = self._answer[1] if self._answer is not None else None
+        root_answer, failed = (self._root[1], self._root[2]) if self._root is not None else (None, None)
         yield EndRecord("error" if failed else "ok", root_answer if root_answer is not None else answer, failed, at=end_at)
+
+    @staticmethod
+    def _leads(item: Record | Prepared) -> bool:
+        """Whether the run's input is settled by this item: it is one, or a call that needs one before it."""
+        if isinstance(item, Prepared):
+            return item.kind in ("input", "model", "tool")
+        return isinstance(item, (InputRecord, ModelRecord, ToolRecord))
 
     def _scope(self, span_id: str | None) -> str | None:
         """The nearest invoke_agent span above this one (its agent), or None."""
@@ -287,12 +351,13 @@ class OtlpTrace:
             seen += 1
         return None
 
-    def _record(self, span: dict[str, Any]) -> Record:
+    def _record(self, span: dict[str, Any], *, scoped: bool = True) -> Record:
+        """The span's record; ``scoped=False`` while reading (the agents above it may come later)."""
         source = {"trace_id": span["trace"], "span_id": span["span"], "line": span["line"]}
         at = rfc3339_of_nanos(span["start"]) if span["start"] else None
         attrs = span["attrs"]
         operation = span["op"]
-        scope = self._scope(span["span"])
+        scope = self._scope(span["span"]) if scoped else None
         exact = attrs.get(EXACT_PAYLOAD)
         if isinstance(exact, str) and operation in MODEL_OPERATIONS | {"execute_tool"}:
             return _exact(span, operation, exact, source, at, scope, self.path)

@@ -138,13 +138,16 @@ def with_leading_input(records: Iterator[Record], fidelity: Fidelity) -> Iterato
             seen_input = True
         elif not seen_input and isinstance(record, (ModelRecord, ToolRecord)):
             seen_input = True
-            content = None
-            if isinstance(record, ModelRecord):
-                for item in reversed(record.request.get("messages") or ()):
-                    if isinstance(item, dict) and item.get("role") == "user":
-                        content = item.get("content")
-                        break
-            yield InputRecord(content, {"derived_from": record.source, "why": "the trace records no input of its own"},
-                              at=record.at)
+            yield leading_input(record.request if isinstance(record, ModelRecord) else None, record.source, record.at)
         fidelity.see(record)
         yield record
+
+
+def leading_input(request: dict[str, Any] | None, source: Source, at: str | None) -> InputRecord:
+    """The input a trace without one starts from: the last user message of its first model request."""
+    content = None
+    for item in reversed((request or {}).get("messages") or ()):
+        if isinstance(item, dict) and item.get("role") == "user":
+            content = item.get("content")
+            break
+    return InputRecord(content, {"derived_from": source, "why": "the trace records no input of its own"}, at=at)

@@ -8,8 +8,11 @@ copied with fresh trace and span ids and times, 1,000 spans per OTLP/JSON reques
 import runs in its own child process (``replay-tui import``), so its peak RSS is measured alone.
 
 Targets: >= 50,000 spans/s and peak RSS <= 300 MB. The machine is shared, so the rate is given
-twice: by wall time and by the child's CPU time (what the import itself costs). The last line is
-one JSON object: spans, file_mb, seconds, cpu_seconds, spans_per_s, cpu_spans_per_s, peak_rss_mb, events.
+twice: by wall time and by the child's CPU time (what the import itself costs), with the load
+average, and beside it the CPU time of a bare ``orjson`` parse of the same file in the same child
+(the floor any importer pays; its ratio to the import is steadier than either figure on a loaded
+machine). The last line is one JSON object: spans, file_mb, seconds, cpu_seconds, spans_per_s,
+cpu_spans_per_s, parse_cpu_seconds, import_to_parse, peak_rss_mb, events, load_average.
 """
 
 from __future__ import annotations
@@ -73,17 +76,25 @@ def main() -> int:
     out.unlink(missing_ok=True)
     code = ("import resource, sys, time\n"
             "from replay_tui.importers import import_trace\n"
+            "import orjson\n"
             "started, cpu = time.perf_counter(), time.process_time()\n"
             "[result] = import_trace(sys.argv[1], sys.argv[2])\n"
-            "print(time.perf_counter() - started, time.process_time() - cpu, result.events, result.detail['spans'],"
-            " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+            "seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu\n"
+            "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "parse = time.process_time()\n"
+            "with open(sys.argv[1], 'rb') as lines:\n"
+            "    for line in lines:\n"
+            "        orjson.loads(line)\n"
+            "print(seconds, cpu_seconds, result.events, result.detail['spans'], rss, time.process_time() - parse)\n")
     done = subprocess.run([sys.executable, "-c", code, str(source), str(out)], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-    seconds, cpu_seconds, events, spans, rss_kb = done.stdout.split()
+    seconds, cpu_seconds, events, spans, rss_kb, parse_cpu = done.stdout.split()
     figures = {
         "spans": int(spans), "file_mb": round(source.stat().st_size / 1e6, 1), "seconds": round(float(seconds), 2),
         "cpu_seconds": round(float(cpu_seconds), 2), "spans_per_s": round(int(spans) / float(seconds)),
-        "cpu_spans_per_s": round(int(spans) / float(cpu_seconds)), "peak_rss_mb": round(int(rss_kb) / 1024, 1), "events": int(events),
+        "cpu_spans_per_s": round(int(spans) / float(cpu_seconds)), "parse_cpu_seconds": round(float(parse_cpu), 2),
+        "import_to_parse": round(float(cpu_seconds) / float(parse_cpu), 1),
+        "peak_rss_mb": round(int(rss_kb) / 1024, 1), "events": int(events), "load_average": round(os.getloadavg()[0], 1),
     }
     print(f"imported {figures['spans']} spans ({figures['file_mb']} MB) in {figures['seconds']} s", file=sys.stderr)
     print(json.dumps(figures))
