@@ -86,3 +86,25 @@ def test_cli_reports_bad_input_in_one_line(tmp_path: Path, capsys: pytest.Captur
     assert main(["import", str(cut), "-o", str(tmp_path / "out.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cut short" in err and str(cut) in err
+
+
+def test_log_content_after_a_span_with_content_still_joins(tmp_path: Path) -> None:
+    """A model span is mapped while the file is read; a log record further down that adds to its content
+    (here system instructions) is joined all the same."""
+    import orjson
+
+    request = orjson.loads((REPO / "fixtures" / "imports" / "weather.otlp.jsonl").read_bytes().splitlines()[0])
+    chat = next(span for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"] if span["name"].startswith("chat"))
+    instructions = orjson.dumps([{"type": "text", "content": "Answer in French."}]).decode()
+    log = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{
+        "traceId": chat["traceId"], "spanId": chat["spanId"], "eventName": "gen_ai.client.inference.operation.details",
+        "attributes": [{"key": "gen_ai.system_instructions", "value": {"stringValue": instructions}}]}]}]}]}
+    trace = tmp_path / "late-log.otlp.jsonl"
+    trace.write_bytes(orjson.dumps(request) + b"\n" + orjson.dumps(log) + b"\n")
+    [result] = import_trace(trace, tmp_path / "run.jsonl")
+    events = events_of(result.path)
+    assert kinds(events) == WEATHER_RUN
+    first, second = of_kind(events, "model.request")
+    assert first["payload"]["request"]["messages"][0] == {"role": "system", "content": "Answer in French."}
+    assert second["payload"]["request"]["messages"][0]["content"] != "Answer in French."  # the other call is untouched
+    assert first["payload"]["request_hash"] == of_kind(events, "model.response")[0]["payload"]["request_hash"]
