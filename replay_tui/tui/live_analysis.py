@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Group
-
-from ..analysis.secrets import scan_event
-from ..analysis.stats import PROGRESS_EVERY, RunStats, StatsCollector
-from ..analysis.stats_render import render_stats
 from ..jobs import JobError, JobRun
-from ..jobs.secrets import SecretScanJob, SecretScanRequest
 from ..journal import Event, Journal, JournalError
 from ..journal.progress import CancelCheck, ProgressCallback
+
+if TYPE_CHECKING:  # stats, their rendering and the secret tables load when first used, not for the first frame
+    from rich.console import Group
+
+    from ..analysis.stats import RunStats, StatsCollector
 
 
 class SecretScanChild:
@@ -32,6 +32,8 @@ class SecretScanChild:
         self._run: JobRun | None = None
 
     def flagged_seqs(self, path: Path, end: int, *, cancelled: CancelCheck | None = None) -> list[int] | None:
+        from ..jobs.secrets import SecretScanJob, SecretScanRequest
+
         run = self._run = JobRun(
             SecretScanJob(),
             SecretScanRequest(str(path), end),
@@ -62,7 +64,7 @@ class LiveAnalysis:
         self._followed_end = 0  # follow mode has scanned up to here
         self._lock = threading.Lock()
         self._stats_lock = threading.RLock()
-        self._collector = StatsCollector(journal.path.name, journal.dialect)  # the name: the screen is narrow
+        self._collector: StatsCollector | None = None  # made by the first stats() call
         self._stats_end = 0
         self._scanner = SecretScanChild()
 
@@ -73,7 +75,7 @@ class LiveAnalysis:
             self.secret_seqs.clear()  # in place: the timeline's marks hold this set
             self.opening_scanned = self._claimed = False
             self._opening_end = self._followed_end = 0
-            self._collector = StatsCollector(self.journal.path.name, self.journal.dialect)
+            self._collector = None
             self._stats_end = 0
 
     # -- secrets ------------------------------------------------------------
@@ -108,6 +110,8 @@ class LiveAnalysis:
                 return []  # nothing claimed yet: the opening scan will cover these
             self._followed_end = end
             generation = self.generation
+        from ..analysis.secrets import scan_event
+
         flagged = [event.seq for event in self.journal.events(start, end) if isinstance(event, Event) and scan_event(event)]
         with self._lock:
             if generation != self.generation:
@@ -118,7 +122,11 @@ class LiveAnalysis:
     # -- stats --------------------------------------------------------------
     def stats(self, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> RunStats | None:
         """Collect the events not collected yet; the stats so far, or None when cancelled."""
+        from ..analysis.stats import PROGRESS_EVERY, StatsCollector
+
         with self._stats_lock:
+            if self._collector is None:  # the name, not the path: the screen is narrow
+                self._collector = StatsCollector(self.journal.path.name, self.journal.dialect)
             collector, start, end = self._collector, self._stats_end, len(self.journal)
             for position, item in enumerate(self.journal.events(start, end), start):
                 if isinstance(item, JournalError):
@@ -135,6 +143,8 @@ class LiveAnalysis:
 
     def render_stats(self, width: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> tuple[RunStats, Group] | None:
         """Stats and their rendering, made under the lock so a later collect cannot change them mid-render."""
+        from ..analysis.stats_render import render_stats
+
         with self._stats_lock:
             stats = self.stats(progress=progress, cancelled=cancelled)
             return None if stats is None else (stats, render_stats(stats, width=width))

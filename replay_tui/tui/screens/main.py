@@ -60,7 +60,6 @@ from ..widgets.panes import EventDetail, StatePane
 from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest
 from ..widgets.timeline import Timeline
 from .prompt import PromptScreen
-from .stats_screen import StatsScreen
 
 FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
@@ -728,6 +727,8 @@ class MainScreen(Screen[None]):
         if self.indexing:
             self.status.say("still indexing: stats need the whole journal read (try again in a moment)")
             return
+        from .stats_screen import StatsScreen  # stats load when first shown, not for the first frame
+
         self.app.push_screen(StatsScreen(self.live, self.journal))
 
     def action_export_report(self) -> None:

@@ -8,7 +8,7 @@ it shows, so a pane can say which state path is under the cursor. Big values
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import orjson
 from rich.segment import Segment
@@ -20,10 +20,11 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...analysis.diff import ValueDiff
-from ...analysis.secrets import mask_secrets
 from ...journal.pointer import child as child_pointer
 from ...journal.safe_text import safe, safe_json, safe_json_text
+
+if TYPE_CHECKING:
+    from ...analysis.diff import ValueDiff
 
 LONG_STRING = 160
 MANY_ITEMS = 40
@@ -232,6 +233,8 @@ class JsonView(ScrollView, can_focus=True):
         self._rebuild(pointer)
 
     def _masked(self, document: JsonDocument) -> JsonDocument:
+        from ...analysis.secrets import mask_secrets  # the detector tables load with the first document shown
+
         masked, count = mask_secrets(document.value)
         if not count:
             return document

@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -26,22 +27,12 @@ from textual.widgets import Static
 from ...analysis.search import ReplayMarks
 from ...journal.safe_text import safe_line
 from ...replay.protocol import HELLO, STRICT, ReplaySpec
-from ...replay.runner import (
-    CANCELLED,
-    CRASHED,
-    DIVERGED,
-    FAILED,
-    MATCH,
-    TIMEOUT,
-    UNRECORDED_CALL,
-    UNUSED_EVENTS,
-    Progress,
-    ReplayOutcome,
-    ReplayRunner,
-)
-from ...replay.sandbox import pass_env_default
+from ...replay.statuses import CANCELLED, CRASHED, DIVERGED, FAILED, MATCH, TIMEOUT, UNRECORDED_CALL, UNUSED_EVENTS
 from . import replay_format
-from .replay_environment import EnvironmentComparison, compare_environment
+
+if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first replay, not the first frame
+    from ...replay.runner import Progress, ReplayOutcome, ReplayRunner
+    from .replay_environment import EnvironmentComparison
 
 DEFAULT_TIMEOUT_S = 600.0
 # Each repaint of the strip competes with the keys for the UI thread: four progress
@@ -70,6 +61,8 @@ class ReplayRequest:
         return "replay" if self.mode == STRICT else f"{self.mode} experiment"
 
     def spec(self, journal: Path) -> ReplaySpec:
+        from ...replay.sandbox import pass_env_default
+
         root = os.getcwd()  # where `replay-tui` was started: the agent's project, as for the CLI
         return ReplaySpec(
             journal=str(journal.resolve()),
@@ -141,6 +134,8 @@ def lower_priority(pid: int | None) -> None:
 
 def failed_outcome(spec: ReplaySpec, error: BaseException) -> ReplayOutcome:
     """The outcome when the child could not even be started."""
+    from ...replay.runner import ReplayOutcome
+
     return ReplayOutcome(
         status=FAILED,
         journal=spec.journal,
@@ -254,6 +249,8 @@ class ReplayPanel(Vertical):
         """Start a run unless one is running; False when one is."""
         if self.running:
             return False
+        from ...replay.runner import ReplayRunner
+
         spec = request.spec(journal)
         self.request = request
         last_post = 0.0
@@ -299,6 +296,8 @@ class ReplayPanel(Vertical):
     # -- the worker -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def _run(self, runner: ReplayRunner, request: ReplayRequest, journal: Path) -> None:
+        from .replay_environment import compare_environment
+
         try:
             runner.start()
             lower_priority(runner.pid)
