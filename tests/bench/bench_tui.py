@@ -386,12 +386,43 @@ def child_main(path: Path, keys: bool, during_replay: bool = False) -> None:
     print(json.dumps(asyncio.run(measure_replay_tui(path, keys))))
 
 
+def start_up_figures(path: Path, runs: int, toolong: Path | None = None) -> dict:
+    """End to end on a pty (ours, then toolong's, alternating) and import time beside Textual's: medians of ``runs``."""
+    toolong = toolong or ensure_toolong()
+    ours_e2e: list[float] = []
+    theirs_e2e: list[float] = []
+    ours_import: list[float] = []
+    textual_import: list[float] = []
+    ours_argv: list[str | Path] = [sys.executable, "-c", "from replay_tui.cli import entry_point; entry_point()", path]
+    for _ in range(runs):
+        ours_e2e.append(first_row_on_terminal(ours_argv, b"run.started"))
+        if toolong is not None:
+            theirs_e2e.append(first_row_on_terminal([toolong.with_name("tl"), path], toolong_needle(path)))
+        ours_import.append(import_seconds("import replay_tui.tui.app"))
+        textual_import.append(import_seconds("import textual.app, textual.widgets"))
+    print(f"end to end (process start to first row, pty): replay-tui {[round(x, 3) for x in ours_e2e]}, "
+          f"toolong {[round(x, 3) for x in theirs_e2e]}; import: app {[round(x, 3) for x in ours_import]}, "
+          f"Textual {[round(x, 3) for x in textual_import]}; load average {os.getloadavg()[0]:.2f}", flush=True)
+    ours, theirs = statistics.median(ours_e2e), statistics.median(theirs_e2e) if theirs_e2e else None
+    return {
+        "first_frame_end_to_end_s": round(ours, 4),
+        "toolong_first_frame_end_to_end_s": round(theirs, 4) if theirs else None,
+        "first_frame_end_to_end_ratio_vs_toolong": round(ours / theirs, 3) if theirs else None,
+        "import_s": round(statistics.median(ours_import), 4),
+        "textual_import_s": round(statistics.median(textual_import), 4),
+        "import_over_textual_s": round(statistics.median(ours_import) - statistics.median(textual_import), 4),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3, help="first-frame runs of each app (median)")
     parser.add_argument("--replay-events", type=int, default=100_000, help="size of the run replayed while keys are timed")
     parser.add_argument("--skip-replay", action="store_true", help="leave out the keys-during-a-replay runs")
+    parser.add_argument("--start-only", action="store_true",
+                        help="only start-up: end to end on a pty beside toolong, and import time beside Textual's")
     parser.add_argument("--child", choices=["first-frame", "full", "during-replay"], help=argparse.SUPPRESS)
     parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -403,6 +434,9 @@ def main() -> None:
     size_mb = path.stat().st_size / 1e6
     print(f"journal: {path} ({size_mb:,.0f} MB)", flush=True)
     me = [sys.executable, __file__, "--journal", path]
+    if args.start_only:
+        print(json.dumps(start_up_figures(path, args.runs)))
+        return
     full = child_json([*me, "--child", "full"])
     print(f"replay-tui: first frame {full['first_frame_s']:.3f} s ({full['events_at_first_frame']:,} events indexed then), "
           f"index {full['index_s']:.2f} s, keys p50 {full['key_p50_ms']:.1f} ms p95 {full['key_p95_ms']:.1f} ms "
@@ -418,17 +452,7 @@ def main() -> None:
             theirs.append(child_json([toolong, CACHE / "toolong_child.py", path])["first_frame_s"])
         if len(ours) < args.runs:
             ours.append(child_json([*me, "--child", "first-frame"])["first_frame_s"])
-    ours_e2e, theirs_e2e, ours_import, textual_import = [], [], [], []
-    ours_argv = [sys.executable, "-c", "from replay_tui.cli import entry_point; entry_point()", path]
-    for _ in range(args.runs):
-        ours_e2e.append(first_row_on_terminal(ours_argv, b"run.started"))
-        if toolong is not None:
-            theirs_e2e.append(first_row_on_terminal([toolong.with_name("tl"), path], toolong_needle(path)))
-        ours_import.append(import_seconds("import replay_tui.tui.app"))
-        textual_import.append(import_seconds("import textual.app, textual.widgets"))
-    print(f"end to end (process start to first row, pty): replay-tui {[round(x, 3) for x in ours_e2e]}, "
-          f"toolong {[round(x, 3) for x in theirs_e2e]}; import: app {[round(x, 3) for x in ours_import]}, "
-          f"Textual {[round(x, 3) for x in textual_import]}", flush=True)
+    start_up = start_up_figures(path, args.runs, toolong)
     replayed = replay_journal(args.replay_events) if not args.skip_replay else None
     runs = []
     for _ in range(args.runs if replayed is not None else 0):  # the machine's load moves a 2 s window: median
@@ -456,14 +480,7 @@ def main() -> None:
         "key_p95_same_keys_no_replay_ms": round(during["key_p95_same_keys_no_replay_ms"], 2) if during else None,
         "toolong_first_frame_s": round(toolong_first, 4) if toolong_first is not None else None,
         "first_frame_ratio_vs_toolong": round(first_frame / toolong_first, 3) if toolong_first else None,
-        "first_frame_end_to_end_s": round(statistics.median(ours_e2e), 4),
-        "toolong_first_frame_end_to_end_s": round(statistics.median(theirs_e2e), 4) if theirs_e2e else None,
-        "first_frame_end_to_end_ratio_vs_toolong": (
-            round(statistics.median(ours_e2e) / statistics.median(theirs_e2e), 3) if theirs_e2e else None
-        ),
-        "import_s": round(statistics.median(ours_import), 4),
-        "textual_import_s": round(statistics.median(textual_import), 4),
-        "import_over_textual_s": round(statistics.median(ours_import) - statistics.median(textual_import), 4),
+        **start_up,
     }
     print(json.dumps(figures))
 
