@@ -100,7 +100,12 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
             payload["context"] = record.context
         return Prepared("input", (canonical(payload),), record.at, scope=record.scope)
     if isinstance(record, ModelRecord):
-        request_hash = json_hash(record.request)
+        # the request is canonicalized once: hashed, then spliced into its payload (JCS composes; keys in order)
+        request_json = canonical_json_of_parsed(record.request if parsed_json else as_parsed_json(record.request))
+        request_hash = sha256_hex(request_json)
+        diagnostics_json = canonical(diagnostics)
+        request_payload = (b'{"diagnostics":' + diagnostics_json + b',"request":' + request_json + b',"request_hash":"'
+                           + request_hash.encode("ascii") + b'"}')
         payload = {"request_hash": request_hash, "response": record.response, "diagnostics": diagnostics}
         if record.stream is not None:
             payload["stream"] = record.stream
@@ -108,8 +113,7 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
             payload["error"] = record.error
         calls = (record.response or {}).get("tool_calls") or ()
         call_ids = tuple(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str))
-        request = {"request_hash": request_hash, "request": record.request, "diagnostics": diagnostics}
-        return Prepared("model", (canonical(request), canonical(payload)), record.at, call_ids, record.scope)
+        return Prepared("model", (request_payload, canonical(payload)), record.at, call_ids, record.scope)
     if isinstance(record, ToolRecord):
         key = json_hash({"name": record.name, "args": record.arguments})  # call_key, as hashing.call_key_of
         base = {"call_id": record.call_id, "call_key": key, "tool": record.name}

@@ -211,17 +211,18 @@ class OtlpTrace:
         unsure = self._count(operation, attrs, reduced)
         payloads: tuple[bytes, ...] = ()
         kind = "span"  # mapped in pass two: its content may be in logs not read yet
+        at = None
         if not unsure:
             record = self._record(reduced, scoped=False)
             prepared = prepare(record, parsed_json=True)  # type: ignore[arg-type]  # spans make no state or end records
-            kind, payloads = prepared.kind, prepared.payloads
+            kind, payloads, at = prepared.kind, prepared.payloads, prepared.at
             self._see_answer(record, reduced, key)
             links: Any = prepared.links
         else:
-            links = ()
+            links, at = (), rfc3339_of_nanos(start) if start else None
         if kind == "span" or (kind == "model" and not isinstance(attrs.get(EXACT_PAYLOAD), str)):
             payloads += (orjson.dumps(reduced),)  # logs read later may still add to a model call's content
-        header = orjson.dumps([kind, rfc3339_of_nanos(start) if start else None, trace_id, span_id, links,
+        header = orjson.dumps([kind, at, trace_id, span_id, links,
                                [len(payload) for payload in payloads]])
         self.starts.append(start)
         self.ends.append(end)
