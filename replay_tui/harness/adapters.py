@@ -24,11 +24,13 @@ class Clock:
 
     def now(self) -> float:
         """Seconds since the epoch (source ``clock.wall``)."""
-        return self._harness.read_observation(CLOCK_READ, "clock.wall", self._wall)
+        seconds: float = self._harness.read_observation(CLOCK_READ, "clock.wall", self._wall)
+        return seconds
 
     def monotonic(self) -> float:
         """A monotonic reading in seconds (source ``clock.monotonic``)."""
-        return self._harness.read_observation(CLOCK_READ, "clock.monotonic", self._monotonic)
+        seconds: float = self._harness.read_observation(CLOCK_READ, "clock.monotonic", self._monotonic)
+        return seconds
 
     def utcnow(self) -> datetime:
         """``now()`` as an aware UTC datetime (one ``clock.wall`` read)."""
@@ -43,16 +45,22 @@ class RandomSource:
         self.generator = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
 
     def random(self) -> float:
-        return self._harness.read_observation(RANDOM_DRAW, "random.random", self.generator.random)
+        value: float = self._harness.read_observation(RANDOM_DRAW, "random.random", self.generator.random)
+        return value
 
     def randint(self, low: int, high: int) -> int:
-        return self._harness.read_observation(RANDOM_DRAW, "random.randint", lambda: self.generator.randint(low, high))
+        value: int = self._harness.read_observation(
+            RANDOM_DRAW, "random.randint", lambda: self.generator.randint(low, high)
+        )
+        return value
 
     def choice(self, options: Sequence[T]) -> T:
         """A recorded index into ``options`` (so the options themselves need not be JSON)."""
         if not options:
             raise IndexError("choice from an empty sequence")
-        index = self._harness.read_observation(RANDOM_DRAW, "random.choice", lambda: self.generator.randrange(len(options)))
+        index: int = self._harness.read_observation(
+            RANDOM_DRAW, "random.choice", lambda: self.generator.randrange(len(options))
+        )
         return options[index]
 
 
@@ -63,8 +71,9 @@ class Ids:
     def uuid4(self) -> str:
         """A version 4 UUID string (source ``uuid4``), drawn from the harness generator."""
         generator = self._harness.random.generator
-        return self._harness.read_observation(
+        drawn: str = self._harness.read_observation(
             RANDOM_DRAW, "uuid4", lambda: str(uuid.UUID(int=generator.getrandbits(128), version=4))
         )
+        return drawn
 
 

@@ -17,7 +17,7 @@ import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ..journal import Event
 from .config import resolve_attr
@@ -76,9 +76,17 @@ def load_agent(entry_point: str) -> StepAgent | Callable[..., Any]:
     target = resolve_attr(entry_point, what="agent entry point")
     if isinstance(target, type) and issubclass(target, StepAgent):
         return target()
-    if isinstance(target, StepAgent) or callable(target):
+    if isinstance(target, StepAgent):
         return target
+    if callable(target):
+        function: Callable[..., Any] = target
+        return function
     raise ValueError(f"agent entry point {entry_point!r} is neither a function nor a StepAgent")
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    """A coroutine for ``asyncio.run`` over what an async agent function returned."""
+    return await awaitable
 
 
 def _input_parts(item: Any) -> tuple[Any, str, Any]:
@@ -124,7 +132,7 @@ def run_agent(entry_point: str, harness: Harness, inputs: Sequence[Any], *, resu
                 content, role, context = _input_parts(item)
                 event = harness.receive_input(content, role=role, context=context)
                 result = agent(harness, event.payload["content"])
-                output = asyncio.run(result) if inspect.isawaitable(result) else result
+                output = asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
     except StopRun:
         raise
     except KeyboardInterrupt as interrupt:

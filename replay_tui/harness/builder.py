@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .. import __version__
+from .builtin import memory_tools
 from .config import ConfigError, HarnessConfig, PluginSet, load_config
 from .environment import fingerprint
 from .harness import DEFAULT_SNAPSHOT_EVERY, Harness, HarnessError, RunInfo
-from .plugins import ToolSpec
+from .plugins import HookPoint, ModelClient, SessionStore, ToolProvider, ToolSpec, Transport
 from .redaction import RedactionConfigError, RedactionRules, Redactor
 from .seam import EventSink, ObservationSource
-from .builtin import memory_tools
 from .transport import JsonlSink
 
 if TYPE_CHECKING:
@@ -111,7 +111,8 @@ class Recording:
         self.harness = harness
         self.plugins = plugins
         self.journal = journal
-        self._stores = [store for _, store in plugins.of("session_store")]
+        # PluginSet.build checked each plugin against its extension's protocol: the filters narrow, never drop
+        self._stores = [store for _, store in plugins.of("session_store") if isinstance(store, SessionStore)]
 
     def __enter__(self) -> "Recording":
         return self
@@ -166,11 +167,13 @@ def build_harness(
     plugins = PluginSet(_only(config, extensions)).build().start()
     try:
         run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
-        models = [plugin for _, plugin in plugins.of("model")]
+        # PluginSet.build checked each plugin against its extension's protocol: the filters narrow, never drop
+        models = [plugin for _, plugin in plugins.of("model") if isinstance(plugin, ModelClient)]
         if len(models) > 1:
             raise ConfigError(config.source, "more than one enabled model plugin; enable exactly one")
         tools: dict[str, ToolSpec] = {}
-        for plugin_id, provider in plugins.of("tools"):
+        providers = [(plugin_id, plugin) for plugin_id, plugin in plugins.of("tools") if isinstance(plugin, ToolProvider)]
+        for plugin_id, provider in providers:
             for name, spec in provider.tools().items():
                 if name in tools:
                     raise ConfigError(config.source, f"tool {name!r} is provided twice (again by {plugin_id!r})")
@@ -178,10 +181,13 @@ def build_harness(
         for plugin_id, memory in plugins.of("memory"):
             tools.update(memory_tools(plugin_id, memory))
         if sink is None:
-            transports = list(plugins.of("transport"))
-            if journal is None and not transports:
+            transports = [plugin for _, plugin in plugins.of("transport") if isinstance(plugin, Transport)]
+            if transports:
+                sink = transports[0].open(run_id, str(journal) if journal else None)
+            elif journal is not None:
+                sink = JsonlSink(journal, run_id=run_id)
+            else:
                 raise ConfigError(config.source, "no journal path and no transport plugin: nowhere to record")
-            sink = transports[0][1].open(run_id, str(journal) if journal else None) if transports else JsonlSink(journal, run_id=run_id)
             if signer is not None:
                 if not isinstance(sink, JsonlSink):
                     raise ConfigError(config.source, "[harness]: signing_key needs the jsonl transport (it seals the journal)")
@@ -212,7 +218,7 @@ def build_harness(
             observation_sources=observation_sources,
             model=models[0] if models else None,
             tools=tools,
-            hooks=[hook for _, hook in plugins.of("hook")],
+            hooks=[hook for _, hook in plugins.of("hook") if isinstance(hook, HookPoint)],
             redactor=redactor,
             snapshot_every=options.snapshot_every,
             wall_clock=options.wall_clock,

@@ -197,7 +197,9 @@ class PluginSet:
                     raise ConfigError(self.config.source, f"plugin {entry.id!r}: {error}") from None
             plugin = factory()
             extension = getattr(plugin, "extension", None)
-            if extension not in EXTENSIONS or not isinstance(plugin, PROTOCOL_OF[extension]):
+            implements = extension in EXTENSIONS and isinstance(plugin, PROTOCOL_OF[extension])
+            # every extension protocol extends Plugin: this test only narrows the type
+            if not implements or not isinstance(plugin, Plugin):
                 raise ConfigError(
                     self.config.source,
                     f"plugin {entry.id!r} ({entry.type}) does not implement an extension point "

@@ -21,13 +21,16 @@ from .seam import EventSink, ObservationMissing, ObservationSource
 def observation_key(event: Event) -> str:
     """The key a recorded observation answers: request_hash, call_key or source name."""
     payload = event.payload
+    key: str
     if event.kind == MODEL_RESPONSE:
-        return payload["request_hash"]
-    if event.kind == TOOL_RESULT:
-        return payload["call_key"]
-    if event.kind in (CLOCK_READ, RANDOM_DRAW):
-        return payload["source"]
-    raise ValueError(f"{event.kind} is not an observation")
+        key = payload["request_hash"]
+    elif event.kind == TOOL_RESULT:
+        key = payload["call_key"]
+    elif event.kind in (CLOCK_READ, RANDOM_DRAW):
+        key = payload["source"]
+    else:
+        raise ValueError(f"{event.kind} is not an observation")
+    return key
 
 
 class RecordedObservations:
@@ -42,7 +45,7 @@ class RecordedObservations:
             if event.kind in wanted:
                 self._queues.setdefault((event.kind, observation_key(event)), deque()).append(event.payload)
 
-    def observe(self, kind: str, key: str, request: dict) -> dict:
+    def observe(self, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
         queue = self._queues.get((kind, key))
         if not queue:
             raise ObservationMissing(kind, key, "no recorded observation left for this key")

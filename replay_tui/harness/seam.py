@@ -34,14 +34,14 @@ class EventSink(Protocol):
     ``event_id`` as the parent of the events it causes and feeds it to the reducer.
     """
 
-    def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event: ...
+    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event: ...
 
     def close(self) -> None: ...
 
 
 @runtime_checkable
 class ObservationSource(Protocol):
-    def observe(self, kind: str, key: str, request: dict) -> dict:
+    def observe(self, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
         """Recorded payload for observation `kind` (model.response, tool.result, clock.read, random.draw)
         answering `key` (request_hash, call_key, or the clock/random source name). Raises
         ObservationMissing (define it in seam.py) when there is none."""
@@ -122,7 +122,8 @@ def error_from_payload(payload: Mapping[str, Any]) -> Exception:
     ``args`` when present); anything else becomes ``RecordedToolTimeout`` when the
     error was a timeout, ``RecordedToolError`` otherwise.
     """
-    error = payload.get("error") if isinstance(payload.get("error"), Mapping) else payload
+    nested = payload.get("error")
+    error: Mapping[str, Any] = nested if isinstance(nested, Mapping) else payload
     type_name = str(error.get("type") or "Exception")
     message = str(error.get("message") or "")
     timed_out = bool(error.get("timeout"))

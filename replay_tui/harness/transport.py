@@ -9,6 +9,7 @@ directory of shards rotated at ``rotate_bytes`` (default 128 MB).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..journal import Event, JournalWriter
 from ..journal.writer import DEFAULT_ROTATE_BYTES, FsyncPolicy
@@ -43,7 +44,7 @@ class JsonlSink:
             start_after=start_after,
         )
 
-    def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
+    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
         return self.writer.append(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
 
     def close(self) -> None:
