@@ -22,7 +22,7 @@ All traces of a file go into one journal, in start-time order.
 from __future__ import annotations
 
 import base64
-import mmap
+import os
 import tempfile
 from array import array
 from collections.abc import Iterator, Mapping
@@ -161,6 +161,7 @@ class OtlpTrace:
         self.starts = array("q")
         self.offsets = array("q")  # where each span's entry starts in the spool
         self.header_lengths = array("l")
+        self.entry_lengths = array("q")
         self.ends = array("q")
         self.ranks = array("b")  # 0 for agent spans: they go before children that start at the same time
         self._spooled = 0
@@ -231,7 +232,9 @@ class OtlpTrace:
         self.header_lengths.append(len(header))
         self.spool.write(header)
         self.spool.writelines(payloads)
-        self._spooled += len(header) + sum(len(payload) for payload in payloads)
+        entry = len(header) + sum(len(payload) for payload in payloads)
+        self.entry_lengths.append(entry)
+        self._spooled += entry
         self.operation[span_id] = operation
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
@@ -301,35 +304,32 @@ class OtlpTrace:
         then the run's end: the root agent's answer (or the last model answer) and its status."""
         order = sorted(range(self.spans), key=lambda index: (self.starts[index], self.ranks[index]))
         self.spool.flush()
-        spooled = mmap.mmap(self.spool.fileno(), 0, access=mmap.ACCESS_READ)
+        spooled = self.spool.fileno()  # read with pread, not mmap: mapped pages would count as the import's memory
         seen_input = False
-        try:
-            for index in order:
-                at = self.offsets[index]
-                header_end = at + self.header_lengths[index]
-                kind, when, trace_id, span_id, links, lengths = orjson.loads(spooled[at:header_end])
-                payloads = []
-                for length in lengths:
-                    payloads.append(spooled[header_end:header_end + length])
-                    header_end += length
-                item: Record | Prepared
-                if kind == "span" or (kind == "model" and len(lengths) == 3 and (trace_id, span_id) in self.content):
-                    span = orjson.loads(payloads[-1])
-                    item = self._record(span)
-                    self._see_answer(item, span, (span["start"], self.ranks[index], index))
-                else:
-                    scope = span_id if kind == "input" else self._scope(span_id)
-                    item = Prepared(kind, tuple(payloads[:2]), when, tuple(links), scope)
-                if not seen_input:
-                    seen_input = self._leads(item)
-                    if seen_input and isinstance(item, (ModelRecord, ToolRecord)):
-                        yield leading_input(item.request if isinstance(item, ModelRecord) else None, item.source, item.at)
-                    elif seen_input and isinstance(item, Prepared) and item.kind != "input":
-                        first = orjson.loads(item.payloads[0])  # the model request (or tool call) payload
-                        yield leading_input(first.get("request"), first["diagnostics"]["source"], item.at)
-                yield item
-        finally:
-            spooled.close()
+        for index in order:
+            entry = os.pread(spooled, self.entry_lengths[index], self.offsets[index])
+            header_end = self.header_lengths[index]
+            kind, when, trace_id, span_id, links, lengths = orjson.loads(entry[:header_end])
+            payloads = []
+            for length in lengths:
+                payloads.append(entry[header_end:header_end + length])
+                header_end += length
+            item: Record | Prepared
+            if kind == "span" or (kind == "model" and len(lengths) == 3 and (trace_id, span_id) in self.content):
+                span = orjson.loads(payloads[-1])
+                item = self._record(span)
+                self._see_answer(item, span, (span["start"], self.ranks[index], index))
+            else:
+                scope = span_id if kind == "input" else self._scope(span_id)
+                item = Prepared(kind, tuple(payloads[:2]), when, tuple(links), scope)
+            if not seen_input:
+                seen_input = self._leads(item)
+                if seen_input and isinstance(item, (ModelRecord, ToolRecord)):
+                    yield leading_input(item.request if isinstance(item, ModelRecord) else None, item.source, item.at)
+                elif seen_input and isinstance(item, Prepared) and item.kind != "input":
+                    first = orjson.loads(item.payloads[0])  # the model request (or tool call) payload
+                    yield leading_input(first.get("request"), first["diagnostics"]["source"], item.at)
+            yield item
         end_at = rfc3339_of_nanos(max(self.ends)) if self.ends else None
         answer = self._answer[1] if self._answer is not None else None
         root_answer, failed = (self._root[1], self._root[2]) if self._root is not None else (None, None)
