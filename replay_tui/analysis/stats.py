@@ -434,7 +434,8 @@ class StatsCollector:
 
     def _model_response(self, event: Event) -> None:
         payload = event.payload
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        recorded = payload.get("response")
+        response: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         pending = self._pending.pop(payload.get("request_hash", ""), None)
         name = response.get("model") if isinstance(response.get("model"), str) else None
         name = name or (pending[0] if pending else "(unnamed)")
@@ -473,7 +474,7 @@ class StatsCollector:
         tool = self._tool(payload.get("tool"))
         tool.results += 1
         duration = payload.get("duration_ms")
-        if type(duration) in (int, float) and duration >= 0:
+        if (type(duration) is int or type(duration) is float) and duration >= 0:
             tool.latency_ms.add(float(duration))
         error = payload.get("error")
         if isinstance(error, dict):
