@@ -93,7 +93,7 @@ class Harness:
             raise HarnessError("snapshot_every must be at least 1")
         self.sink = sink
         self.run_id = run_id
-        self.sources = dict(observation_sources or {})
+        self.sources: Mapping[str, ObservationSource] = dict(observation_sources or {})  # replay may swap in a view
         self.model_client = model
         self.tool_specs = dict(tools or {})
         self.hooks = list(hooks)

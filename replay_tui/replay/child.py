@@ -62,7 +62,7 @@ class Channel:
         self._batch_bytes = 0
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
 
-    def produce(self, kind: str, payload: dict, step_id: str | None, parent_event_id: str | None) -> None:
+    def produce(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> None:
         """One event the agent produced, for the parent's verdict (serialized now: payloads may change later)."""
         try:
             item = orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS)

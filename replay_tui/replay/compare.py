@@ -334,7 +334,7 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
     if not a_events or not b_events or a_events[0].kind != RUN_STARTED or b_events[0].kind != RUN_STARTED:
         return []
     a, b = a_events[0].payload, b_events[0].payload
-    found = []
+    found: list[str] = []
     for name in sorted(SETUP_FIELDS):
         a_value, b_value = a.get(name), b.get(name)
         if isinstance(a_value, dict) and isinstance(b_value, dict):

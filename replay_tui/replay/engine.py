@@ -197,7 +197,7 @@ class ReplaySession:
         ``run_agent`` turns it into run.ended {status: error}; when that diverges, the
         report shows where in the agent code it was raised.
         """
-        end_run = harness.end_run
+        end_run: Callable[[str, Any, Any], Event] = harness.end_run
 
         def end_run_keeping_traceback(status: str = "ok", output: Any = None, error: Any = None) -> Event:
             if isinstance(error, BaseException):
@@ -358,8 +358,10 @@ class CountingSink:
         self.on_event = on_event
         self.count = 0
 
-    def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
-        event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+    def emit(
+        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
+    ) -> Event:
+        event: Event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
         self.count += 1
         self.on_event(self.count, event)
         return event

@@ -189,9 +189,9 @@ class AllowList:
         if host is None:
             return False
         ports = self._hosts.get(_normal_host(str(host)), False)
-        if ports is False:
-            return False
-        if ports is None or port is None:
+        if not isinstance(ports, set):
+            return ports is None  # None = any port of a listed host; False = the host is not listed
+        if port is None:
             return True
         try:
             return int(port) in ports

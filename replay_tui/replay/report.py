@@ -106,7 +106,9 @@ class EventRef:
     def from_json(cls, data: dict[str, Any] | None) -> "EventRef | None":
         if data is None:
             return None
-        return cls(**{name: data.get(name) for name in ("seq", "kind", "step_id", "parent_event_id", "key_name", "key", "event_id")})
+        names = ("seq", "kind", "step_id", "parent_event_id", "key_name", "key", "event_id")
+        fields: dict[str, Any] = {name: data.get(name) for name in names}  # JSON from a report file: untyped
+        return cls(**fields)
 
 
 @dataclass

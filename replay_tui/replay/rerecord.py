@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..harness import ConfigError, HarnessError, JsonlSink, StopRun, build_harness, load_config, run_agent
+from ..harness import ConfigError, Harness, HarnessError, JsonlSink, StopRun, build_harness, load_config, run_agent
 from ..harness.replay_support import RecordedObservations
 from ..harness.seam import ObservationSource
 from ..journal import Event, JournalError, open_journal
@@ -90,7 +90,7 @@ class BeforeDivergence(Mapping[str, ObservationSource]):
     the next event the harness writes comes before ``divergence_seq``, none after it
     (so the harness calls its live plugins)."""
 
-    def __init__(self, harness: Any, source: ObservationSource, divergence_seq: int) -> None:
+    def __init__(self, harness: Harness, source: ObservationSource, divergence_seq: int) -> None:
         self._harness = harness
         self._source = source
         self._divergence_seq = divergence_seq
@@ -121,7 +121,9 @@ class PrefixCheckingSink:
         self.new_prefix = f"{new_run_id}:"
         self.written = 0
 
-    def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
+    def emit(
+        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
+    ) -> Event:
         event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
         self.written += 1
         old = self.recorded.get(event.seq)

@@ -50,17 +50,17 @@ from .protocol import (
 from .report import DivergenceReport
 from .sandbox import BWRAP
 from .sandbox_launch import Launch, LaunchRefused, prepare_launch
-from .statuses import (  # noqa: F401  (outcome statuses, re-exported: their home is statuses.py)
-    CANCELLED,
-    CRASHED,
-    DIVERGED,
-    FAILED,
-    MATCH,
-    TIMEOUT,
-    UNRECORDED_CALL,
-    UNUSED_EVENTS,
-    VERIFICATION_FAILED,
-)
+
+# Outcome statuses, re-exported ("X as X" is mypy's explicit re-export); their home is statuses.py.
+from .statuses import CANCELLED as CANCELLED
+from .statuses import CRASHED as CRASHED
+from .statuses import DIVERGED as DIVERGED
+from .statuses import FAILED as FAILED
+from .statuses import MATCH as MATCH
+from .statuses import TIMEOUT as TIMEOUT
+from .statuses import UNRECORDED_CALL as UNRECORDED_CALL
+from .statuses import UNUSED_EVENTS as UNUSED_EVENTS
+from .statuses import VERIFICATION_FAILED as VERIFICATION_FAILED
 
 #: Verification faults that mean "cannot be read" rather than "was changed".
 UNREADABLE_FAULTS = frozenset({"truncated_last_line", "malformed_line", "schema", "unknown_kind", "unsupported_version"})
@@ -466,9 +466,11 @@ class ReplayRunner:
         assert self._process is not None, "start() first"
         outcome = self._outcome(CRASHED, verification=self._verification)
         deadline = None if self.timeout_s is None else self._started + self.timeout_s
+        wake_r = self._wake_r
+        assert wake_r is not None, "start() opened the wake pipe"
         selector = selectors.DefaultSelector()
         selector.register(self._pipe, selectors.EVENT_READ)
-        selector.register(self._wake_r, selectors.EVENT_READ)
+        selector.register(wake_r, selectors.EVENT_READ)
         pending: list[bytes] = []  # bytes of the line being read
         pending_size = 0
         ended_by: str | None = None

@@ -27,7 +27,7 @@ __all__ = ["KEY_FIELDS", "OBSERVATION_KEY", "Divergence", "KeyedSource", "Strict
 
 #: Called with each produced event (kind, payload, step_id, parent_event_id) and each
 #: observation request (kind, key): the child streams them to the parent, which decides.
-Produced = Callable[[str, dict, "str | None", "str | None"], None]
+Produced = Callable[[str, "dict[str, Any]", "str | None", "str | None"], None]
 Requested = Callable[[str, Any], None]
 
 
@@ -117,7 +117,9 @@ class StrictSink:
         self.on_match = on_match
         self.on_produce = on_produce
 
-    def emit(self, kind: str, payload: dict, *, step_id: str | None, parent_event_id: str | None) -> Event:
+    def emit(
+        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
+    ) -> Event:
         tape = self.tape
         if tape.stopped is not None:
             raise ReplayStopped(f"{kind} after the replay stopped")
@@ -145,7 +147,7 @@ class StrictSource:
         self.tape = tape
         self.on_request = on_request
 
-    def observe(self, kind: str, key: str, request: dict) -> dict:
+    def observe(self, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
         tape = self.tape
         if tape.stopped is not None:
             raise ReplayStopped(f"{kind} requested after the replay stopped")
@@ -175,7 +177,7 @@ class KeyedSource:
                 self._by_key.setdefault((event.kind, observation_key(event)), deque()).append(event)
                 self._all.append(event)
 
-    def observe(self, kind: str, key: str, request: dict) -> dict:
+    def observe(self, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
         queue = self._by_key.get((kind, key))
         if not queue:
             raise UnrecordedCall(kind, key, dict(request))
