@@ -107,6 +107,8 @@ def diff_values(before: Any, after: Any) -> ValueDiff:
     try:
         if before == after:
             return ValueDiff()
+        if type(before) is not type(after) or not isinstance(before, (dict, list)):
+            return ValueDiff(changed=("",))  # the whole value changed, as deepdiff reports it (the first state's diff)
         from deepdiff import (
             DeepDiff,  # loaded on the first diff: it pulls in pydantic, and the first frame needs neither
         )
