@@ -55,7 +55,8 @@ def environment_summary(environment: Any) -> str:
 
 def imported_summary(imported: dict[str, Any]) -> str:
     """Where an imported journal came from and how faithful it is, in one line."""
-    fidelity = imported.get("fidelity") if isinstance(imported.get("fidelity"), dict) else {}
+    raw_fidelity = imported.get("fidelity")
+    fidelity: dict[str, Any] = raw_fidelity if isinstance(raw_fidelity, dict) else {}
     label = str(fidelity.get("label") or "fidelity unknown")
     if fidelity.get("reason"):
         label += f": {fidelity['reason']}"

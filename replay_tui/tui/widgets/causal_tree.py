@@ -52,7 +52,7 @@ class CausalTree(Tree[NodeData]):
         self.guide_depth = 2
         self.chain: list[int] = []
 
-    def process_label(self, label: str | Text | Content) -> Text:  # type: ignore[override]
+    def process_label(self, label: str | Text | Content) -> Text:
         """Labels hold journal text: shown as plain text with control characters escaped, never as markup."""
         if isinstance(label, str):
             return Text(safe_line(label))
