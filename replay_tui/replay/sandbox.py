@@ -168,7 +168,9 @@ def needed_paths(extra: Iterable[str] = ()) -> list[str]:
         below = any(path.startswith(root + "/") for root in HIDDEN_ROOTS)  # a hidden root itself never comes back
         if below and os.path.exists(path) and path not in found:
             found.append(path)
-    return found
+    # A path below another one comes back with it: binding it again nests a mount inside a bind,
+    # which the read-only remount then refuses (EINVAL; seen with Ray's thirdparty_files on sys.path).
+    return [path for path in found if not any(path.startswith(other + "/") for other in found)]
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str) -> list[str]:

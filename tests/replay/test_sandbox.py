@@ -216,6 +216,28 @@ def test_every_layer_holds_as_root_and_the_scratch_dir_goes(journal, tmp_path, m
     assert not [path for path in Path(tempfile.gettempdir()).glob("replay-tui-scratch-*") if str(os.getpid()) in path.name]
 
 
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_nested_paths_on_the_childs_sys_path_keep_every_layer(journal, mechanism):
+    """A sys.path entry below another (Ray adds site-packages/ray/thirdparty_files once imported) is bound once,
+    through its parent: a second, nested bind of it was once refused by the read-only remount (EINVAL) in a
+    full run after the Ray tests, leaving the filesystem writable."""
+    from replay_tui.replay.sandbox import needed_paths
+
+    if os.getuid() != 0:
+        pytest.skip("the full set of layers is checked as root here")
+    outer = Path(tempfile.mkdtemp(prefix="replay-tui-nested-"))
+    try:
+        (outer / "inner").mkdir()
+        sys_path = [str(REPO), str(outer), str(outer / "inner")]
+        kept = needed_paths(sys_path)
+        assert str(outer.resolve()) in kept and str((outer / "inner").resolve()) not in kept
+        spec = ReplaySpec(journal=str(journal), sys_path=sys_path, isolation=mechanism, require_isolation=True)
+        outcome = ReplayRunner(spec, timeout_s=60, cwd=str(REPO)).run()
+        assert outcome.status == MATCH, outcome.to_text()
+    finally:
+        shutil.rmtree(outer, ignore_errors=True)
+
+
 def test_require_isolation_makes_a_missing_layer_exit_2(journal):
     spec = ReplaySpec(journal=str(journal), sys_path=[str(REPO)], isolation="guard-only", require_isolation=True)
     outcome = ReplayRunner(spec, timeout_s=60, cwd=str(REPO)).run()
