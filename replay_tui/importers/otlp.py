@@ -302,7 +302,9 @@ class OtlpTrace:
     def items(self) -> Iterator[Record | Prepared]:
         """Pass two: every span's events in start-time order (an input first when the trace has none),
         then the run's end: the root agent's answer (or the last model answer) and its status."""
-        order = sorted(range(self.spans), key=lambda index: (self.starts[index], self.ranks[index]))
+        keys = [start * 2 + rank for start, rank in zip(self.starts, self.ranks)]  # one int compares faster than a tuple
+        order = sorted(range(self.spans), key=keys.__getitem__)
+        del keys
         self.spool.flush()
         spooled = self.spool.fileno()  # read with pread, not mmap: mapped pages would count as the import's memory
         seen_input = False
