@@ -122,10 +122,14 @@ def _parse(data: bytes, path: Path) -> list[Annotation]:
     except orjson.JSONDecodeError as error:
         raise AnnotationError(f"is not valid JSON ({error}); expected a {FORMAT} document", path=path) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise AnnotationError(f'is not a replay-tui annotations file (expected an object with "format": "{FORMAT}")', path=path)
+        raise AnnotationError(
+            f'is not a replay-tui annotations file (expected an object with "format": "{FORMAT}")', path=path
+        )
     version = document.get("version")
     if version != VERSION:
-        raise AnnotationError(f"has version {version!r}; this replay-tui reads version {VERSION} (written by a newer release?)", path=path)
+        raise AnnotationError(
+            f"has version {version!r}; this replay-tui reads version {VERSION} (written by a newer release?)", path=path
+        )
     items = document.get("annotations")
     if not isinstance(items, list):
         raise AnnotationError('field "annotations": expected an array', path=path)
@@ -150,7 +154,13 @@ def _parse(data: bytes, path: Path) -> list[Annotation]:
 class AnnotationStore:
     """The bookmarks and notes of one journal; every change is saved at once."""
 
-    def __init__(self, journal_path: str | os.PathLike[str], annotations: Iterable[Annotation] = (), *, corrupt: AnnotationError | None = None) -> None:
+    def __init__(
+        self,
+        journal_path: str | os.PathLike[str],
+        annotations: Iterable[Annotation] = (),
+        *,
+        corrupt: AnnotationError | None = None,
+    ) -> None:
         self.journal_path = Path(journal_path)
         self.path = sidecar_path(journal_path)
         self._by_key = {a.key: a for a in annotations}

@@ -281,7 +281,9 @@ class _Collector:
                 event.step_id,
                 _text(payload.get("tool")),
                 _text(payload.get("call_key")),
-                float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0 else None,
+                float(duration)
+                if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0
+                else None,
                 (_text(error.get("type")) or "error") if error is not None else None,
                 _text(error.get("message")) if error is not None else None,
                 timeout,
@@ -302,7 +304,9 @@ class _Collector:
         if run["started_at"] and run["ended_at"]:
             run["duration_ms"] = _span_ms(run["started_at"], run["ended_at"])
         for step_id, (first, last, events, start, end) in self._steps.items():
-            self.facts.steps.append((self.name, run["run_id"], _text(step_id), first, last, events, _span_ms(start, end)))
+            self.facts.steps.append(
+                (self.name, run["run_id"], _text(step_id), first, last, events, _span_ms(start, end))
+            )
         return self.facts
 
 
@@ -337,7 +341,9 @@ def load_replay_results(path: str | Path) -> dict[str, dict[str, Any]]:
     except OSError as error:
         raise CorpusIndexError(f"{path}: cannot read the replay report: {error.strerror}") from None
     except orjson.JSONDecodeError as error:
-        raise CorpusIndexError(f"{path}: not JSON ({error}); expected the output of 'replay-tui replay DIR --json'") from None
+        raise CorpusIndexError(
+            f"{path}: not JSON ({error}); expected the output of 'replay-tui replay DIR --json'"
+        ) from None
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list):
         raise CorpusIndexError(f"{path}: no 'results' list; expected the output of 'replay-tui replay DIR --json'")
@@ -458,7 +464,9 @@ def build_index(
                         f"columns = {{{typed}}}, maximum_object_size = 67108864)",
                         [str(batches.paths[table])],
                     )
-            connection.execute("CREATE TABLE index_info AS SELECT ? AS built_at, ? AS journals", [time.time(), len(journals)])
+            connection.execute(
+                "CREATE TABLE index_info AS SELECT ? AS built_at, ? AS journals", [time.time(), len(journals)]
+            )
         finally:
             connection.close()
         os.replace(partial, out)
@@ -475,7 +483,11 @@ class QueryResult:
     elapsed_s: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"columns": self.columns, "rows": [list(row) for row in self.rows], "elapsed_s": round(self.elapsed_s, 4)}
+        return {
+            "columns": self.columns,
+            "rows": [list(row) for row in self.rows],
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
 
 
 def run_query(database: str | Path, sql: str, *, limit: int = 10_000) -> QueryResult:

@@ -231,7 +231,9 @@ def ref_label(ref: Any) -> str:
 
 
 # -- building ---------------------------------------------------------------------
-def _failure_point(journal: Journal, stats: RunStats, replay: ReplaySection | None) -> tuple[FailurePoint | None, int | None]:
+def _failure_point(
+    journal: Journal, stats: RunStats, replay: ReplaySection | None
+) -> tuple[FailurePoint | None, int | None]:
     """(what failed and where, its position in the journal)."""
     if len(journal) == 0:
         return None, None
@@ -250,7 +252,9 @@ def _failure_point(journal: Journal, stats: RunStats, replay: ReplaySection | No
     for position in range(len(journal) - 1, -1, -1):  # the last event that can be read
         last = journal.try_event(position)
         if isinstance(last, Event):
-            return FailurePoint(last.seq, "last event", "no error was recorded; the chain leads to the last event"), position
+            return FailurePoint(
+                last.seq, "last event", "no error was recorded; the chain leads to the last event"
+            ), position
     return None, None
 
 
@@ -328,7 +332,9 @@ def build_report(
     first = journal.try_event(0) if len(journal) else None
     started = first.payload if isinstance(first, Event) and first.kind == RUN_STARTED else {}
     failure, failing_position = _failure_point(journal, stats, replay)
-    found = _collect_chain(journal, failing_position, mask, cancelled) if failing_position is not None else _ChainFindings()
+    found = (
+        _collect_chain(journal, failing_position, mask, cancelled) if failing_position is not None else _ChainFindings()
+    )
     stage("reading bookmarks and notes", 0.9)
     annotations, annotations_error = _annotations(journal, mask)
 
@@ -384,7 +390,9 @@ class _ChainFindings:
     notes: list[str] = field(default_factory=list)
 
 
-def _collect_chain(journal: Journal, failing_position: int, mask: Callable[[Any], Any], cancelled: CancelCheck | None) -> _ChainFindings:
+def _collect_chain(
+    journal: Journal, failing_position: int, mask: Callable[[Any], Any], cancelled: CancelCheck | None
+) -> _ChainFindings:
     """The causal chain to ``failing_position`` with state diffs, the state changes near its tail,
     and the state before the tail against the state after the failing step."""
     found = _ChainFindings()
@@ -394,20 +402,34 @@ def _collect_chain(journal: Journal, failing_position: int, mask: Callable[[Any]
         positions, found.chain_cut = positions[-CHAIN_LIMIT:], True
     readable = [(p, e) for p, e in ((p, journal.try_event(p)) for p in positions) if isinstance(e, Event)]
     if not readable:
-        found.notes.append(f"the failing event (line {failing_position + 1}) cannot be read, so there is no chain to show")
+        found.notes.append(
+            f"the failing event (line {failing_position + 1}) cannot be read, so there is no chain to show"
+        )
         return found
     positions = [p for p, _ in readable]
     chain_events = [e for _, e in readable]
     orphan = chain_events[0].parent_event_id is not None and not found.chain_cut
     if orphan:
-        found.notes.append(f"the chain stops at seq {chain_events[0].seq}: its cause {chain_events[0].parent_event_id} cannot be found or read")
+        found.notes.append(
+            f"the chain stops at seq {chain_events[0].seq}: its cause {chain_events[0].parent_event_id} cannot be found or read"
+        )
     for index, (position, event) in enumerate(readable):
-        role = "failing" if position == failing_position else "root" if index == 0 and not (found.chain_cut or orphan) else "cause"
+        role = (
+            "failing"
+            if position == failing_position
+            else "root"
+            if index == 0 and not (found.chain_cut or orphan)
+            else "cause"
+        )
         found.chain.append(_link(history, position, event, role, mask, cancelled))
     tail_start = max(0, len(positions) - CHAIN_TAIL)
-    nearby, searched_partly = _transitions_near_chain(journal, chain_events[tail_start:], positions[tail_start], failing_position, cancelled)
+    nearby, searched_partly = _transitions_near_chain(
+        journal, chain_events[tail_start:], positions[tail_start], failing_position, cancelled
+    )
     if searched_partly:
-        found.notes.append(f"state transitions were searched in the {TRANSITION_SEARCH_LIMIT:,} events before the failing one only")
+        found.notes.append(
+            f"state transitions were searched in the {TRANSITION_SEARCH_LIMIT:,} events before the failing one only"
+        )
     for position in nearby:
         nearby_event = journal.try_event(position)
         if isinstance(nearby_event, Event):
@@ -422,7 +444,14 @@ def _collect_chain(journal: Journal, failing_position: int, mask: Callable[[Any]
     return found
 
 
-def _link(history: StateHistory, position: int, event: Event, role: str, mask: Callable[[Any], Any], cancelled: CancelCheck | None) -> ChainLink:
+def _link(
+    history: StateHistory,
+    position: int,
+    event: Event,
+    role: str,
+    mask: Callable[[Any], Any],
+    cancelled: CancelCheck | None,
+) -> ChainLink:
     state = history.at(position, cancelled)
     if state is None:
         raise ExportCancelled("export cancelled")
@@ -450,16 +479,22 @@ def render(report: IncidentReport, fmt: Format) -> str:
 def summary_line(report: IncidentReport, output: str | os.PathLike[str], size: int, fmt: str) -> str:
     """What ``export`` says after writing: the file, the failing step, the notes, what was masked."""
     failure = report.failure
-    where = f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
+    where = (
+        f"; failing step seq {failure.seq} ({failure.reason}), chain of {len(report.chain)} event(s)" if failure else ""
+    )
     masked = f"; {report.masked_values} secret value(s) masked" if report.masked_values else ""
-    return f"wrote {output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}"
+    return (
+        f"wrote {output} ({size / 1024:.1f} KiB, {fmt}){where}; {len(report.annotations)} bookmark(s)/note(s){masked}"
+    )
 
 
 def write_report(report: IncidentReport, output: str | os.PathLike[str], fmt: Format) -> int:
     """Render and write atomically; returns bytes written. Never writes over the journal or its sidecar."""
     target = Path(output)
     protected = {Path(report.journal_path).resolve(), sidecar_path(report.journal_path).resolve()}
-    if target.resolve() in protected or (Path(report.journal_path).is_dir() and Path(report.journal_path).resolve() in target.resolve().parents):
+    if target.resolve() in protected or (
+        Path(report.journal_path).is_dir() and Path(report.journal_path).resolve() in target.resolve().parents
+    ):
         raise ExportError(f"{target}: refusing to write the report over the journal or its annotations")
     data = render(report, fmt).encode("utf-8")
     directory = target.parent if str(target.parent) else Path(".")

@@ -61,7 +61,9 @@ def _table(headers: Iterable[tuple[str, bool]], rows: Iterable[Iterable[str]], c
     heads = list(headers)
     head = "".join(f'<th class="num">{_e(h)}</th>' if num else f"<th>{_e(h)}</th>" for h, num in heads)
     body = "".join(
-        "<tr>" + "".join(f'<td class="num">{cell}</td>' if heads[i][1] else f"<td>{cell}</td>" for i, cell in enumerate(row)) + "</tr>"
+        "<tr>"
+        + "".join(f'<td class="num">{cell}</td>' if heads[i][1] else f"<td>{cell}</td>" for i, cell in enumerate(row))
+        + "</tr>"
         for row in rows
     )
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -73,7 +75,9 @@ def _kv_table(items: dict[str, Any]) -> str:
         if isinstance(value, (dict, list)):
             shown = f"<code>{_e(orjson.dumps(value).decode())}</code>" if value else '<span class="muted">(none)</span>'
         else:
-            shown = f"<code>{_e(value)}</code>" if value not in (None, "") else '<span class="muted">(not recorded)</span>'
+            shown = (
+                f"<code>{_e(value)}</code>" if value not in (None, "") else '<span class="muted">(not recorded)</span>'
+            )
         rows.append((f"<b>{_e(key)}</b>", shown))
     return _table((("field", False), ("value", False)), rows)
 
@@ -97,7 +101,7 @@ def _event_card(view: EventView, *, open_payload: bool = False, tag: str = "") -
         f'<span class="seq">seq {view.seq}</span><span class="kind">{_e(view.kind)}</span>'
         f'<span class="step">step {_e(view.step_id or "(run)")}</span><span class="time">{_e(view.recorded_at)}</span>{tag}</div>'
         f'<div class="{what_class}">{_e(view.summary)}</div>'
-        f'<details{" open" if open_payload else ""}><summary>payload{cut}</summary><pre>{_e(view.payload_json)}</pre></details></div>'
+        f"<details{' open' if open_payload else ''}><summary>payload{cut}</summary><pre>{_e(view.payload_json)}</pre></details></div>"
     )
 
 
@@ -107,7 +111,10 @@ def _chain_link(link: ChainLink) -> str:
     tag = f" {_badge(label, 'bad' if link.role == 'failing' else 'info')}" if label else ""
     state = ""
     if link.state_changes:
-        state = f'<h3>State before → after seq {link.event.seq} <span class="muted">({_e(link.state_status)})</span></h3>' + _state_table(link.state_changes)
+        state = (
+            f'<h3>State before → after seq {link.event.seq} <span class="muted">({_e(link.state_status)})</span></h3>'
+            + _state_table(link.state_changes)
+        )
     card = _event_card(link.event, open_payload=link.role == "failing", tag=tag)
     return f'<li class="{" ".join(classes)}"><span class="dot"></span>{card}{state}</li>'
 
@@ -120,7 +127,7 @@ def _header(report: IncidentReport) -> str:
         '<header class="report"><div class="inner">'
         f"<h1>{_e(report.title)} {_badge(str(status), tone)}</h1>"
         f'<div class="meta">agent <code>{_e(run.get("agent"))}</code> · journal <code>{_e(report.journal_path)}</code> · '
-        f'{run.get("events", 0):,} events · {_e(run.get("started_at"))} → {_e(run.get("ended_at"))} ({_e(format_ms(run.get("duration_ms")))})'
+        f"{run.get('events', 0):,} events · {_e(run.get('started_at'))} → {_e(run.get('ended_at'))} ({_e(format_ms(run.get('duration_ms')))})"
         f"<br>generated {_e(report.generated_at)} by replay-tui {_e(report.version)}</div></div></header>"
     )
 
@@ -136,21 +143,29 @@ def _summary(report: IncidentReport) -> str:
         )
     verification = report.verification
     if verification.ok and verification.chain == "verified":
-        cards.append(f'<div class="card ok"><div class="label">verification</div><div class="value">hash chain verified</div><div>{verification.events:,} events, schema v1</div></div>')
+        cards.append(
+            f'<div class="card ok"><div class="label">verification</div><div class="value">hash chain verified</div><div>{verification.events:,} events, schema v1</div></div>'
+        )
     elif verification.ok:
-        cards.append(f'<div class="card warn"><div class="label">verification</div><div class="value">no hash chain</div><div>{_e(verification.dialect)} dialect: integrity cannot be checked</div></div>')
+        cards.append(
+            f'<div class="card warn"><div class="label">verification</div><div class="value">no hash chain</div><div>{_e(verification.dialect)} dialect: integrity cannot be checked</div></div>'
+        )
     else:
         fault = verification.fault
         cards.append(
             f'<div class="card bad"><div class="label">verification</div><div class="value">FAILED: {_e(fault.kind.replace("_", " ") if fault else "")}</div>'
-            f'<div>at seq {_e(fault.seq if fault else "?")}, line {_e(fault.line if fault else "?")}</div></div>'
+            f"<div>at seq {_e(fault.seq if fault else '?')}, line {_e(fault.line if fault else '?')}</div></div>"
         )
     replay = report.replay
     if replay is None:
-        cards.append('<div class="card"><div class="label">replay</div><div class="value">not included</div><div class="muted">pass --replay-result to add a divergence report</div></div>')
+        cards.append(
+            '<div class="card"><div class="label">replay</div><div class="value">not included</div><div class="muted">pass --replay-result to add a divergence report</div></div>'
+        )
     else:
         tone = "ok" if replay.ok or replay.status == "match" else "bad"
-        cards.append(f'<div class="card {tone}"><div class="label">replay</div><div class="value">{_e(replay.status)}</div><div>{_e(replay.headline)}</div></div>')
+        cards.append(
+            f'<div class="card {tone}"><div class="label">replay</div><div class="value">{_e(replay.status)}</div><div>{_e(replay.headline)}</div></div>'
+        )
     calls, errors, timeouts = report.stats.tool_totals
     tokens = report.stats.model_totals
     cards.append(
@@ -182,7 +197,9 @@ def _run_section(report: IncidentReport) -> str:
     plugins: list[Any] = listed if isinstance(listed, list) else []
     harness = {key: value for key, value in report.harness.items() if key != "plugins"}
     plugin_rows = [
-        (f"<code>{_e(p.get('id'))}</code>", _e(p.get("type")), _e(p.get("version"))) for p in plugins if isinstance(p, dict)
+        (f"<code>{_e(p.get('id'))}</code>", _e(p.get("type")), _e(p.get("version")))
+        for p in plugins
+        if isinstance(p, dict)
     ]
     return (
         "<section><h2>Run</h2>"
@@ -210,7 +227,9 @@ def _replay_section(report: IncidentReport) -> str:
             "<code>replay-tui replay JOURNAL --json &gt; result.json</code> and export with "
             "<code>--replay-result result.json</code> to include the divergence report.</p></section>"
         )
-    parts = [f"<section><h2>{'Replay divergence' if replay.divergence else 'Replay'}</h2><p><b>{_e(replay.headline)}</b></p>"]
+    parts = [
+        f"<section><h2>{'Replay divergence' if replay.divergence else 'Replay'}</h2><p><b>{_e(replay.headline)}</b></p>"
+    ]
     facts = {"result file": replay.source, "status": replay.status, "isolation": replay.isolation}
     if replay.journal_note:
         facts["warning"] = replay.journal_note
@@ -255,7 +274,7 @@ def _chain_item(link: ChainLink | list[ChainLink]) -> str:
         inner = "".join(_chain_item(item) for item in link)
         return (
             f'<li class="folded"><span class="dot"></span><details><summary>{len(link)} more events of the chain '
-            f"(seq {link[0].event.seq} to {link[-1].event.seq})</summary><ol class=\"chain\">{inner}</ol></details></li>"
+            f'(seq {link[0].event.seq} to {link[-1].event.seq})</summary><ol class="chain">{inner}</ol></details></li>'
         )
     return _chain_link(link)
 
@@ -263,7 +282,7 @@ def _chain_item(link: ChainLink | list[ChainLink]) -> str:
 def _chain_section(report: IncidentReport) -> str:
     failure = report.failure
     if failure is None:
-        return "<section><h2>Causal chain</h2><p class=\"muted\">The journal has no events.</p></section>"
+        return '<section><h2>Causal chain</h2><p class="muted">The journal has no events.</p></section>'
     intro = (
         f"<p>From the root cause down to the failing step (seq {failure.seq}, {_e(failure.reason)}), "
         "following <code>parent_event_id</code>. The state before and after is shown where an event changed it.</p>"
@@ -271,9 +290,9 @@ def _chain_section(report: IncidentReport) -> str:
     if report.chain_cut:
         intro += '<p class="muted">The chain is longer than shown; its oldest events are left out.</p>'
     items = "".join(_chain_item(link) for link in _visible_chain(report.chain))
-    parts = [f"<section><h2>Causal chain to the failing step</h2>{intro}<ol class=\"chain\">{items}</ol>"]
+    parts = [f'<section><h2>Causal chain to the failing step</h2>{intro}<ol class="chain">{items}</ol>']
     if report.step_transitions:
-        parts.append("<h3>State changes in the steps of this chain</h3><ol class=\"chain\">")
+        parts.append('<h3>State changes in the steps of this chain</h3><ol class="chain">')
         parts.extend(_chain_item(link) for link in report.step_transitions)
         parts.append("</ol>")
     if report.overall_state_range:
@@ -290,7 +309,9 @@ def _annotations_section(report: IncidentReport) -> str:
     if report.annotations_error:
         parts.append(f'<p class="badge bad">The annotations file could not be read: {_e(report.annotations_error)}</p>')
     if not report.annotations and not report.annotations_error:
-        parts.append('<p class="muted">No bookmarks or notes. In the app, <code>m</code> bookmarks an event and <code>a</code> adds a note.</p>')
+        parts.append(
+            '<p class="muted">No bookmarks or notes. In the app, <code>m</code> bookmarks an event and <code>a</code> adds a note.</p>'
+        )
     for view in report.annotations:
         annotation = view.annotation
         marks = _badge("bookmark", "info") if annotation.bookmarked else ""
@@ -328,7 +349,17 @@ def _stats_section(report: IncidentReport) -> str:
     )
     top_latency = max((t.latency_ms.max or 0 for t in stats.tools.values()), default=0)
     tools = _table(
-        (("tool", False), ("calls", True), ("p50", True), ("p95", True), ("max", True), ("", False), ("result p50", True), ("errors", True), ("timeouts", True)),
+        (
+            ("tool", False),
+            ("calls", True),
+            ("p50", True),
+            ("p95", True),
+            ("max", True),
+            ("", False),
+            ("result p50", True),
+            ("errors", True),
+            ("timeouts", True),
+        ),
         (
             (
                 f"<code>{_e(name)}</code>",
@@ -346,15 +377,34 @@ def _stats_section(report: IncidentReport) -> str:
     )
     top_tokens = max((m.total_tokens for m in stats.models.values()), default=0)
     models = _table(
-        (("model", False), ("calls", True), ("errors", True), ("prompt", True), ("completion", True), ("total tokens", True), ("", False)),
         (
-            (f"<code>{_e(name)}</code>", f"{m.calls:,}", f"{m.errors:,}" if m.errors else "", f"{m.prompt_tokens:,}", f"{m.completion_tokens:,}", f"{m.total_tokens:,}", _bar(m.total_tokens, top_tokens, 160, "tok"))
+            ("model", False),
+            ("calls", True),
+            ("errors", True),
+            ("prompt", True),
+            ("completion", True),
+            ("total tokens", True),
+            ("", False),
+        ),
+        (
+            (
+                f"<code>{_e(name)}</code>",
+                f"{m.calls:,}",
+                f"{m.errors:,}" if m.errors else "",
+                f"{m.prompt_tokens:,}",
+                f"{m.completion_tokens:,}",
+                f"{m.total_tokens:,}",
+                _bar(m.total_tokens, top_tokens, 160, "tok"),
+            )
             for name, m in sorted(stats.models.items())
         ),
     )
     steps = _table(
         (("longest steps", False), ("wall time", True), ("events", True), ("seqs", False)),
-        ((f"<code>{_e(s.step_id)}</code>", _e(format_ms(s.span_ms)), f"{s.events:,}", f"{s.first_seq}–{s.last_seq}") for s in stats.longest_steps_by_span[:5]),
+        (
+            (f"<code>{_e(s.step_id)}</code>", _e(format_ms(s.span_ms)), f"{s.events:,}", f"{s.first_seq}–{s.last_seq}")
+            for s in stats.longest_steps_by_span[:5]
+        ),
     )
     return (
         "<section><h2>Run overview</h2>"

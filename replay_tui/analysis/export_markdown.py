@@ -77,7 +77,10 @@ def _state(changes: Sequence[StateChange]) -> str:
         return ""
     return _table(
         ("state path", "change", "before", "after"),
-        ((_code(c.pointer), c.change, _code(c.before) if c.before else "—", _code(c.after) if c.after else "—") for c in changes),
+        (
+            (_code(c.pointer), c.change, _code(c.before) if c.before else "—", _code(c.after) if c.after else "—")
+            for c in changes
+        ),
     )
 
 
@@ -107,19 +110,29 @@ def render_markdown(report: IncidentReport) -> str:
         f"Agent {_code(run.get('agent'))} · status **{_text(run.get('status'))}** · {run.get('events', 0):,} events · "
         f"{_text(run.get('started_at'))} → {_text(run.get('ended_at'))} ({format_ms(run.get('duration_ms'))})  "
     )
-    out.append(f"Journal {_code(report.journal_path)} · generated {_text(report.generated_at)} by replay-tui {_text(report.version)}")
+    out.append(
+        f"Journal {_code(report.journal_path)} · generated {_text(report.generated_at)} by replay-tui {_text(report.version)}"
+    )
     out.append("")
 
     out += ["## Summary", ""]
     if report.failure:
-        out.append(f"- **{_text(report.failure.reason)}:** seq {report.failure.seq}: {_text(report.failure.description)}")
+        out.append(
+            f"- **{_text(report.failure.reason)}:** seq {report.failure.seq}: {_text(report.failure.description)}"
+        )
     out.append(f"- **verification:** {_text(report.verification.to_text())}")
-    out.append(f"- **replay:** {_text(report.replay.headline) if report.replay else 'not included (pass --replay-result)'}")
+    out.append(
+        f"- **replay:** {_text(report.replay.headline) if report.replay else 'not included (pass --replay-result)'}"
+    )
     calls, errors, timeouts = report.stats.tool_totals
     tokens = report.stats.model_totals
     if report.stats.unreadable:
-        out.append(f"- **unreadable lines:** {report.stats.unreadable} skipped; the first: {_text(report.stats.unreadable_examples[0])}")
-    out.append(f"- **activity:** {tokens.calls:,} model call(s), {tokens.total_tokens:,} tokens, {calls:,} tool calls, {errors:,} tool error(s) ({timeouts:,} timeout(s))")
+        out.append(
+            f"- **unreadable lines:** {report.stats.unreadable} skipped; the first: {_text(report.stats.unreadable_examples[0])}"
+        )
+    out.append(
+        f"- **activity:** {tokens.calls:,} model call(s), {tokens.total_tokens:,} tokens, {calls:,} tool calls, {errors:,} tool error(s) ({timeouts:,} timeout(s))"
+    )
     out.append("")
 
     out += ["## Causal chain to the failing step", ""]
@@ -134,8 +147,13 @@ def render_markdown(report: IncidentReport) -> str:
         if len(chain) > CHAIN_TAIL + 2:
             middle = chain[1:-CHAIN_TAIL]
             out.append(_link(chain[0], 1) + "\n")
-            out.append(f"   … {len(middle)} more events of the chain (seq {middle[0].event.seq} to {middle[-1].event.seq}) …\n")
-            out.extend(_link(link, number) + "\n" for number, link in enumerate(chain[-CHAIN_TAIL:], len(chain) - CHAIN_TAIL + 1))
+            out.append(
+                f"   … {len(middle)} more events of the chain (seq {middle[0].event.seq} to {middle[-1].event.seq}) …\n"
+            )
+            out.extend(
+                _link(link, number) + "\n"
+                for number, link in enumerate(chain[-CHAIN_TAIL:], len(chain) - CHAIN_TAIL + 1)
+            )
         else:
             out.extend(_link(link, number) + "\n" for number, link in enumerate(chain, 1))
     if report.step_transitions:
@@ -143,16 +161,29 @@ def render_markdown(report: IncidentReport) -> str:
         out.extend(_link(link, number) + "\n" for number, link in enumerate(report.step_transitions, 1))
     if report.overall_state_range:
         first, last = report.overall_state_range
-        out += [f"### State before seq {first} → after seq {last}", "", _state(report.overall_state) or "The state did not change.", ""]
+        out += [
+            f"### State before seq {first} → after seq {last}",
+            "",
+            _state(report.overall_state) or "The state did not change.",
+            "",
+        ]
     out.extend(f"_{_text(note)}_\n" for note in report.notes)
 
     out += ["## Replay divergence" if report.replay and report.replay.divergence else "## Replay", ""]
     replay = report.replay
     if replay is None:
-        out.append("No replay result was given. Run `replay-tui replay JOURNAL --json > result.json` and export with `--replay-result result.json`.")
+        out.append(
+            "No replay result was given. Run `replay-tui replay JOURNAL --json > result.json` and export with `--replay-result result.json`."
+        )
     else:
         out.append(f"**{_text(replay.headline)}**\n")
-        facts: dict[str, Any] = {"result file": replay.source, "status": replay.status, "isolation": replay.isolation, "warning": replay.journal_note, "error": replay.error}
+        facts: dict[str, Any] = {
+            "result file": replay.source,
+            "status": replay.status,
+            "isolation": replay.isolation,
+            "warning": replay.journal_note,
+            "error": replay.error,
+        }
         if replay.divergence:
             divergence = replay.divergence
             facts |= {
@@ -166,7 +197,10 @@ def render_markdown(report: IncidentReport) -> str:
         out.append(_kv({k: v for k, v in facts.items() if v not in (None, "")}))
         if replay.diff_lines:
             out += ["", "Payload diff (expected → actual):", "", _fence("\n".join(replay.diff_lines))]
-        for side, text in (("Expected (journal)", replay.expected_payload_json), ("Actual (agent)", replay.actual_payload_json)):
+        for side, text in (
+            ("Expected (journal)", replay.expected_payload_json),
+            ("Actual (agent)", replay.actual_payload_json),
+        ):
             if text is not None:
                 out += ["", f"{side}:", "", _fence(text, "json")]
     out.append("")
@@ -180,7 +214,9 @@ def render_markdown(report: IncidentReport) -> str:
         annotation = view.annotation
         flag = " · 🔖 bookmark" if annotation.bookmarked else ""
         if view.event is None:
-            out.append(f"- **seq {annotation.seq}** {_code(annotation.kind)}{flag} · _stale: the event is no longer in this journal_")
+            out.append(
+                f"- **seq {annotation.seq}** {_code(annotation.kind)}{flag} · _stale: the event is no longer in this journal_"
+            )
         else:
             out.append("- " + "\n  ".join(_event(view.event, flag)))
         if annotation.note:
@@ -189,40 +225,80 @@ def render_markdown(report: IncidentReport) -> str:
 
     out += ["## Verification", "", _text(report.verification.to_text()), ""]
 
-    out += ["## Run", "", _kv({
-        "run_id": run.get("run_id"),
-        "agent": run.get("agent"),
-        "status": run.get("status"),
-        "seq range": f"{run.get('first_seq')} – {run.get('last_seq')}",
-        "dialect": run.get("dialect"),
-        "reducer_version": run.get("reducer_version"),
-        "output": run.get("output"),
-        "error": run.get("error"),
-    }), "", "### Environment fingerprint", "", _kv(report.environment), "", "### Harness", "", _kv(report.harness), ""]
+    out += [
+        "## Run",
+        "",
+        _kv(
+            {
+                "run_id": run.get("run_id"),
+                "agent": run.get("agent"),
+                "status": run.get("status"),
+                "seq range": f"{run.get('first_seq')} – {run.get('last_seq')}",
+                "dialect": run.get("dialect"),
+                "reducer_version": run.get("reducer_version"),
+                "output": run.get("output"),
+                "error": run.get("error"),
+            }
+        ),
+        "",
+        "### Environment fingerprint",
+        "",
+        _kv(report.environment),
+        "",
+        "### Harness",
+        "",
+        _kv(report.harness),
+        "",
+    ]
 
     stats = report.stats
     out += ["## Run overview", ""]
     timeline = stats.timeline
-    out.append(_table(
-        ("over the run", f"each column = {stats.timeline_bucket_width:,} seq(s)", "total"),
-        [(name, _code(sparkline(timeline.get(name, []))), f"{sum(timeline.get(name, [])):,}") for name in ("events", "tokens", "errors")],
-        (False, False, True),
-    ))
+    out.append(
+        _table(
+            ("over the run", f"each column = {stats.timeline_bucket_width:,} seq(s)", "total"),
+            [
+                (name, _code(sparkline(timeline.get(name, []))), f"{sum(timeline.get(name, [])):,}")
+                for name in ("events", "tokens", "errors")
+            ],
+            (False, False, True),
+        )
+    )
     out.append("")
     top = max(stats.by_kind.values(), default=0)
-    out.append(_table(("kind", "events", ""), ((_code(k), f"{c:,}", bar(c, top, 24)) for k, c in stats.by_kind.most_common()), (False, True, False)))
+    out.append(
+        _table(
+            ("kind", "events", ""),
+            ((_code(k), f"{c:,}", bar(c, top, 24)) for k, c in stats.by_kind.most_common()),
+            (False, True, False),
+        )
+    )
     if stats.tools:
         out.append("")
-        out.append(_table(
-            ("tool", "calls", "p50", "p95", "max", "result p50", "errors", "timeouts"),
-            (
-                (_code(name), f"{t.calls:,}", format_ms(t.latency_ms.quantile(0.5)), format_ms(t.latency_ms.quantile(0.95)), format_ms(t.latency_ms.max),
-                 format_bytes(t.result_bytes.quantile(0.5)), f"{t.errors:,}", f"{t.timeouts:,}")
-                for name, t in sorted(stats.tools.items(), key=lambda item: -item[1].calls)
-            ),
-            (False, True, True, True, True, True, True, True),
-        ))
+        out.append(
+            _table(
+                ("tool", "calls", "p50", "p95", "max", "result p50", "errors", "timeouts"),
+                (
+                    (
+                        _code(name),
+                        f"{t.calls:,}",
+                        format_ms(t.latency_ms.quantile(0.5)),
+                        format_ms(t.latency_ms.quantile(0.95)),
+                        format_ms(t.latency_ms.max),
+                        format_bytes(t.result_bytes.quantile(0.5)),
+                        f"{t.errors:,}",
+                        f"{t.timeouts:,}",
+                    )
+                    for name, t in sorted(stats.tools.items(), key=lambda item: -item[1].calls)
+                ),
+                (False, True, True, True, True, True, True, True),
+            )
+        )
     out.append("")
-    masked = f"{report.masked_values} value(s) flagged by the secret scan are masked in this report." if report.masked_values else "No value in this report was flagged by the secret scan."
+    masked = (
+        f"{report.masked_values} value(s) flagged by the secret scan are masked in this report."
+        if report.masked_values
+        else "No value in this report was flagged by the secret scan."
+    )
     out.append(f"---\n_{masked}_\n")
     return "\n".join(out)

@@ -94,7 +94,14 @@ def to_otel_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, An
         elif content is not None:
             parts.append({"type": "text", "content": content})
         for call in item.get("tool_calls") or ():
-            parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"), "arguments": call.get("arguments")})
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": call.get("name"),
+                    "arguments": call.get("arguments"),
+                }
+            )
         converted.append({"role": item.get("role"), "parts": parts})
     return converted
 
@@ -138,8 +145,13 @@ class _Spans:
             elif event.kind == "input.received" and "input" not in self.root:
                 self.root["input"] = event.payload.get("content")
             elif event.kind == NOTE:
-                self.notes.append({"timeUnixNano": str(_nanos(event.recorded_at)), "name": str(event.payload.get("text", "note")),
-                                   "attributes": _attributes({"replay_tui.seq": event.seq})})
+                self.notes.append(
+                    {
+                        "timeUnixNano": str(_nanos(event.recorded_at)),
+                        "name": str(event.payload.get("text", "note")),
+                        "attributes": _attributes({"replay_tui.seq": event.seq}),
+                    }
+                )
             elif event.kind == RUN_ENDED:
                 self.root["end"] = _nanos(event.recorded_at)
                 self.root["output"] = event.payload.get("output")
@@ -149,16 +161,27 @@ class _Spans:
     def _start(self, event: Event) -> None:
         self.trace_id = _hex_id(f"replay-tui:{event.run_id}", 32)
         self.root_id = _hex_id(f"replay-tui:{event.run_id}:root", 16)
-        self.root = {"start": _nanos(event.recorded_at), "agent": event.payload.get("agent") or event.run_id, "run_id": event.run_id}
+        self.root = {
+            "start": _nanos(event.recorded_at),
+            "agent": event.payload.get("agent") or event.run_id,
+            "run_id": event.run_id,
+        }
 
-    def _span(self, event: Event, name: str, kind: int, start: int, end: int, attributes: dict[str, Any],
-              error: Any = None) -> dict[str, Any]:
+    def _span(
+        self, event: Event, name: str, kind: int, start: int, end: int, attributes: dict[str, Any], error: Any = None
+    ) -> dict[str, Any]:
         if not self.trace_id:
             raise JournalError("a journal to export starts with run.started", seq=event.seq)
         span: dict[str, Any] = {
-            "traceId": self.trace_id, "spanId": _hex_id(f"{event.run_id}:{event.seq}", 16), "parentSpanId": self.root_id,
-            "name": name, "kind": kind, "startTimeUnixNano": str(start), "endTimeUnixNano": str(max(end, start)),
-            "attributes": _attributes(attributes), "status": {},
+            "traceId": self.trace_id,
+            "spanId": _hex_id(f"{event.run_id}:{event.seq}", 16),
+            "parentSpanId": self.root_id,
+            "name": name,
+            "kind": kind,
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(max(end, start)),
+            "attributes": _attributes(attributes),
+            "status": {},
         }
         self.earliest = min(self.earliest, start) if start else self.earliest
         if error:
@@ -179,7 +202,11 @@ class _Spans:
             if isinstance(value, (str, int, float, bool)):
                 attributes[f"gen_ai.request.{name}"] = value
         attributes["gen_ai.input.messages"] = _messages_attribute(request.get("messages"))
-        output = {"role": "assistant", "content": response.get("content"), "tool_calls": response.get("tool_calls") or []}
+        output = {
+            "role": "assistant",
+            "content": response.get("content"),
+            "tool_calls": response.get("tool_calls") or [],
+        }
         attributes["gen_ai.output.messages"] = _messages_attribute([output]) if response else None
         if response.get("finish_reason") is not None:
             attributes["gen_ai.response.finish_reasons"] = [str(response["finish_reason"])]
@@ -188,11 +215,21 @@ class _Spans:
                 attributes[f"gen_ai.usage.{name}"] = value
         if error:
             attributes["error.type"] = str(error.get("type") if isinstance(error, dict) else "error")
-        exact: dict[str, Any] = {"request": request, **{key: payload[key] for key in ("response", "error", "stream") if key in payload}}
+        exact: dict[str, Any] = {
+            "request": request,
+            **{key: payload[key] for key in ("response", "error", "stream") if key in payload},
+        }
         attributes[PAYLOAD_ATTRIBUTE] = _json(exact)
         start = _nanos(request_event.recorded_at if request_event else response_event.recorded_at)
-        return self._span(request_event or response_event, f"chat {model}" if model else "chat", SPAN_KIND_CLIENT, start,
-                          _nanos(response_event.recorded_at), attributes, error)
+        return self._span(
+            request_event or response_event,
+            f"chat {model}" if model else "chat",
+            SPAN_KIND_CLIENT,
+            start,
+            _nanos(response_event.recorded_at),
+            attributes,
+            error,
+        )
 
     def _tool(self, call_event: Event | None, result_event: Event) -> dict[str, Any]:
         call: dict[str, Any] = call_event.payload if call_event else {}
@@ -200,44 +237,75 @@ class _Spans:
         name = str(payload.get("tool") or call.get("tool") or "tool")
         error = payload.get("error")
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": payload.get("call_id"),
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": payload.get("call_id"),
             "gen_ai.tool.call.arguments": _json(call.get("arguments")) if call else None,
             "gen_ai.tool.call.result": _json(payload.get("result")) if "result" in payload else None,
         }
         if error:
             attributes["error.type"] = str(error.get("type") if isinstance(error, dict) else "error")
-        exact: dict[str, Any] = {"call_id": payload.get("call_id"), "tool": name, "arguments": call.get("arguments"),
-                                 **{key: payload[key] for key in ("result", "error", "duration_ms") if key in payload}}
+        exact: dict[str, Any] = {
+            "call_id": payload.get("call_id"),
+            "tool": name,
+            "arguments": call.get("arguments"),
+            **{key: payload[key] for key in ("result", "error", "duration_ms") if key in payload},
+        }
         attributes[PAYLOAD_ATTRIBUTE] = _json(exact)
         start = _nanos(call_event.recorded_at if call_event else result_event.recorded_at)
-        end = start + int(float(payload["duration_ms"]) * 1_000_000) if isinstance(payload.get("duration_ms"), (int, float)) \
+        end = (
+            start + int(float(payload["duration_ms"]) * 1_000_000)
+            if isinstance(payload.get("duration_ms"), (int, float))
             else _nanos(result_event.recorded_at)
-        return self._span(call_event or result_event, f"execute_tool {name}", SPAN_KIND_INTERNAL, start, end, attributes, error)
+        )
+        return self._span(
+            call_event or result_event, f"execute_tool {name}", SPAN_KIND_INTERNAL, start, end, attributes, error
+        )
 
     def _root(self) -> dict[str, Any]:
         root = self.root
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": root.get("agent"),
-                                      "replay_tui.run_id": root.get("run_id")}
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": root.get("agent"),
+            "replay_tui.run_id": root.get("run_id"),
+        }
         if "input" in root:
-            attributes["gen_ai.input.messages"] = _json([{"role": "user", "parts": [{"type": "text", "content": root["input"]}]}])
+            attributes["gen_ai.input.messages"] = _json(
+                [{"role": "user", "parts": [{"type": "text", "content": root["input"]}]}]
+            )
         if root.get("output") is not None:
-            attributes["gen_ai.output.messages"] = _json([{"role": "assistant", "parts": [{"type": "text", "content": root["output"]}],
-                                                           "finish_reason": "stop"}])
+            attributes["gen_ai.output.messages"] = _json(
+                [{"role": "assistant", "parts": [{"type": "text", "content": root["output"]}], "finish_reason": "stop"}]
+            )
         start = min(int(root.get("start") or 0) or self.earliest, self.earliest)
         start = 0 if start == 1 << 63 else start
         span = {
-            "traceId": self.trace_id, "spanId": self.root_id, "name": f"invoke_agent {root.get('agent')}", "kind": SPAN_KIND_INTERNAL,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(max(int(root.get("end") or start), start)),
-            "attributes": _attributes(attributes), "events": self.notes,
-            "status": {"code": STATUS_ERROR, "message": "the run ended with an error"} if root.get("status") == "error" else {},
+            "traceId": self.trace_id,
+            "spanId": self.root_id,
+            "name": f"invoke_agent {root.get('agent')}",
+            "kind": SPAN_KIND_INTERNAL,
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(max(int(root.get("end") or start), start)),
+            "attributes": _attributes(attributes),
+            "events": self.notes,
+            "status": {"code": STATUS_ERROR, "message": "the run ended with an error"}
+            if root.get("status") == "error"
+            else {},
         }
         return span
 
 
 def export_otlp(journal: Journal, out: IO[bytes]) -> OtlpExport:
     """Write the journal's spans to ``out`` as OTLP/JSON requests, one per line."""
-    resource = {"attributes": _attributes({"service.name": "replay-tui-export", "telemetry.sdk.name": "replay-tui",
-                                           "telemetry.sdk.version": __version__})}
+    resource = {
+        "attributes": _attributes(
+            {
+                "service.name": "replay-tui-export",
+                "telemetry.sdk.name": "replay-tui",
+                "telemetry.sdk.version": __version__,
+            }
+        )
+    }
     scope = {"name": "replay_tui.analysis.export_otlp", "version": __version__}
     batch: list[dict[str, Any]] = []
     spans = requests = 0

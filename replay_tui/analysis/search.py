@@ -28,7 +28,14 @@ from ..journal.progress import CancelCheck
 from ..journal.segments import Segment
 
 # Marks shown in the timeline and usable as `is:` filters.
-ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = "error", "timeout", "redacted", "divergent", "unused", "consumed"
+ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = (
+    "error",
+    "timeout",
+    "redacted",
+    "divergent",
+    "unused",
+    "consumed",
+)
 BLOCK_BYTES = 1 << 20
 BACKWARD_BLOCK_LINES = 2048
 REDACTION_MARKERS = (b"[REDACTED", b"\xc2\xabredacted", b'"redacted":true', b'"redactions":')
@@ -360,7 +367,9 @@ def find_next(
     return next(iter_matches(journal, query, order, cancelled, replay, progress), None)
 
 
-def matching_positions(journal: Journal, query: Query, start: int = 0, stop: int | None = None, **options: Any) -> Iterator[int]:
+def matching_positions(
+    journal: Journal, query: Query, start: int = 0, stop: int | None = None, **options: Any
+) -> Iterator[int]:
     """Every match in ``[start, stop)`` in order (for filters, exports and tests)."""
     return iter_matches(journal, query, iter_lines(journal, start, len(journal) if stop is None else stop), **options)
 

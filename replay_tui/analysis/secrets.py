@@ -33,7 +33,9 @@ MAX_FINDINGS_KEPT = 10_000  # beyond this, findings are counted (and their seqs 
 
 MIN_KEYED_VALUE_CHARS = detectors.MIN_KEYED_VALUE_CHARS
 MIN_KEY_CHARS = 8  # shorter object keys cannot hold a credential
-SKIPPED_ENVELOPE_FIELDS = frozenset({"event_hash", "prev_event_hash", "event_id", "parent_event_id", "run_id", "recorded_at"})
+SKIPPED_ENVELOPE_FIELDS = frozenset(
+    {"event_hash", "prev_event_hash", "event_id", "parent_event_id", "run_id", "recorded_at"}
+)
 shannon_entropy = detectors.shannon_entropy
 is_sensitive_key = detectors.is_secret_key
 
@@ -58,7 +60,14 @@ class Finding:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "kind": self.kind, "path": self.path, "detector": self.detector, "masked": self.masked, "detail": self.detail}
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "path": self.path,
+            "detector": self.detector,
+            "masked": self.masked,
+            "detail": self.detail,
+        }
 
     def to_text(self) -> str:
         detail = f"  ({self.detail})" if self.detail else ""
@@ -90,7 +99,7 @@ def scan_string(text: str, key: str | None) -> tuple[str, str, str] | None:
     if not hits:
         return None
     hit = hits[0]
-    shown = text if hit.detector in ("key-name", "json") or hit.end <= hit.start else text[hit.start:hit.end]
+    shown = text if hit.detector in ("key-name", "json") or hit.end <= hit.start else text[hit.start : hit.end]
     return _reported(hit), mask(shown), hit.detail
 
 
@@ -145,10 +154,21 @@ def scan_event(event: Event) -> list[Finding]:
                     if key_hit is not None:
                         found((node, child_key), key_hit)
                 if child_kind is str or child_kind is dict or child_kind is list:
-                    under = pair if pair is not None and child_key == "value" and detectors.is_secret_key(pair) else child_key
+                    under = (
+                        pair
+                        if pair is not None and child_key == "value" and detectors.is_secret_key(pair)
+                        else child_key
+                    )
                     children.append((child, under, (node, child_key)))  # {"name": "Authorization", "value": ...}
-                elif (child_kind is int or child_kind is float) and detectors.is_secret_number(child) and (
-                    detectors.is_secret_key(child_key) or child_key == "value" and pair is not None and detectors.is_secret_key(pair)
+                elif (
+                    (child_kind is int or child_kind is float)
+                    and detectors.is_secret_number(child)
+                    and (
+                        detectors.is_secret_key(child_key)
+                        or child_key == "value"
+                        and pair is not None
+                        and detectors.is_secret_key(pair)
+                    )
                 ):
                     found((node, child_key), ("key-name", mask(str(child)), f"number under key {child_key!r}"))
             stack.extend(reversed(children))
@@ -201,7 +221,9 @@ def mask_secrets(value: Any, key: str | None = None, *, _depth: int = 0) -> tupl
         masked_dict = {}
         pair = detectors.pair_name(value) if len(value) == 2 else None
         for child_key, child in value.items():
-            value_key = pair if pair is not None and child_key == "value" and detectors.is_secret_key(pair) else child_key
+            value_key = (
+                pair if pair is not None and child_key == "value" and detectors.is_secret_key(pair) else child_key
+            )
             masked, count = mask_secrets(child, value_key, _depth=_depth + 1)
             key_hit = scan_key(child_key)
             if key_hit is not None:
@@ -294,12 +316,17 @@ class PathFilter:
 
     def __init__(self, patterns: Iterable[str] = ()) -> None:
         self.patterns = tuple(patterns)
-        self._regex = re.compile("|".join(f"(?:{self._translate(p)})" for p in self.patterns)) if self.patterns else None
+        self._regex = (
+            re.compile("|".join(f"(?:{self._translate(p)})" for p in self.patterns)) if self.patterns else None
+        )
 
     @staticmethod
     def _translate(pattern: str) -> str:
         parts = re.split(r"(\*\*|\*)", pattern)
-        return "".join(".*" if part == "**" else r"[^.\[\]]*" if part == "*" else re.escape(part) for part in parts) + r"\Z"
+        return (
+            "".join(".*" if part == "**" else r"[^.\[\]]*" if part == "*" else re.escape(part) for part in parts)
+            + r"\Z"
+        )
 
     def ignores(self, finding: Finding) -> bool:
         return self._regex is not None and self._regex.match(finding.path) is not None
@@ -348,13 +375,22 @@ def scan_journal(
     cancelled: CancelCheck | None = None,
 ) -> ScanReport:
     """Scan the events indexed in ``journal`` (call ``journal.index()`` first)."""
-    report = scan_events(journal.events(), path=str(journal.path), total=len(journal), ignore=ignore, progress=progress, cancelled=cancelled)
+    report = scan_events(
+        journal.events(),
+        path=str(journal.path),
+        total=len(journal),
+        ignore=ignore,
+        progress=progress,
+        cancelled=cancelled,
+    )
     skipped, errors = journal.skipped_lines()  # empty or too-short lines get no index entry: not scanned either
     report.unreadable += skipped
     report.unreadable_examples.extend(str(error) for error in errors[: max(0, 5 - len(report.unreadable_examples))])
     return report
 
 
-def flagged_seqs(journal: Journal, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> frozenset[int]:
+def flagged_seqs(
+    journal: Journal, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None
+) -> frozenset[int]:
     """Seqs of the events with a possible secret, for the app's timeline marks."""
     return scan_journal(journal, progress=progress, cancelled=cancelled).flagged_seqs

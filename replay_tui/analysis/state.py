@@ -240,7 +240,11 @@ def iter_changes(
         if journal.dialect == V1 and marker not in line:
             continue
         event = journal.try_event(position)
-        if isinstance(event, Event) and event.kind == STATE_TRANSITION and patch_touches(event.payload.get("patch"), pointer):
+        if (
+            isinstance(event, Event)
+            and event.kind == STATE_TRANSITION
+            and patch_touches(event.payload.get("patch"), pointer)
+        ):
             yield position
 
 

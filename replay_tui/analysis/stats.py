@@ -125,7 +125,9 @@ class Distribution:
 class Timeline:
     """Per-seq-range counters with a fixed number of buckets; width doubles as the run grows."""
 
-    def __init__(self, buckets: int = TIMELINE_BUCKETS, series: tuple[str, ...] = ("events", "tokens", "errors")) -> None:
+    def __init__(
+        self, buckets: int = TIMELINE_BUCKETS, series: tuple[str, ...] = ("events", "tokens", "errors")
+    ) -> None:
         self.buckets = buckets
         self.width = 1
         self.series = {name: [0] * buckets for name in series}
@@ -284,7 +286,15 @@ class RunStats:
     def model_totals(self) -> ModelStats:
         total = ModelStats("all")
         for model in self.models.values():
-            for name in ("calls", "responses", "errors", "prompt_tokens", "completion_tokens", "total_tokens", "responses_with_usage"):
+            for name in (
+                "calls",
+                "responses",
+                "errors",
+                "prompt_tokens",
+                "completion_tokens",
+                "total_tokens",
+                "responses_with_usage",
+            ):
                 setattr(total, name, getattr(total, name) + getattr(model, name))
         return total
 
@@ -538,7 +548,9 @@ class StatsCollector:
             self._push(by_events, (span.events, -span.first_seq, span))
         stats = self.stats
         stats.steps = self._closed_count + len(self._open_steps)
-        stats.longest_steps_by_span = [item[2] for item in sorted(by_span, key=lambda i: i[:2], reverse=True) if item[0] >= 0]
+        stats.longest_steps_by_span = [
+            item[2] for item in sorted(by_span, key=lambda i: i[:2], reverse=True) if item[0] >= 0
+        ]
         stats.longest_steps_by_events = [item[2] for item in sorted(by_events, key=lambda i: i[:2], reverse=True)]
         stats.timeline = self._timeline.used(stats.last_seq)
         stats.timeline_bucket_width = self._timeline.width

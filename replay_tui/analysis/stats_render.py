@@ -71,15 +71,20 @@ def _estimate(distribution: Distribution) -> str:
 def _header(stats: RunStats) -> RenderableType:
     text = Text()
     text.append(safe_line(str(stats.path)), style="bold")
-    text.append(f"  run {safe_line(stats.run_id or '?', 80)}  agent {safe_line(stats.agent or '?', 80)}  "
-                f"status {safe_line(stats.status or 'not ended', 40)}\n")
+    text.append(
+        f"  run {safe_line(stats.run_id or '?', 80)}  agent {safe_line(stats.agent or '?', 80)}  "
+        f"status {safe_line(stats.status or 'not ended', 40)}\n"
+    )
     text.append(
         f"{stats.events:,} events (seq {stats.first_seq} to {stats.last_seq}), "
         f"{stats.steps:,} steps{' (approximate)' if stats.steps_approximate else ''}, "
         f"wall time {format_ms(stats.duration_ms)}"
     )
     if stats.unreadable:
-        text.append(f"\n{stats.unreadable} unreadable line(s) skipped; first: {safe_line(str(stats.unreadable_examples[0]))}", style="yellow")
+        text.append(
+            f"\n{stats.unreadable} unreadable line(s) skipped; first: {safe_line(str(stats.unreadable_examples[0]))}",
+            style="yellow",
+        )
     if not stats.complete:
         text.append("\ncancelled: the numbers cover only the events read so far", style="yellow")
     return text
@@ -123,7 +128,15 @@ def models_table(stats: RunStats) -> Table:
         box=None,
         pad_edge=False,
     )
-    for name, justify in (("model", "left"), ("calls", "right"), ("errors", "right"), ("prompt", "right"), ("completion", "right"), ("total tokens", "right"), ("", "left")):
+    for name, justify in (
+        ("model", "left"),
+        ("calls", "right"),
+        ("errors", "right"),
+        ("prompt", "right"),
+        ("completion", "right"),
+        ("total tokens", "right"),
+        ("", "left"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     top = max((m.total_tokens for m in stats.models.values()), default=0)
     for name, model in sorted(stats.models.items(), key=lambda item: -item[1].total_tokens):
@@ -137,7 +150,16 @@ def models_table(stats: RunStats) -> Table:
             Text(bar(model.total_tokens, top, 20), style="magenta"),
         )
     if len(stats.models) > 1:
-        table.add_row("all", f"{totals.calls:,}", f"{totals.errors:,}", f"{totals.prompt_tokens:,}", f"{totals.completion_tokens:,}", f"{totals.total_tokens:,}", "", style="bold")
+        table.add_row(
+            "all",
+            f"{totals.calls:,}",
+            f"{totals.errors:,}",
+            f"{totals.prompt_tokens:,}",
+            f"{totals.completion_tokens:,}",
+            f"{totals.total_tokens:,}",
+            "",
+            style="bold",
+        )
     return table
 
 

@@ -24,19 +24,43 @@ from .common import EXIT_USAGE
 # name -> (module, one-line help). Add a subcommand by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("replay_tui.cli.verify", "check the schema and the hash chain of a journal"),
-    "serve": ("replay_tui.cli.serve", "serve the app in a browser through textual-serve (loopback, a random token in the URL)"),
-    "record": ("replay_tui.cli.record", "run an agent on a harness config and record its journal (--follow-in-app to watch it)"),
+    "serve": (
+        "replay_tui.cli.serve",
+        "serve the app in a browser through textual-serve (loopback, a random token in the URL)",
+    ),
+    "record": (
+        "replay_tui.cli.record",
+        "run an agent on a harness config and record its journal (--follow-in-app to watch it)",
+    ),
     "keygen": ("replay_tui.cli.keygen", "write an Ed25519 key pair for signed journal seals (PATH and PATH.pub)"),
     "stats": ("replay_tui.cli.stats", "events, model usage, tool latency, errors and longest steps of a journal"),
     "scan": ("replay_tui.cli.scan", "find secrets that redaction missed (values masked); exit 1 when any is found"),
     "export": ("replay_tui.cli.export", "write a self-contained incident report (html or md)"),
-    "replay": ("replay_tui.cli.replay", "re-run the agent against a journal in a network-isolated child; stop at the first divergence"),
-    "diff": ("replay_tui.cli.diff", "align two journals by step and call keys; show the first difference and a summary"),
+    "replay": (
+        "replay_tui.cli.replay",
+        "re-run the agent against a journal in a network-isolated child; stop at the first divergence",
+    ),
+    "diff": (
+        "replay_tui.cli.diff",
+        "align two journals by step and call keys; show the first difference and a summary",
+    ),
     "compare": ("replay_tui.cli.compare", "open two journals side by side in the app, aligned by step and call keys"),
-    "redact-check": ("replay_tui.cli.redact_check", "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor"),
-    "import": ("replay_tui.cli.import_", "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal"),
-    "index": ("replay_tui.cli.index", "index a corpus of journals into a DuckDB file (runs, tool calls, model calls, steps)"),
-    "query": ("replay_tui.cli.query", "answer SQL or canned questions (--failing-tools, --slowest-steps, --by-signature) from an index"),
+    "redact-check": (
+        "replay_tui.cli.redact_check",
+        "push canary secrets through a config's redaction rules; exit 1 naming the path of any survivor",
+    ),
+    "import": (
+        "replay_tui.cli.import_",
+        "convert an OTLP, OpenAI Agents SDK, Inspect AI or vcrpy trace into a journal",
+    ),
+    "index": (
+        "replay_tui.cli.index",
+        "index a corpus of journals into a DuckDB file (runs, tool calls, model calls, steps)",
+    ),
+    "query": (
+        "replay_tui.cli.query",
+        "answer SQL or canned questions (--failing-tools, --slowest-steps, --by-signature) from an index",
+    ),
 }
 
 
@@ -96,7 +120,9 @@ def _app_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seq", type=int, help="select this seq when the app opens")
     parser.add_argument("--theme", help="theme name (see themes/)")
     parser.add_argument("--follow", action="store_true", help="live-tail the journal as it grows")
-    parser.add_argument("--agent", metavar="MODULE:ATTR", help="entry point `r` replays (default: the one run.started recorded)")
+    parser.add_argument(
+        "--agent", metavar="MODULE:ATTR", help="entry point `r` replays (default: the one run.started recorded)"
+    )
     parser.add_argument("--version", action="version", version=f"replay-tui {__version__}")
     return parser
 

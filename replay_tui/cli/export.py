@@ -19,10 +19,17 @@ _SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
-    parser.add_argument("--format", choices=("html", "md", "otlp"),
-                        help="report format (default: from the -o suffix); otlp writes OTLP/JSON traces with GenAI conventions")
+    parser.add_argument(
+        "--format",
+        choices=("html", "md", "otlp"),
+        help="report format (default: from the -o suffix); otlp writes OTLP/JSON traces with GenAI conventions",
+    )
     parser.add_argument("-o", "--output", required=True, help="file to write, or - for standard output")
-    parser.add_argument("--replay-result", metavar="FILE.json", help="output of 'replay-tui replay JOURNAL --json', for the divergence report")
+    parser.add_argument(
+        "--replay-result",
+        metavar="FILE.json",
+        help="output of 'replay-tui replay JOURNAL --json', for the divergence report",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +40,10 @@ def run(args: argparse.Namespace) -> int:
         suffix = "." + args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
         fmt = _SUFFIXES.get(suffix)
         if fmt is None:
-            print(f"replay-tui export: cannot tell the format from {args.output!r}; pass --format html or --format md", file=sys.stderr)
+            print(
+                f"replay-tui export: cannot tell the format from {args.output!r}; pass --format html or --format md",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
     journal = open_journal(args.path)
     try:

@@ -14,10 +14,19 @@ from .common import EXIT_OK, EXIT_USAGE, print_json, print_text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("src", metavar="SRC", help="OTLP/JSON file, Agents SDK trace export, Inspect .eval/.json log or vcrpy cassette")
-    parser.add_argument("-o", "--out", required=True, metavar="OUT.jsonl",
-                        help="the journal to write (a directory of journals when SRC holds several runs)")
-    parser.add_argument("--format", choices=("auto", *FORMATS), default="auto", help="the source format (default: detect by content)")
+    parser.add_argument(
+        "src", metavar="SRC", help="OTLP/JSON file, Agents SDK trace export, Inspect .eval/.json log or vcrpy cassette"
+    )
+    parser.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        metavar="OUT.jsonl",
+        help="the journal to write (a directory of journals when SRC holds several runs)",
+    )
+    parser.add_argument(
+        "--format", choices=("auto", *FORMATS), default="auto", help="the source format (default: detect by content)"
+    )
     parser.add_argument("--json", action="store_true", help="print what was written as one JSON object")
 
 
@@ -31,10 +40,23 @@ def run(args: argparse.Namespace) -> int:
         print_text(f"replay-tui import: {error}", error=True)  # names what the trace holds: escaped
         return EXIT_USAGE
     if args.json:
-        print_json({"journals": [{"path": str(result.path), "events": result.events, "fidelity": result.fidelity,
-                                  "detail": result.detail} for result in results]})
+        print_json(
+            {
+                "journals": [
+                    {
+                        "path": str(result.path),
+                        "events": result.events,
+                        "fidelity": result.fidelity,
+                        "detail": result.detail,
+                    }
+                    for result in results
+                ]
+            }
+        )
         return EXIT_OK
     for result in results:
-        fidelity = result.fidelity["label"] + (f": {result.fidelity['reason']}" if result.fidelity.get("reason") else "")
+        fidelity = result.fidelity["label"] + (
+            f": {result.fidelity['reason']}" if result.fidelity.get("reason") else ""
+        )
         print_text(f"wrote {result.path} ({result.events} events; {fidelity})")
     return EXIT_OK

@@ -10,9 +10,13 @@ from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("corpus", metavar="DIR|URL", help="directory or storage prefix of journals (a shard directory is one journal)")
+    parser.add_argument(
+        "corpus", metavar="DIR|URL", help="directory or storage prefix of journals (a shard directory is one journal)"
+    )
     parser.add_argument("-o", "--out", required=True, metavar="FILE", help="DuckDB file to write (must not exist)")
-    parser.add_argument("--glob", default="*.jsonl", metavar="PATTERN", help="file names of the journals (default *.jsonl)")
+    parser.add_argument(
+        "--glob", default="*.jsonl", metavar="PATTERN", help="file names of the journals (default *.jsonl)"
+    )
     parser.add_argument(
         "--replay-report",
         metavar="FILE",

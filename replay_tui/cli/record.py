@@ -39,7 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="JSON|@FILE",
         help="one input as JSON (a bare word is taken as a string), or @FILE holding it; repeat for several",
     )
-    parser.add_argument("-o", "--out", required=True, metavar="JOURNAL", help="the journal to write (never overwritten)")
+    parser.add_argument(
+        "-o", "--out", required=True, metavar="JOURNAL", help="the journal to write (never overwritten)"
+    )
     parser.add_argument("--run-id", help="run id (default: a new one)")
     parser.add_argument(
         "--agent-path",

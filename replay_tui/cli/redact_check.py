@@ -25,7 +25,9 @@ HELP = "check that the redaction rules of a harness config remove canary secrets
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, type=Path, help="harness config (.toml, or .yaml with PyYAML)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--seed", type=int, default=None, help="draw the canaries from this seed (default: fresh random ones)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="draw the canaries from this seed (default: fresh random ones)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

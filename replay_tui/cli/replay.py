@@ -18,7 +18,9 @@ DEFAULT_TIMEOUT_S = 600.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("journal_path", nargs="?", metavar="JOURNAL", help="journal file (.jsonl, .jsonl.gz) or shard directory")
+    parser.add_argument(
+        "journal_path", nargs="?", metavar="JOURNAL", help="journal file (.jsonl, .jsonl.gz) or shard directory"
+    )
     parser.add_argument("--journal", dest="journal_option", metavar="JOURNAL", help="the journal, as an option")
     parser.add_argument(
         "--strict",
@@ -32,10 +34,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="verify schema and hash chain before replaying (default); --no-verify-hash-chain skips it (the report says so)",
     )
-    parser.add_argument("--fail-on-unused-events", action="store_true", help="fail when recorded events are left unused (also with --no-strict)")
-    parser.add_argument("--agent", metavar="MODULE:ATTR", help="entry point to run (default: the one run.started recorded)")
     parser.add_argument(
-        "--agent-path", action="append", default=[], metavar="DIR", help="prepend DIR to the child's sys.path (repeatable)"
+        "--fail-on-unused-events",
+        action="store_true",
+        help="fail when recorded events are left unused (also with --no-strict)",
+    )
+    parser.add_argument(
+        "--agent", metavar="MODULE:ATTR", help="entry point to run (default: the one run.started recorded)"
+    )
+    parser.add_argument(
+        "--agent-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="prepend DIR to the child's sys.path (repeatable)",
     )
     parser.add_argument(
         "--from-seq",
@@ -43,17 +55,38 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="fast-forward to seq N without reporting; a step-loop agent resumes from the nearest state.snapshot",
     )
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help=f"kill the child after S seconds (default {DEFAULT_TIMEOUT_S:g})")
-    parser.add_argument("--mode", choices=MODES, default=STRICT, help="strict/new-code replay, or an experiment with one live dependency group")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"kill the child after S seconds (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=STRICT,
+        help="strict/new-code replay, or an experiment with one live dependency group",
+    )
     parser.add_argument("--out", metavar="PATH", help="journal the run writes (required for model-live and tools-live)")
     parser.add_argument("--model-config", metavar="FILE", help="harness config whose model plugin answers (model-live)")
     parser.add_argument("--tools-config", metavar="FILE", help="harness config whose tool plugins run (tools-live)")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]", help="also let the child reach this host (experiments)")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="also let the child reach this host (experiments)",
+    )
     _configure_sandbox(parser)
     parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    parser.add_argument("--jobs", type=int, metavar="N", help="JOURNAL is a corpus directory: replay its journals, N at a time")
-    parser.add_argument("--glob", default=None, metavar="PATTERN", help="file names of a corpus's journals (default *.jsonl)")
+    parser.add_argument(
+        "--jobs", type=int, metavar="N", help="JOURNAL is a corpus directory: replay its journals, N at a time"
+    )
+    parser.add_argument(
+        "--glob", default=None, metavar="PATTERN", help="file names of a corpus's journals (default *.jsonl)"
+    )
     parser.add_argument(
         "--executor",
         choices=("local", "ray"),
@@ -76,7 +109,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replay up to the first divergence, then continue live (plugins of --config) into --out; the journal is untouched",
     )
-    parser.add_argument("--config", metavar="FILE", help="harness config whose plugins run live after the divergence (re-record)")
+    parser.add_argument(
+        "--config", metavar="FILE", help="harness config whose plugins run live after the divergence (re-record)"
+    )
 
 
 def _configure_sandbox(parser: argparse.ArgumentParser) -> None:
@@ -115,9 +150,16 @@ def run(args: argparse.Namespace) -> int:
         print("replay-tui replay: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
     if args.config and not args.rerecord_from_divergence:
-        print("replay-tui replay: --config is for --rerecord-from-divergence (experiments take --model-config / --tools-config)", file=sys.stderr)
+        print(
+            "replay-tui replay: --config is for --rerecord-from-divergence (experiments take --model-config / --tools-config)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
-    if args.jobs is not None or args.executor == "ray" or (os.path.isdir(journal) and not is_shard_directory(Path(journal))):
+    if (
+        args.jobs is not None
+        or args.executor == "ray"
+        or (os.path.isdir(journal) and not is_shard_directory(Path(journal)))
+    ):
         return _run_corpus(args, journal)
     if args.rerecord_from_divergence:
         return _run_rerecord(args, journal)
@@ -163,7 +205,10 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
     from ..replay.corpus import DEFAULT_GLOB, CorpusError, find_journals, replay_corpus
 
     if args.mode not in (STRICT, NEW_CODE) or args.out or args.rerecord_from_divergence or args.from_seq:
-        print("replay-tui replay: a corpus directory is replayed strictly (no --mode experiment, --out, --from-seq or re-record)", file=sys.stderr)
+        print(
+            "replay-tui replay: a corpus directory is replayed strictly (no --mode experiment, --out, --from-seq or re-record)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     from ..replay.executors import ExecutorError, make_executor
 
@@ -211,7 +256,10 @@ def _run_rerecord(args: argparse.Namespace, journal: str) -> int:
     from ..replay.rerecord import RerecordError, rerecord
 
     if not args.out or not args.config:
-        print("replay-tui replay: --rerecord-from-divergence needs --config FILE (the live plugins) and --out NEW", file=sys.stderr)
+        print(
+            "replay-tui replay: --rerecord-from-divergence needs --config FILE (the live plugins) and --out NEW",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.mode not in (STRICT, NEW_CODE):
         print("replay-tui replay: --rerecord-from-divergence starts from a strict replay; drop --mode", file=sys.stderr)

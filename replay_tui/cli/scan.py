@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if report.unreadable:
         if not args.json:
-            print(f"replay-tui: {report.unreadable} line(s) could not be read, so the scan is incomplete", file=sys.stderr)
+            print(
+                f"replay-tui: {report.unreadable} line(s) could not be read, so the scan is incomplete", file=sys.stderr
+            )
         return EXIT_USAGE
     return EXIT_OK

@@ -21,7 +21,9 @@ from typing import Any
 from .common import EXIT_OK, EXIT_USAGE, print_text
 
 LOOPBACK = "127.0.0.1"
-REMOTE_FONTS = '<link\n      rel="stylesheet"\n      href="https://fonts.googleapis.com/css?family=Roboto%20Mono"\n    />'
+REMOTE_FONTS = (
+    '<link\n      rel="stylesheet"\n      href="https://fonts.googleapis.com/css?family=Roboto%20Mono"\n    />'
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,12 +70,14 @@ def make_server(command: str, host: str, port: int, token: str, templates: Path)
 
             app = web.Application()
             aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
-            app.add_routes([
-                web.get(f"/{token}/", self.handle_index, name="index"),
-                web.get(f"/{token}/ws", self.handle_websocket, name="websocket"),
-                web.get(f"/{token}/download/{{key}}", self.handle_download, name="download"),
-                web.static(f"/{token}/static", self.statics_path, name="static"),
-            ])
+            app.add_routes(
+                [
+                    web.get(f"/{token}/", self.handle_index, name="index"),
+                    web.get(f"/{token}/ws", self.handle_websocket, name="websocket"),
+                    web.get(f"/{token}/download/{{key}}", self.handle_download, name="download"),
+                    web.static(f"/{token}/static", self.statics_path, name="static"),
+                ]
+            )
             app.on_startup.append(self.on_startup)
             app.on_shutdown.append(self.on_shutdown)
             return app

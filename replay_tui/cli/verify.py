@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def first_run_id(path: Path) -> str | None:
     """The run_id on the first line of a journal file (None when it has none or cannot be read)."""
     try:
-        with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as handle:
+        with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as handle:
             first = orjson.loads(handle.readline(1 << 20))
     except (OSError, EOFError, orjson.JSONDecodeError):
         return None

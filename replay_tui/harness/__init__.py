@@ -10,21 +10,73 @@ from .agents import Done, RunOutcome, StepAgent, agent_reducer, load_agent, run_
 from .builder import Recording, build_harness, harness_options
 from .config import ConfigError, HarnessConfig, PluginEntry, PluginSet, load_config
 from .harness import Harness, HarnessError, RunInfo
-from .plugins import HookPoint, MemoryAdapter, ModelClient, PluginBase, PluginContext, SessionStore, ToolProvider, ToolSpec, Transport
+from .plugins import (
+    HookPoint,
+    MemoryAdapter,
+    ModelClient,
+    PluginBase,
+    PluginContext,
+    SessionStore,
+    ToolProvider,
+    ToolSpec,
+    Transport,
+)
 from .record import record_run
 from .redaction import RedactionRules, Redactor
 from .seam import (
-    EventSink, ObservationMissing, ObservationSource, RecordedToolError, RecordedToolTimeout, StopRun,
-    error_from_payload, error_to_payload,
+    EventSink,
+    ObservationMissing,
+    ObservationSource,
+    RecordedToolError,
+    RecordedToolTimeout,
+    StopRun,
+    error_from_payload,
+    error_to_payload,
 )
 from .state import StateTracker, apply_patch, state_hash
 from .transport import JsonlSink, JsonlTransport
 
 __all__ = [
-    "ConfigError", "Done", "EventSink", "Harness", "HarnessConfig", "HarnessError", "HookPoint", "JsonlSink",
-    "JsonlTransport", "MemoryAdapter", "ModelClient", "ObservationMissing", "ObservationSource", "PluginBase",
-    "PluginContext", "PluginEntry", "PluginSet", "Recording", "RecordedToolError", "RecordedToolTimeout",
-    "RedactionRules", "Redactor", "RunInfo", "RunOutcome", "SessionStore", "StateTracker", "StepAgent", "StopRun",
-    "ToolProvider", "ToolSpec", "Transport", "agent_reducer", "apply_patch", "build_harness", "error_from_payload",
-    "error_to_payload", "harness_options", "load_agent", "load_config", "record_run", "run_agent", "state_hash",
+    "ConfigError",
+    "Done",
+    "EventSink",
+    "Harness",
+    "HarnessConfig",
+    "HarnessError",
+    "HookPoint",
+    "JsonlSink",
+    "JsonlTransport",
+    "MemoryAdapter",
+    "ModelClient",
+    "ObservationMissing",
+    "ObservationSource",
+    "PluginBase",
+    "PluginContext",
+    "PluginEntry",
+    "PluginSet",
+    "Recording",
+    "RecordedToolError",
+    "RecordedToolTimeout",
+    "RedactionRules",
+    "Redactor",
+    "RunInfo",
+    "RunOutcome",
+    "SessionStore",
+    "StateTracker",
+    "StepAgent",
+    "StopRun",
+    "ToolProvider",
+    "ToolSpec",
+    "Transport",
+    "agent_reducer",
+    "apply_patch",
+    "build_harness",
+    "error_from_payload",
+    "error_to_payload",
+    "harness_options",
+    "load_agent",
+    "load_config",
+    "record_run",
+    "run_agent",
+    "state_hash",
 ]

@@ -75,5 +75,3 @@ class Ids:
             RANDOM_DRAW, "uuid4", lambda: str(uuid.UUID(int=generator.getrandbits(128), version=4))
         )
         return drawn
-
-

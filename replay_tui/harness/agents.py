@@ -61,13 +61,17 @@ class StepAgent(ABC):
         """Do one step through ``h``; return ``Done`` when the run is over."""
 
 
-def agent_reducer(reduce: Reducer, reducer_version: str, initial_state: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def agent_reducer(
+    reduce: Reducer, reducer_version: str, initial_state: Any = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Attach a reducer to a function agent."""
+
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         function.reduce = reduce  # type: ignore[attr-defined]
         function.reducer_version = reducer_version  # type: ignore[attr-defined]
         function.initial_state = initial_state  # type: ignore[attr-defined]
         return function
+
     return decorate
 
 
@@ -95,7 +99,9 @@ def _input_parts(item: Any) -> tuple[Any, str, Any]:
     return item, "user", None
 
 
-def run_agent(entry_point: str, harness: Harness, inputs: Sequence[Any], *, resume_from: Event | None = None) -> RunOutcome:
+def run_agent(
+    entry_point: str, harness: Harness, inputs: Sequence[Any], *, resume_from: Event | None = None
+) -> RunOutcome:
     """Run one agent on a harness, from run.started to run.ended.
 
     ``inputs`` are strings or ``{role, content, context}`` objects; each is written as

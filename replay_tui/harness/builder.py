@@ -61,11 +61,15 @@ def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> Harn
     clock = table.get("clock")
     if clock is not None:
         if not isinstance(clock, dict) or not isinstance(clock.get("frozen_at"), str):
-            raise ConfigError(source, '[harness]: clock must be a table like {frozen_at = "2026-11-03T09:14:05Z", tick_ms = 0}')
+            raise ConfigError(
+                source, '[harness]: clock must be a table like {frozen_at = "2026-11-03T09:14:05Z", tick_ms = 0}'
+            )
         try:
             start = datetime.fromisoformat(clock["frozen_at"].replace("Z", "+00:00")).timestamp()
         except ValueError:
-            raise ConfigError(source, f"[harness]: clock.frozen_at {clock['frozen_at']!r} is not an RFC 3339 time") from None
+            raise ConfigError(
+                source, f"[harness]: clock.frozen_at {clock['frozen_at']!r} is not an RFC 3339 time"
+            ) from None
         wall, monotonic = _frozen_clock(start, float(clock.get("tick_ms", 0)) / 1000)
     signing_key = table.get("signing_key")
     if signing_key is not None and (not isinstance(signing_key, str) or not signing_key):
@@ -172,7 +176,9 @@ def build_harness(
         if len(models) > 1:
             raise ConfigError(config.source, "more than one enabled model plugin; enable exactly one")
         tools: dict[str, ToolSpec] = {}
-        providers = [(plugin_id, plugin) for plugin_id, plugin in plugins.of("tools") if isinstance(plugin, ToolProvider)]
+        providers = [
+            (plugin_id, plugin) for plugin_id, plugin in plugins.of("tools") if isinstance(plugin, ToolProvider)
+        ]
         for plugin_id, provider in providers:
             for name, spec in provider.tools().items():
                 if name in tools:
@@ -190,7 +196,9 @@ def build_harness(
                 raise ConfigError(config.source, "no journal path and no transport plugin: nowhere to record")
             if signer is not None:
                 if not isinstance(sink, JsonlSink):
-                    raise ConfigError(config.source, "[harness]: signing_key needs the jsonl transport (it seals the journal)")
+                    raise ConfigError(
+                        config.source, "[harness]: signing_key needs the jsonl transport (it seals the journal)"
+                    )
                 sink.writer.seal_with(signer)
         described = plugins.describe()
         if environment is None:

@@ -129,14 +129,18 @@ class SqliteMemory(PluginBase):
         return orjson.loads(row[0]) if row else None
 
     def put(self, key: str, value: Any) -> None:
-        self._conn().execute("INSERT OR REPLACE INTO memory (key, value) VALUES (?, ?)", (key, orjson.dumps(value).decode()))
+        self._conn().execute(
+            "INSERT OR REPLACE INTO memory (key, value) VALUES (?, ?)", (key, orjson.dumps(value).decode())
+        )
         self._conn().commit()
 
     def search(self, prefix: str) -> list[dict[str, Any]]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self._conn().execute(
-            "SELECT key, value FROM memory WHERE key LIKE ? ESCAPE '\\' ORDER BY key", (escaped + "%",)
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute("SELECT key, value FROM memory WHERE key LIKE ? ESCAPE '\\' ORDER BY key", (escaped + "%",))
+            .fetchall()
+        )
         return [{"key": key, "value": orjson.loads(value)} for key, value in rows]
 
 
@@ -179,7 +183,9 @@ class CallbackHook(PluginBase):
 
     def init(self, context: PluginContext) -> None:
         super().init(context)
-        self.callback: Callable[[Event], None] = resolve_attr(str(context.options.get("callback", "")), what="hook callback")
+        self.callback: Callable[[Event], None] = resolve_attr(
+            str(context.options.get("callback", "")), what="hook callback"
+        )
 
     def on_event(self, event: Event) -> None:
         self.callback(event)

@@ -75,26 +75,46 @@ def detector_canaries(rng: random.Random | None = None) -> list[Canary]:
         Canary("anthropic-key", "sk-ant-api03-" + _pick(rng, _URLSAFE, 40), alphabet=_URLSAFE),
         Canary("openai-key", "sk-proj-" + _pick(rng, _URLSAFE, 40), alphabet=_URLSAFE),
         Canary("slack-token", "xoxb-" + _pick(rng, string.digits, 12) + "-" + _pick(rng, _ALNUM, 24), alphabet=_ALNUM),
-        Canary("slack-webhook", _pick(rng, _ALNUM, 24), alphabet=_ALNUM,
-               context=f"https://hooks.slack.com/services/T{_pick(rng, _UPPER_DIGITS, 8)}/B{_pick(rng, _UPPER_DIGITS, 8)}/{{}}"),
+        Canary(
+            "slack-webhook",
+            _pick(rng, _ALNUM, 24),
+            alphabet=_ALNUM,
+            context=f"https://hooks.slack.com/services/T{_pick(rng, _UPPER_DIGITS, 8)}/B{_pick(rng, _UPPER_DIGITS, 8)}/{{}}",
+        ),
         Canary("stripe-key", "sk_live_" + _pick(rng, _ALNUM, 24), alphabet=_ALNUM),
         Canary("google-api-key", "AIza" + _pick(rng, _URLSAFE, 35), alphabet=_URLSAFE),
         Canary("sendgrid-key", "SG." + _pick(rng, _URLSAFE, 22) + "." + _pick(rng, _URLSAFE, 43), alphabet=_URLSAFE),
         Canary("npm-token", "npm_" + _pick(rng, _ALNUM, 36), alphabet=_ALNUM),
         Canary("pypi-token", "pypi-AgEIcHlwaS5vcmc" + _pick(rng, _URLSAFE, 60), alphabet=_URLSAFE),
         Canary("twilio-key", "SK" + _pick(rng, string.hexdigits.lower(), 32), alphabet=string.hexdigits),
-        Canary("discord-bot-token", rng.choice("MNO") + _pick(rng, _URLSAFE, 23) + "." + _pick(rng, _URLSAFE, 6) + "."
-               + _pick(rng, _URLSAFE, 27), alphabet=_URLSAFE),
-        Canary("telegram-bot-token", _pick(rng, string.digits, 9) + ":AA" + _pick(rng, _URLSAFE, 33), alphabet=_URLSAFE),
-        Canary("azure-storage-key", _pick(rng, _B64, 86) + "==",
-               context="DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net"),
+        Canary(
+            "discord-bot-token",
+            rng.choice("MNO")
+            + _pick(rng, _URLSAFE, 23)
+            + "."
+            + _pick(rng, _URLSAFE, 6)
+            + "."
+            + _pick(rng, _URLSAFE, 27),
+            alphabet=_URLSAFE,
+        ),
+        Canary(
+            "telegram-bot-token", _pick(rng, string.digits, 9) + ":AA" + _pick(rng, _URLSAFE, 33), alphabet=_URLSAFE
+        ),
+        Canary(
+            "azure-storage-key",
+            _pick(rng, _B64, 86) + "==",
+            context="DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net",
+        ),
         Canary("jwt", f"{jwt_head}.{jwt_body}.{_pick(rng, _URLSAFE, 32)}", alphabet=_URLSAFE),
         Canary("bearer-token", _pick(rng, _ALNUM, 24), context="Bearer {}", alphabet=_ALNUM),
         Canary("basic-auth", basic, context="Basic {}"),
-        Canary("url-password", _pick(rng, _ALNUM, 20), context="postgres://admin:{}@db.internal:5432/app", alphabet=_ALNUM),
+        Canary(
+            "url-password", _pick(rng, _ALNUM, 20), context="postgres://admin:{}@db.internal:5432/app", alphabet=_ALNUM
+        ),
         Canary("assignment", _pick(rng, _ALNUM, 20), context="export DB_PASSWORD={}", alphabet=_ALNUM),
-        Canary("json", _pick(rng, string.ascii_lowercase, 12), context='[["X-Api-Key", "{}"]]',
-               whole=True),  # only decoding sees it
+        Canary(
+            "json", _pick(rng, string.ascii_lowercase, 12), context='[["X-Api-Key", "{}"]]', whole=True
+        ),  # only decoding sees it
         Canary("base64", aws_in_base64, context="blob {} end"),
         Canary("entropy", random_token(rng), context="ref {} end"),
     ]
@@ -149,10 +169,14 @@ def canary_request(rules: RedactionRules, rng: random.Random | None = None) -> t
                 ["authorization", "Basic " + base64.b64encode(f"admin:{basic_password}".encode()).decode()],
                 ["X-API-KEY", plant("pair:x-api-key")],
             ],
-            "short_bearer": [["AUTHORIZATION", "Bearer " + plant("pair:short-bearer", value=_pick(rng, _ALNUM, 9) + "7")]],
+            "short_bearer": [
+                ["AUTHORIZATION", "Bearer " + plant("pair:short-bearer", value=_pick(rng, _ALNUM, 9) + "7")]
+            ],
             "header_objects": [{"name": "Proxy-Authorization", "value": plant("pair:proxy-authorization")}],
-            "callback": "https://app.example.com/cb?state=ok&client_secret=" + plant("query:client_secret")
-                        + "&auth=" + plant("query:auth"),
+            "callback": "https://app.example.com/cb?state=ok&client_secret="
+            + plant("query:client_secret")
+            + "&auth="
+            + plant("query:auth"),
             "error_text": "ValueError: login failed: password=" + plant("text:exception-password") + " for admin",
             "config_json": json.dumps({"service": {"db": {"password": json_password}}}),
             "documents": [canary.text for canary in found_in_text if canary.whole],
@@ -199,7 +223,9 @@ def check_rules(rules: RedactionRules, rng: random.Random | None = None) -> tupl
     outputs: dict[str, Any] = {
         "model.request": redactor.redact("model.request", {"request": request}),
         "tool.call": redactor.redact("tool.call", {"tool": "canary", "arguments": request}),
-        "tool.result": redactor.redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "canary", "result": request}),
+        "tool.result": redactor.redact(
+            "tool.result", {"call_id": "c", "call_key": "k", "tool": "canary", "result": request}
+        ),
     }
     survivors = [survivor for kind, payload in outputs.items() for survivor in survivors_in(kind, payload, canaries)]
     if not rules.enabled:

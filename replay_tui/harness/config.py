@@ -190,7 +190,10 @@ class PluginSet:
                 reference = BUILTIN_TYPES.get(entry.type, entry.type)
                 if ":" not in reference:
                     known = ", ".join(sorted(BUILTIN_TYPES))
-                    raise ConfigError(self.config.source, f"plugin {entry.id!r}: unknown type {entry.type!r} (built-in: {known}; or 'module:attr')")
+                    raise ConfigError(
+                        self.config.source,
+                        f"plugin {entry.id!r}: unknown type {entry.type!r} (built-in: {known}; or 'module:attr')",
+                    )
                 try:
                     factory = resolve_attr(reference, what="plugin type")
                 except ValueError as error:

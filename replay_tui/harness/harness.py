@@ -99,7 +99,9 @@ class Harness:
         self.hooks = list(hooks)
         self.redactor = redactor or Redactor()
         self.snapshot_every = snapshot_every
-        self.run_info = run_info or RunInfo(agent="", environment={}, harness={"version": __version__, "plugins": [], "config_hash": None})
+        self.run_info = run_info or RunInfo(
+            agent="", environment={}, harness={"version": __version__, "plugins": [], "config_hash": None}
+        )
         self.clock = Clock(self, wall_clock, monotonic_clock)
         self.random = RandomSource(self, random_seed)
         self.ids = Ids(self)
@@ -142,7 +144,9 @@ class Harness:
         }
         event = self._emit(RUN_STARTED, payload, step_id=None, parent=None, reduce=False)
         if event.payload["initial_state"] != self.tracker.state:
-            self.tracker.reset(event.payload["initial_state"])  # later snapshots hold the redacted state, not the secret
+            self.tracker.reset(
+                event.payload["initial_state"]
+            )  # later snapshots hold the redacted state, not the secret
         return event
 
     def resume(self, snapshot: Event) -> None:
@@ -185,7 +189,9 @@ class Harness:
         response = event.payload.get("response") or {}
         self._last_response_id = event.event_id
         self._last_response_call_ids = frozenset(
-            call["id"] for call in response.get("tool_calls") or () if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+            call["id"]
+            for call in response.get("tool_calls") or ()
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str)
         )
 
     def receive_input(self, content: Any, *, role: str = "user", context: Any = None) -> Event:
@@ -208,7 +214,9 @@ class Harness:
             status, output, error = "error", None, not_json
         payload: dict[str, Any] = {"status": status, "output": output}
         if error is not None:
-            payload["error"] = error_to_payload(error) if isinstance(error, BaseException) else _json_or_error(error, "run error")
+            payload["error"] = (
+                error_to_payload(error) if isinstance(error, BaseException) else _json_or_error(error, "run error")
+            )
         event = self._emit(RUN_ENDED, payload, step_id=None, parent=None, reduce=False)
         self.ended = True
         self.sink.close()
@@ -234,8 +242,16 @@ class Harness:
 
     # -- the bus -----------------------------------------------------------------------
 
-    def _emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent: str | None,
-              reduce: bool = True, redact: bool = True) -> Event:
+    def _emit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        step_id: str | None,
+        parent: str | None,
+        reduce: bool = True,
+        redact: bool = True,
+    ) -> Event:
         if self.ended:
             raise HarnessError(f"{kind} after run.ended")
         self.redactor.check_matched_fields(kind, step_id, payload)  # a secret in a step id or tool name stops the run
@@ -265,8 +281,14 @@ class Harness:
             "reducer_version": self.tracker.reducer_version,
             "patch": transition.patch,
         }
-        return self._emit(STATE_TRANSITION, payload, step_id=step_id or cause.step_id, parent=cause.event_id,
-                          reduce=False, redact=False)
+        return self._emit(
+            STATE_TRANSITION,
+            payload,
+            step_id=step_id or cause.step_id,
+            parent=cause.event_id,
+            reduce=False,
+            redact=False,
+        )
 
     def _maybe_snapshot(self) -> None:
         if self._since_snapshot < self.snapshot_every or self.ended:
@@ -287,8 +309,16 @@ class Harness:
         self._since_snapshot = 0
         return event
 
-    def _observe(self, kind: str, key: str, request: dict[str, Any], live: Callable[[], dict[str, Any]],
-                 *, parent: str | None, step_id: str | None = None) -> Event:
+    def _observe(
+        self,
+        kind: str,
+        key: str,
+        request: dict[str, Any],
+        live: Callable[[], dict[str, Any]],
+        *,
+        parent: str | None,
+        step_id: str | None = None,
+    ) -> Event:
         """Serve one observation from its source, or live, and emit it."""
         source = self.sources.get(kind)
         if source is not None:
@@ -303,13 +333,17 @@ class Harness:
         usage}``; a recorded model error is raised (see ``error_from_payload``)."""
         request_event, normalized = self._model_request(request)
         response_event = self._observe(
-            MODEL_RESPONSE, request_event.payload["request_hash"], request_event.payload,
+            MODEL_RESPONSE,
+            request_event.payload["request_hash"],
+            request_event.payload,
             lambda: self._live_model(request_event.payload["request_hash"], normalized),
             parent=request_event.event_id,
         )
         return self._model_outcome(response_event, on_chunk)
 
-    async def amodel(self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None) -> dict[str, Any]:
+    async def amodel(
+        self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """``model`` for async agents; a plugin with ``acomplete`` is awaited."""
         request_event, normalized = self._model_request(request)
         request_hash = request_event.payload["request_hash"]
@@ -323,8 +357,13 @@ class Harness:
                 payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
             event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
         else:
-            event = self._observe(MODEL_RESPONSE, request_hash, request_event.payload,
-                                  lambda: self._live_model(request_hash, normalized), parent=request_event.event_id)
+            event = self._observe(
+                MODEL_RESPONSE,
+                request_hash,
+                request_event.payload,
+                lambda: self._live_model(request_hash, normalized),
+                parent=request_event.event_id,
+            )
         return self._model_outcome(event, on_chunk)
 
     def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
@@ -370,7 +409,11 @@ class Harness:
         response: dict[str, Any] = payload["response"]
         if on_chunk is not None:
             stream = payload.get("stream")
-            deltas = split_stream(response.get("content") or "", stream["boundaries"]) if stream else [response.get("content") or ""]
+            deltas = (
+                split_stream(response.get("content") or "", stream["boundaries"])
+                if stream
+                else [response.get("content") or ""]
+            )
             for delta in deltas:
                 on_chunk(delta)
         return response
@@ -463,8 +506,9 @@ class Harness:
             async with self._turn_changed:
                 self._turn_changed.notify_all()
 
-    def _tool_call(self, name: str, arguments: Mapping[str, Any], call_id: str | None,
-                   *, registered: bool = True) -> tuple[Event, Any]:
+    def _tool_call(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None, *, registered: bool = True
+    ) -> tuple[Event, Any]:
         if registered and TOOL_RESULT not in self.sources and name not in self.tool_specs:
             raise HarnessError(f"unknown tool {name!r}; known: {', '.join(sorted(self.tool_specs)) or 'none'}")
         try:
@@ -485,7 +529,9 @@ class Harness:
         return event, orjson.loads(frozen)  # the tool gets its own copy: it cannot change the record
 
     def _emit_tool_result(self, call_event: Event, payload: dict[str, Any], *, from_source: bool) -> Event:
-        event = self._emit(TOOL_RESULT, payload, step_id=call_event.step_id, parent=call_event.event_id, redact=not from_source)
+        event = self._emit(
+            TOOL_RESULT, payload, step_id=call_event.step_id, parent=call_event.event_id, redact=not from_source
+        )
         self._last_observation_id = event.event_id
         return event
 
@@ -493,7 +539,9 @@ class Harness:
     def _base(call_event: Event) -> dict[str, Any]:
         return {key: call_event.payload[key] for key in ("call_id", "call_key", "tool")}
 
-    def _failure_payload(self, call_event: Event, error: BaseException, *, timeout: bool = False, started: float | None = None) -> dict[str, Any]:
+    def _failure_payload(
+        self, call_event: Event, error: BaseException, *, timeout: bool = False, started: float | None = None
+    ) -> dict[str, Any]:
         payload = {**self._base(call_event), "error": error_to_payload(error, timeout=timeout)}
         if started is not None:
             payload["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -504,10 +552,18 @@ class Harness:
             recorded = in_journal_order(result)
         except (TypeError, CanonicalizationError) as error:
             tool = call_event.payload["tool"]
-            return self._failure_payload(call_event, TypeError(f"tool {tool!r} returned a non-JSON value: {error}"), started=started)
-        return {**self._base(call_event), "result": recorded, "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
+            return self._failure_payload(
+                call_event, TypeError(f"tool {tool!r} returned a non-JSON value: {error}"), started=started
+            )
+        return {
+            **self._base(call_event),
+            "result": recorded,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        }
 
-    def _timeout_payload(self, call_event: Event, spec: ToolSpec, error: BaseException, started: float) -> dict[str, Any]:
+    def _timeout_payload(
+        self, call_event: Event, spec: ToolSpec, error: BaseException, started: float
+    ) -> dict[str, Any]:
         message = str(error) or f"tool {spec.name!r} timed out after {spec.timeout_s}s"
         return self._failure_payload(call_event, TimeoutError(message), timeout=True, started=started)
 
@@ -583,8 +639,9 @@ class Harness:
         """Write the model.response to ``request_event``: ``payload`` is ``{request_hash, response,
         [stream], [error]}``; ``recorded`` when it came from ``open_model_exchange`` (written as is),
         else it is redacted first."""
-        event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id,
-                           redact=not recorded)
+        event = self._emit(
+            MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id, redact=not recorded
+        )
         self._note_response(event)
         return event
 
@@ -597,8 +654,9 @@ class Harness:
             payload = live(request_event.payload["request_hash"])
         return self.close_model_exchange(request_event, payload, recorded=recorded)
 
-    def record_tool_call(self, name: str, arguments: Mapping[str, Any], live: Callable[[Any], Any],
-                         *, call_id: str | None = None) -> Any:
+    def record_tool_call(
+        self, name: str, arguments: Mapping[str, Any], live: Callable[[Any], Any], *, call_id: str | None = None
+    ) -> Any:
         """A tool the framework runs itself (no ToolSpec): tool.call with the arguments copied now,
         then ``live(copy)`` while recording or the recorded result in replay (``live`` not called).
         Returns the result as recorded, or raises the recorded error."""
@@ -611,8 +669,14 @@ class Harness:
         event = self._emit_tool_result(call_event, payload, from_source=source is not None)
         return _raise_or_return(event.payload)
 
-    async def arecord_tool_call(self, name: str, arguments: Mapping[str, Any], live: Callable[[Any], Awaitable[Any]],
-                                *, call_id: str | None = None) -> Any:
+    async def arecord_tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        live: Callable[[Any], Awaitable[Any]],
+        *,
+        call_id: str | None = None,
+    ) -> Any:
         """``record_tool_call`` for async tools; concurrent results are written in call order."""
         call_event, copy = self._tool_call(name, arguments, call_id, registered=False)
         return await self._await_tool_result(call_event, lambda: self._run_live_async(call_event, lambda: live(copy)))
@@ -645,8 +709,9 @@ class Harness:
 
     def read_observation(self, kind: str, source_name: str, live: Callable[[], Any]) -> Any:
         """One clock read or random draw: recorded value in replay, live value in record."""
-        event = self._observe(kind, source_name, {"source": source_name},
-                              lambda: {"source": source_name, "value": live()}, parent=None)
+        event = self._observe(
+            kind, source_name, {"source": source_name}, lambda: {"source": source_name, "value": live()}, parent=None
+        )
         return event.payload["value"]
 
 

@@ -58,13 +58,25 @@ if TYPE_CHECKING:
 #: shape); every other body field goes under ``params.body``.
 TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
 #: Request headers that describe the attempt or the machine, not the request.
-IGNORED_REQUEST_HEADERS = frozenset({
-    "host", "content-length", "connection", "accept-encoding", "user-agent", "idempotency-key", "transfer-encoding",
-    "keep-alive", "te", "upgrade",
-})
+IGNORED_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "accept-encoding",
+        "user-agent",
+        "idempotency-key",
+        "transfer-encoding",
+        "keep-alive",
+        "te",
+        "upgrade",
+    }
+)
 IGNORED_HEADER_PREFIXES = ("x-stainless-",)
 #: Response headers that belong to the bytes on the wire (the body is kept decoded).
-IGNORED_RESPONSE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
+IGNORED_RESPONSE_HEADERS = frozenset(
+    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+)
 
 
 @dataclass(frozen=True)
@@ -170,10 +182,17 @@ def _summary_of_body(body: Mapping[str, Any]) -> dict[str, Any]:
         return response_from_chat_completion(body)
     if body.get("type") == "message":  # Anthropic messages
         text = "".join(block.get("text", "") for block in body.get("content") or () if block.get("type") == "text")
-        calls = [{"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
-                 for block in body.get("content") or () if block.get("type") == "tool_use"]
-        return {"content": text or None, "tool_calls": calls, "finish_reason": body.get("stop_reason"),
-                "usage": dict(body.get("usage") or {})}
+        calls = [
+            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
+            for block in body.get("content") or ()
+            if block.get("type") == "tool_use"
+        ]
+        return {
+            "content": text or None,
+            "tool_calls": calls,
+            "finish_reason": body.get("stop_reason"),
+            "usage": dict(body.get("usage") or {}),
+        }
     return {"content": None, "tool_calls": [], "finish_reason": None, "usage": dict(body.get("usage") or {})}
 
 
@@ -194,7 +213,9 @@ def _stream_chunks(events: Iterator[tuple[str | None, str]]) -> Iterator[dict[st
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
-                yield {"tool_calls": [{"index": event.get("index", 0), "id": block.get("id"), "name": block.get("name")}]}
+                yield {
+                    "tool_calls": [{"index": event.get("index", 0), "id": block.get("id"), "name": block.get("name")}]
+                }
         elif kind == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta":
@@ -202,7 +223,10 @@ def _stream_chunks(events: Iterator[tuple[str | None, str]]) -> Iterator[dict[st
             elif delta.get("type") == "input_json_delta":
                 yield {"tool_calls": [{"index": event.get("index", 0), "arguments": delta.get("partial_json", "")}]}
         elif kind == "message_delta":
-            yield {"finish_reason": (event.get("delta") or {}).get("stop_reason"), "usage": dict(event.get("usage") or {})}
+            yield {
+                "finish_reason": (event.get("delta") or {}).get("stop_reason"),
+                "usage": dict(event.get("usage") or {}),
+            }
 
 
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
@@ -210,7 +234,9 @@ def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
-def _header_dict(headers: Iterable[tuple[str, str]], ignored: frozenset[str], prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+def _header_dict(
+    headers: Iterable[tuple[str, str]], ignored: frozenset[str], prefixes: tuple[str, ...] = ()
+) -> dict[str, str]:
     """Lower-cased names; repeated headers joined with ", " (a dict, so redaction's
     header rules see it)."""
     kept: dict[str, str] = {}
@@ -368,13 +394,17 @@ def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None
     return AsyncHarnessTransport()
 
 
-def http_client(h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None, **client_options: Any) -> Any:
+def http_client(
+    h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None, **client_options: Any
+) -> Any:
     """``module.Client`` whose every request goes through ``h`` (pass it as ``http_client=``)."""
     module = httpx_module or default_httpx_module()
     return module.Client(transport=make_transport(h, httpx_module=module, inner=inner), **client_options)
 
 
-def async_http_client(h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None, **client_options: Any) -> Any:
+def async_http_client(
+    h: "Harness", *, httpx_module: ModuleType | None = None, inner: Any = None, **client_options: Any
+) -> Any:
     """``module.AsyncClient`` twin of ``http_client`` (for ``AsyncOpenAI`` / ``AsyncAnthropic``)."""
     module = httpx_module or default_httpx_module()
     return module.AsyncClient(transport=make_async_transport(h, httpx_module=module, inner=inner), **client_options)

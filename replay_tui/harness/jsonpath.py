@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_TOKEN = re.compile(r"""\.\.(?P<deep>[A-Za-z_][\w-]*)|\.(?P<name>[A-Za-z_][\w-]*|\*)|\[(?:(?P<index>-?\d+)|(?P<star>\*)|'(?P<quoted>[^']*)'|"(?P<dquoted>[^"]*)")\]""")
+_TOKEN = re.compile(
+    r"""\.\.(?P<deep>[A-Za-z_][\w-]*)|\.(?P<name>[A-Za-z_][\w-]*|\*)|\[(?:(?P<index>-?\d+)|(?P<star>\*)|'(?P<quoted>[^']*)'|"(?P<dquoted>[^"]*)")\]"""
+)
 
 
 class JsonPathError(ValueError):

@@ -52,7 +52,9 @@ def _wire_message(message: Mapping[str, Any]) -> dict[str, Any]:
     calls = message.get("tool_calls")
     if calls:
         wire["tool_calls"] = [
-            call if "function" in call else {
+            call
+            if "function" in call
+            else {
                 "id": call.get("id"),
                 "type": "function",
                 "function": {"name": call.get("name"), "arguments": _json_text(call.get("arguments", {}))},
@@ -77,8 +79,13 @@ def _json_text(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def chat_completions_body(request: Mapping[str, Any], *, model: str | None = None, stream: bool = False,
-                          params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def chat_completions_body(
+    request: Mapping[str, Any],
+    *,
+    model: str | None = None,
+    stream: bool = False,
+    params: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The ``/chat/completions`` body for a harness model request."""
     messages = [_wire_message(message) for message in request.get("messages") or ()]
     if request.get("system"):
@@ -110,12 +117,19 @@ def response_from_chat_completion(body: Mapping[str, Any]) -> dict[str, Any]:
     choices = body.get("choices") or [{}]
     message = choices[0].get("message") or {}
     calls = [
-        {"id": call.get("id"), "name": (call.get("function") or {}).get("name"),
-         "arguments": _arguments((call.get("function") or {}).get("arguments"))}
+        {
+            "id": call.get("id"),
+            "name": (call.get("function") or {}).get("name"),
+            "arguments": _arguments((call.get("function") or {}).get("arguments")),
+        }
         for call in message.get("tool_calls") or ()
     ]
-    return {"content": message.get("content"), "tool_calls": calls, "finish_reason": choices[0].get("finish_reason"),
-            "usage": dict(body.get("usage") or {})}
+    return {
+        "content": message.get("content"),
+        "tool_calls": calls,
+        "finish_reason": choices[0].get("finish_reason"),
+        "usage": dict(body.get("usage") or {}),
+    }
 
 
 def iter_sse(lines: Iterable[bytes | str]) -> Iterator[tuple[str | None, str]]:
@@ -152,8 +166,14 @@ def chunks_from_chat_completion_stream(events: Iterable[tuple[str | None, str]])
             calls = []
             for call in delta.get("tool_calls") or ():
                 function = call.get("function") or {}
-                calls.append({"index": call.get("index", 0), "id": call.get("id"), "name": function.get("name"),
-                              "arguments": function.get("arguments")})
+                calls.append(
+                    {
+                        "index": call.get("index", 0),
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments"),
+                    }
+                )
             if calls:
                 chunk["tool_calls"] = calls
             if choice.get("finish_reason"):
@@ -177,19 +197,26 @@ class OpenAICompatModel(PluginBase):
         options = context.options
         base_url = options.get("base_url")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"plugin {context.plugin_id!r}: options.base_url must be an http(s) URL, e.g. http://127.0.0.1:8000/v1")
+            raise ValueError(
+                f"plugin {context.plugin_id!r}: options.base_url must be an http(s) URL, e.g. http://127.0.0.1:8000/v1"
+            )
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = options.get("model")
         self.stream = bool(options.get("stream", False))
         self.timeout_s = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
         self.params = dict(options.get("params") or {})
-        self.headers = {"content-type": "application/json", "accept": "text/event-stream" if self.stream else "application/json",
-                        **{str(k): str(v) for k, v in (options.get("headers") or {}).items()}}
+        self.headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if self.stream else "application/json",
+            **{str(k): str(v) for k, v in (options.get("headers") or {}).items()},
+        }
         key_env = options.get("api_key_env")
         if key_env is not None:
             key = os.environ.get(str(key_env))
             if not key:
-                raise ValueError(f"plugin {context.plugin_id!r}: environment variable {key_env} (options.api_key_env) is not set")
+                raise ValueError(
+                    f"plugin {context.plugin_id!r}: environment variable {key_env} (options.api_key_env) is not set"
+                )
             self.headers["authorization"] = f"Bearer {key}"
 
     def complete(self, request: Mapping[str, Any]) -> Any:

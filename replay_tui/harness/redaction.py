@@ -43,8 +43,16 @@ DEFAULT_CAPTURE: Mapping[str, tuple[str, ...]] = {
     "model.request": ("model", "system", "messages", "tools", "tool_choice", "params", "headers", "metadata", "stream"),
 }
 DEFAULT_DROP_HEADERS = (
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
-    "x-auth-token", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-goog-api-key",
+    "anthropic-api-key",
+    "openai-api-key",
 )
 
 #: The payload fields that hold user data, per kind; the rest is the harness's own.
@@ -97,8 +105,18 @@ class RedactionRules:
     def from_config(cls, table: Mapping[str, Any], *, source: str = "[redaction]") -> RedactionRules:
         """Build rules from a ``[redaction]`` table. Lists extend the defaults unless
         ``use_defaults = false``; ``detectors`` may be true, false or a list of names."""
-        known = {"enabled", "use_defaults", "max_body_bytes", "capture", "drop_headers", "key_names",
-                 "key_allow", "detectors", "extra_detectors", "replace"}
+        known = {
+            "enabled",
+            "use_defaults",
+            "max_body_bytes",
+            "capture",
+            "drop_headers",
+            "key_names",
+            "key_allow",
+            "detectors",
+            "extra_detectors",
+            "replace",
+        }
         unknown = set(table) - known
         if unknown:
             raise RedactionConfigError(f"{source}: unknown key(s) {sorted(unknown)}; expected {sorted(known)}")
@@ -124,7 +142,9 @@ class RedactionRules:
             known_names = set(detectors.DETECTOR_NAMES) | set(DETECTOR_ALIASES)
             missing = [name for name in chosen if name not in known_names]
             if missing:
-                raise RedactionConfigError(f"{source}: unknown detector(s) {missing}; known: {list(detectors.DETECTOR_NAMES)}")
+                raise RedactionConfigError(
+                    f"{source}: unknown detector(s) {missing}; known: {list(detectors.DETECTOR_NAMES)}"
+                )
             rules.detectors = tuple(dict.fromkeys(n for name in chosen for n in DETECTOR_ALIASES.get(name, (name,))))
         extra = table.get("extra_detectors", {})
         if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
@@ -178,8 +198,11 @@ class Redactor:
     def __init__(self, rules: RedactionRules | None = None) -> None:
         self.rules = rules = rules or RedactionRules()
         try:
-            self._extra_keys = re.compile("|".join(f"(?:{name})" for name in rules.key_names), re.IGNORECASE) \
-                if rules.key_names else None
+            self._extra_keys = (
+                re.compile("|".join(f"(?:{name})" for name in rules.key_names), re.IGNORECASE)
+                if rules.key_names
+                else None
+            )
             self._extra = [(name, re.compile(pattern)) for name, pattern in rules.extra_detectors.items()]
             self._extra_bytes = [re.compile(pattern.encode()) for pattern in rules.extra_detectors.values()]
         except re.error as error:
@@ -297,9 +320,13 @@ class Redactor:
             return self._walk_dict(value, key, depth)
         if kind is list:
             pair_name = detectors.pair_name(value)
-            secret_pair = pair_name is not None and (self._secret_key(pair_name) or pair_name.lower() in self._drop_headers)
+            secret_pair = pair_name is not None and (
+                self._secret_key(pair_name) or pair_name.lower() in self._drop_headers
+            )
             return [
-                self._redact_under(item, pair_name, depth) if secret_pair and index == 1 else self._walk(item, key, depth)
+                self._redact_under(item, pair_name, depth)
+                if secret_pair and index == 1
+                else self._walk(item, key, depth)
                 for index, item in enumerate(value)
             ]
         if kind is str:
@@ -348,7 +375,9 @@ class Redactor:
                 if hit.detector in self._enabled
             )
         for name, pattern in self._extra:
-            spans.extend((match.start(), match.end(), name) for match in pattern.finditer(text) if match.end() > match.start())
+            spans.extend(
+                (match.start(), match.end(), name) for match in pattern.finditer(text) if match.end() > match.start()
+            )
         return spans
 
     def _scrub(self, text: str, key: str | None, depth: int) -> _Scrubbed:
@@ -411,7 +440,12 @@ class Redactor:
         http = response.get("http")
         body = http.get("body_text") if isinstance(http, dict) else None
         sse = isinstance(body, str) and "data:" in body
-        if isinstance(original, str) and isinstance(content, str) and content != original and isinstance(boundaries, list):
+        if (
+            isinstance(original, str)
+            and isinstance(content, str)
+            and content != original
+            and isinstance(boundaries, list)
+        ):
             edits = self._scrub(original, "content", 0).edits
             remapped = remap_boundaries(boundaries, edits, len(content))
             after = {**after, "stream": {**stream, "boundaries": remapped}}
@@ -420,8 +454,9 @@ class Redactor:
                 body = resplit_sse(body, old_deltas, split_stream(content, remapped))  # type: ignore[arg-type]
         calls, original_calls = response.get("tool_calls"), original_response.get("tool_calls")
         if sse and body is not None and isinstance(calls, list) and calls != original_calls:
-            body = resplit_sse_arguments(body, [orjson.dumps(call.get("arguments")).decode() for call in calls
-                                                if isinstance(call, dict)])
+            body = resplit_sse_arguments(
+                body, [orjson.dumps(call.get("arguments")).decode() for call in calls if isinstance(call, dict)]
+            )
         if sse and isinstance(http, dict) and body != http.get("body_text"):
             body = body if body is not None else "[REDACTED: the raw stream held a secret; see content]"
             after["response"] = {**after["response"], "http": {**http, "body_text": body}}

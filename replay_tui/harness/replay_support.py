@@ -100,5 +100,9 @@ def harness_for_recording(
         wall_clock=options.wall_clock,
         monotonic_clock=options.monotonic_clock,
         random_seed=options.random_seed,
-        run_info=RunInfo(payload["agent"], dict(environment if environment is not None else payload["environment"]), dict(harness_info)),
+        run_info=RunInfo(
+            payload["agent"],
+            dict(environment if environment is not None else payload["environment"]),
+            dict(harness_info),
+        ),
     )

@@ -34,7 +34,9 @@ class EventSink(Protocol):
     ``event_id`` as the parent of the events it causes and feeds it to the reducer.
     """
 
-    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event: ...
+    def emit(
+        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
+    ) -> Event: ...
 
     def close(self) -> None: ...
 
@@ -71,7 +73,9 @@ class RecordedToolError(Exception):
     the recorded code, ``payload`` the whole recorded error object.
     """
 
-    def __init__(self, type_name: str, message: str, code: Any = None, payload: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, type_name: str, message: str, code: Any = None, payload: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.type_name = type_name
         self.message = message

@@ -51,7 +51,9 @@ def assemble_stream(chunks: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any]
         try:
             arguments = orjson.loads(call["arguments"]) if call["arguments"] else {}
         except orjson.JSONDecodeError:
-            raise ValueError(f"streamed tool call {index} ({call['name']}) has arguments that are not JSON: {call['arguments'][:80]!r}") from None
+            raise ValueError(
+                f"streamed tool call {index} ({call['name']}) has arguments that are not JSON: {call['arguments'][:80]!r}"
+            ) from None
         tool_calls.append({"id": call["id"] or f"stream-call-{index}", "name": call["name"], "arguments": arguments})
     response = {"content": "".join(parts), "tool_calls": tool_calls, "finish_reason": finish_reason, "usage": usage}
     return response, {"chunks": count, "boundaries": boundaries}
@@ -124,7 +126,7 @@ def _replace_first_string(value: Any, old: str, new: str) -> Any:
         for index, item in enumerate(value):
             replaced = _replace_first_string(item, old, new)
             if replaced is not None:
-                return [*value[:index], replaced, *value[index + 1:]]
+                return [*value[:index], replaced, *value[index + 1 :]]
     return None
 
 

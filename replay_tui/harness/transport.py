@@ -74,7 +74,9 @@ class JsonlTransport(PluginBase):
     def open(self, run_id: str, path: str | None = None) -> EventSink:
         target = path or self.default_path
         if not target:
-            raise ValueError(f"transport {self.context.plugin_id!r}: no journal path (give one at record time or options.path)")
+            raise ValueError(
+                f"transport {self.context.plugin_id!r}: no journal path (give one at record time or options.path)"
+            )
         target_path = Path(target)
         if not target_path.is_absolute() and path is None:
             target_path = self.context.base_dir / target_path

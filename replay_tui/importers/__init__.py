@@ -21,7 +21,15 @@ from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_
 from .errors import TraceImportError
 from .records import Fidelity, Record, with_leading_input
 
-__all__ = ["FORMATS", "IMPORTER_VERSION", "ImportedJournal", "TraceImportError", "detect_format", "file_sha256", "import_trace"]
+__all__ = [
+    "FORMATS",
+    "IMPORTER_VERSION",
+    "ImportedJournal",
+    "TraceImportError",
+    "detect_format",
+    "file_sha256",
+    "import_trace",
+]
 
 
 @dataclass(frozen=True)
@@ -40,17 +48,22 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def import_trace(src: str | os.PathLike[str], out: str | os.PathLike[str], *, format: str = "auto",
-                 sha256: str | None = None) -> list[ImportedJournal]:
+def import_trace(
+    src: str | os.PathLike[str], out: str | os.PathLike[str], *, format: str = "auto", sha256: str | None = None
+) -> list[ImportedJournal]:
     """Convert ``src`` into ``out``; raises TraceImportError on bad input (nothing is left behind)."""
     path = Path(src)
     if not path.is_file():
         raise TraceImportError(str(path), None, "a trace file (no such file)")
     chosen = detect_format(path) if format == "auto" else format
     if chosen == JOURNAL:
-        raise TraceImportError(str(path), None, "a foreign trace; this is a replay-tui journal already (open it directly)")
+        raise TraceImportError(
+            str(path), None, "a foreign trace; this is a replay-tui journal already (open it directly)"
+        )
     if chosen not in IMPORTERS:
-        raise TraceImportError(str(path), None, f"one of the formats {', '.join(FORMATS)} (detected none; pass --format)")
+        raise TraceImportError(
+            str(path), None, f"one of the formats {', '.join(FORMATS)} (detected none; pass --format)"
+        )
     digest = sha256 or file_sha256(path)
     return IMPORTERS[chosen](path, Path(out), digest)
 
@@ -67,8 +80,15 @@ def _import_otlp(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
         detail = {"spans": trace.spans, "traces": len(trace.trace_ids)}
         counted = trace.fidelity  # counted while spooling: run.started states it before pass two
         started = rfc3339_of_nanos(min(trace.starts)) if any(trace.starts) else None
-        events = write_run(out, trace.items(), run_id=f"otlp-{digest[:12]}",
-                           source=_source(path, OTLP, digest, detail), fidelity=counted, started_at=started, parsed_json=True)
+        events = write_run(
+            out,
+            trace.items(),
+            run_id=f"otlp-{digest[:12]}",
+            source=_source(path, OTLP, digest, detail),
+            fidelity=counted,
+            started_at=started,
+            parsed_json=True,
+        )
     finally:
         trace.close()
     return [ImportedJournal(out, events, counted.label(), detail)]
@@ -96,8 +116,15 @@ def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) 
             fidelity = Fidelity()
             records = list(with_leading_input(iter(run.records), fidelity))
             target = out if len(runs) == 1 else out / f"{run.name}.jsonl"
-            events = write_run(target, records, run_id=run.run_id, source=_source(path, fmt, digest, run.detail),
-                               fidelity=fidelity, initial_state=run.initial_state, started_at=run.started_at)
+            events = write_run(
+                target,
+                records,
+                run_id=run.run_id,
+                source=_source(path, fmt, digest, run.detail),
+                fidelity=fidelity,
+                initial_state=run.initial_state,
+                started_at=run.started_at,
+            )
             written.append(ImportedJournal(target, events, fidelity.label(), run.detail))
     except BaseException:
         if len(runs) > 1:
@@ -117,8 +144,15 @@ def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
         detail = {"trace_id": trace_id, "workflow_name": trace.get("workflow_name"), "group_id": trace.get("group_id")}
         spans = TraceRecords(entry["spans"])
         started = spans.spans[0][1].get("started_at")
-        runs.append(_Run(f"trace-{trace_id}", f"agents-{digest[:12]}-{len(runs) + 1}", list(spans.records()), detail,
-                         started_at=str(started).replace("+00:00", "Z") if started else None))
+        runs.append(
+            _Run(
+                f"trace-{trace_id}",
+                f"agents-{digest[:12]}-{len(runs) + 1}",
+                list(spans.records()),
+                detail,
+                started_at=str(started).replace("+00:00", "Z") if started else None,
+            )
+        )
     return _write_runs(path, out, OPENAI_AGENTS, digest, runs)
 
 
@@ -130,11 +164,25 @@ def _import_inspect(path: Path, out: Path, digest: str) -> list[ImportedJournal]
         records, initial_state = sample_records(path, where, sample)
         spec = log.get("eval") or {}
         sample_id, epoch = sample.get("id"), sample.get("epoch")
-        detail = {"member": where, "sample_id": sample_id, "epoch": epoch, "task": spec.get("task"), "eval_id": spec.get("eval_id"),
-                  "model": spec.get("model")}
+        detail = {
+            "member": where,
+            "sample_id": sample_id,
+            "epoch": epoch,
+            "task": spec.get("task"),
+            "eval_id": spec.get("eval_id"),
+            "model": spec.get("model"),
+        }
         started = str(sample.get("started_at") or "").replace("+00:00", "Z") or None
-        runs.append(_Run(f"sample-{sample_id}-epoch-{epoch}", f"inspect-{digest[:12]}-{sample_id}-{epoch}", records, detail,
-                         initial_state=initial_state, started_at=started))
+        runs.append(
+            _Run(
+                f"sample-{sample_id}-epoch-{epoch}",
+                f"inspect-{digest[:12]}-{sample_id}-{epoch}",
+                records,
+                detail,
+                initial_state=initial_state,
+                started_at=started,
+            )
+        )
     if not runs:
         raise TraceImportError(str(path), None, "at least one sample in the Inspect AI log")
     return _write_runs(path, out, INSPECT, digest, runs)
@@ -149,5 +197,8 @@ def _import_vcr(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
 
 
 IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {
-    OTLP: _import_otlp, OPENAI_AGENTS: _import_agents, INSPECT: _import_inspect, VCR: _import_vcr,
+    OTLP: _import_otlp,
+    OPENAI_AGENTS: _import_agents,
+    INSPECT: _import_inspect,
+    VCR: _import_vcr,
 }

@@ -58,8 +58,11 @@ def read_items(path: Path) -> list[tuple[str, dict[str, Any]]]:
             try:
                 items.append((f"line {number}", orjson.loads(line)))
             except orjson.JSONDecodeError as error:
-                raise TraceImportError(str(path), f"line {number}",
-                                       f"one JSON object of an Agents SDK trace export (cut short or not JSON: {error.msg})") from None
+                raise TraceImportError(
+                    str(path),
+                    f"line {number}",
+                    f"one JSON object of an Agents SDK trace export (cut short or not JSON: {error.msg})",
+                ) from None
     for where, item in items:
         if not isinstance(item, dict) or item.get("object") not in ("trace", "trace.span"):
             raise TraceImportError(str(path), where, 'an Agents SDK export object ("object": "trace" or "trace.span")')
@@ -138,8 +141,13 @@ class TraceRecords:
             if kind == "agent":
                 question = self._first_question(span_id)
                 context = {"agent": data.get("name"), "tools": data.get("tools"), "handoffs": data.get("handoffs")}
-                yield InputRecord(question if question is not None else data.get("name"), source, context=context,
-                                  scope=span_id, at=at)
+                yield InputRecord(
+                    question if question is not None else data.get("name"),
+                    source,
+                    context=context,
+                    scope=span_id,
+                    at=at,
+                )
             elif kind == "generation":
                 record = _generation(data, source, at, scope)
                 pending_calls[scope] = list((record.response or {}).get("tool_calls") or ())
@@ -148,9 +156,16 @@ class TraceRecords:
             elif kind == "response":
                 request: dict[str, Any] = {"model": None, "messages": []}
                 usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-                response = {"content": None, "tool_calls": [], "finish_reason": None, "usage": usage,
-                            "response_id": data.get("response_id")}
-                yield ModelRecord(request, response, source, scope=scope, at=at, content_complete=False, missing=NO_CONTENT)
+                response = {
+                    "content": None,
+                    "tool_calls": [],
+                    "finish_reason": None,
+                    "usage": usage,
+                    "response_id": data.get("response_id"),
+                }
+                yield ModelRecord(
+                    request, response, source, scope=scope, at=at, content_complete=False, missing=NO_CONTENT
+                )
             elif kind == "function":
                 yield _function(span, data, source, at, scope, pending_calls.get(scope, []))
             elif kind == "custom" and (data.get("data") or {}).get("sdk_span_type") in BOOKKEEPING:
@@ -176,8 +191,14 @@ def _generation(data: Mapping[str, Any], source: dict[str, Any], at: str | None,
     return ModelRecord(request, response, source, scope=scope, at=at, content_complete=not missing, missing=missing)
 
 
-def _function(span: Mapping[str, Any], data: Mapping[str, Any], source: dict[str, Any], at: str | None, scope: str | None,
-              pending: list[dict[str, Any]]) -> ToolRecord:
+def _function(
+    span: Mapping[str, Any],
+    data: Mapping[str, Any],
+    source: dict[str, Any],
+    at: str | None,
+    scope: str | None,
+    pending: list[dict[str, Any]],
+) -> ToolRecord:
     name = str(data.get("name") or "function")
     arguments = parse_arguments(data.get("input"))
     call_id = f"span-{source['span_id']}"
@@ -189,12 +210,26 @@ def _function(span: Mapping[str, Any], data: Mapping[str, Any], source: dict[str
     error = None
     if span.get("error"):
         failure = span["error"]
-        error = {"type": "ToolError", "message": str(failure.get("message") if isinstance(failure, dict) else failure),
-                 "code": None, "timeout": False}
+        error = {
+            "type": "ToolError",
+            "message": str(failure.get("message") if isinstance(failure, dict) else failure),
+            "code": None,
+            "timeout": False,
+        }
     output = data.get("output")
     complete = data.get("input") is not None and (output is not None or error is not None)
-    return ToolRecord(call_id, name, arguments, source, result=output,
-                      error=error, duration_ms=_duration_ms(span), scope=scope, at=at, content_complete=complete)
+    return ToolRecord(
+        call_id,
+        name,
+        arguments,
+        source,
+        result=output,
+        error=error,
+        duration_ms=_duration_ms(span),
+        scope=scope,
+        at=at,
+        content_complete=complete,
+    )
 
 
 def _duration_ms(span: Mapping[str, Any]) -> float | None:

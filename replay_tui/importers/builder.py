@@ -90,6 +90,7 @@ class Prepared:
 
 def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, parsed_json: bool = False) -> Prepared:
     """The events of a record, each payload as canonical bytes (``parsed_json``: no JSON round trip needed)."""
+
     def canonical(payload: dict[str, Any]) -> bytes:
         return canonical_json_of_parsed(payload if parsed_json else as_parsed_json(payload))
 
@@ -104,8 +105,15 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
         request_json = canonical_json_of_parsed(record.request if parsed_json else as_parsed_json(record.request))
         request_hash = sha256_hex(request_json)
         diagnostics_json = canonical(diagnostics)
-        request_payload = (b'{"diagnostics":' + diagnostics_json + b',"request":' + request_json + b',"request_hash":"'
-                           + request_hash.encode("ascii") + b'"}')
+        request_payload = (
+            b'{"diagnostics":'
+            + diagnostics_json
+            + b',"request":'
+            + request_json
+            + b',"request_hash":"'
+            + request_hash.encode("ascii")
+            + b'"}'
+        )
         payload = {"request_hash": request_hash, "response": record.response, "diagnostics": diagnostics}
         if record.stream is not None:
             payload["stream"] = record.stream
@@ -164,8 +172,9 @@ class JournalBuilder:
         self.out = Path(out)
         self.parsed_json = parsed_json
         # every payload is plain parsed JSON (see _emit), so the writer takes its fast canonical path
-        self.writer = JournalWriter(self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True,
-                                    flush_lines=False)
+        self.writer = JournalWriter(
+            self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True, flush_lines=False
+        )
         self.steps = 0
         self.step_id: str | None = None
         self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
@@ -174,7 +183,9 @@ class JournalBuilder:
         self.ended = False
         self.last_event_id: str | None = None
 
-    def start(self, source: SourceInfo, fidelity: dict[str, Any], *, initial_state: Any = None, at: str | None = None) -> None:
+    def start(
+        self, source: SourceInfo, fidelity: dict[str, Any], *, initial_state: Any = None, at: str | None = None
+    ) -> None:
         self.state = initial_state
         self.state_hash = json_hash(initial_state)
         payload = {
@@ -209,13 +220,19 @@ class JournalBuilder:
         elif item.kind == "model":
             self.steps += 1
             self.step_id = f"step-{self.steps:02d}"
-            request_id = self._emit(MODEL_REQUEST, item.payloads[0], step=self.step_id, parent=cursor.observation, at=item.at)
-            cursor.response = self._emit(MODEL_RESPONSE, item.payloads[1], step=self.step_id, parent=request_id, at=item.at)
+            request_id = self._emit(
+                MODEL_REQUEST, item.payloads[0], step=self.step_id, parent=cursor.observation, at=item.at
+            )
+            cursor.response = self._emit(
+                MODEL_RESPONSE, item.payloads[1], step=self.step_id, parent=request_id, at=item.at
+            )
             cursor.call_ids = frozenset(item.links)
         elif item.kind == "tool":
             parent = cursor.response if item.links[0] in cursor.call_ids else cursor.observation
             call_id = self._emit(TOOL_CALL, item.payloads[0], step=self.step_id, parent=parent, at=item.at)
-            cursor.observation = self._emit(TOOL_RESULT, item.payloads[1], step=self.step_id, parent=call_id, at=item.at)
+            cursor.observation = self._emit(
+                TOOL_RESULT, item.payloads[1], step=self.step_id, parent=call_id, at=item.at
+            )
         else:
             self._emit(NOTE, item.payloads[0], step=self.step_id, parent=None, at=item.at)
 
@@ -263,17 +280,28 @@ class JournalBuilder:
         self._emit(STATE_TRANSITION, payload, step=self.step_id, parent=self.last_event_id, at=record.at)
         self.state, self.state_hash = after, after_hash
 
-    def _emit(self, kind: str, payload: dict[str, Any] | bytes, *, step: str | None, parent: str | None,
-              at: str | None) -> str:
+    def _emit(
+        self, kind: str, payload: dict[str, Any] | bytes, *, step: str | None, parent: str | None, at: str | None
+    ) -> str:
         if not isinstance(payload, bytes):
             payload = canonical_json_of_parsed(payload if self.parsed_json else as_parsed_json(payload))
-        self.last_event_id = self.writer.append_canonical(kind, payload, step_id=step, parent_event_id=parent,
-                                                          recorded_at=at)
+        self.last_event_id = self.writer.append_canonical(
+            kind, payload, step_id=step, parent_event_id=parent, recorded_at=at
+        )
         return self.last_event_id
 
 
-def write_run(out: str | os.PathLike[str], records: Iterable[Record | Prepared], *, run_id: str, source: SourceInfo,
-              fidelity: Fidelity, initial_state: Any = None, started_at: str | None = None, parsed_json: bool = False) -> int:
+def write_run(
+    out: str | os.PathLike[str],
+    records: Iterable[Record | Prepared],
+    *,
+    run_id: str,
+    source: SourceInfo,
+    fidelity: Fidelity,
+    initial_state: Any = None,
+    started_at: str | None = None,
+    parsed_json: bool = False,
+) -> int:
     """Write a whole run; a half-written journal is removed when the records fail. ``parsed_json``:
     every value in the records came straight out of a JSON parser (no round trip needed)."""
     builder = JournalBuilder(out, run_id=run_id, parsed_json=parsed_json)

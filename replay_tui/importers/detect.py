@@ -58,7 +58,9 @@ def _json_format(text: bytes) -> str:
     if isinstance(first, dict):
         if "resourceSpans" in first or "resourceLogs" in first:
             return OTLP
-        if first.get("object") in ("trace", "trace.span") or (isinstance(first.get("data"), list) and "type" not in first):
+        if first.get("object") in ("trace", "trace.span") or (
+            isinstance(first.get("data"), list) and "type" not in first
+        ):
             return OPENAI_AGENTS
         if isinstance(first.get("eval"), dict):
             return INSPECT

@@ -45,7 +45,9 @@ def samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
     try:
         log = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
-        raise TraceImportError(str(path), f"character {error.pos}", f"an Inspect AI JSON log (cut short or not JSON: {error.msg})") from None
+        raise TraceImportError(
+            str(path), f"character {error.pos}", f"an Inspect AI JSON log (cut short or not JSON: {error.msg})"
+        ) from None
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
         raise TraceImportError(str(path), None, "an Inspect AI log (a JSON object with eval and samples)")
     for index, sample in enumerate(log.get("samples") or ()):
@@ -58,13 +60,17 @@ def _zip_samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, An
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
         if "header.json" not in names and "_journal/start.json" not in names:
-            raise TraceImportError(str(path), "header.json", "the member header.json of an Inspect .eval log (the zip is missing it)")
+            raise TraceImportError(
+                str(path), "header.json", "the member header.json of an Inspect .eval log (the zip is missing it)"
+            )
         header = _member(path, archive, "header.json" if "header.json" in names else "_journal/start.json")
         listed = _listed_samples(path, archive, names)
         present = [name for name in names if _SAMPLE_MEMBER.match(name)]
         for name in listed:
             if name not in names:
-                raise TraceImportError(str(path), name, "a sample member that summaries.json lists (the zip is missing it)")
+                raise TraceImportError(
+                    str(path), name, "a sample member that summaries.json lists (the zip is missing it)"
+                )
         for name in listed or present:
             yield name, _member(path, archive, name), header
 
@@ -84,7 +90,9 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
         try:
             import zipfile_zstd  # type: ignore[import-untyped, unused-ignore]  # noqa: F401  (teaches zipfile the zstd method)
         except ImportError:
-            raise TraceImportError(str(path), name, "zstd support to read it: pip install 'replay-tui[inspect]'") from None
+            raise TraceImportError(
+                str(path), name, "zstd support to read it: pip install 'replay-tui[inspect]'"
+            ) from None
     try:
         return orjson.loads(archive.read(name))
     except orjson.JSONDecodeError as error:
@@ -96,7 +104,7 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
 def resolve_attachments(value: Any, attachments: Mapping[str, Any], where: str, path: Path) -> Any:
     if isinstance(value, str):
         if value.startswith(ATTACHMENT):
-            key = value[len(ATTACHMENT):]
+            key = value[len(ATTACHMENT) :]
             if key not in attachments:
                 raise TraceImportError(str(path), where, f"an attachments entry for {value}")
             return attachments[key]
@@ -113,15 +121,21 @@ def inspect_messages(messages: Any) -> list[dict[str, Any]]:
     for item in messages if isinstance(messages, list) else ():
         if not isinstance(item, Mapping):
             continue
-        calls = [{"id": call.get("id"), "name": call.get("function"), "arguments": call.get("arguments") or {}}
-                 for call in item.get("tool_calls") or ()]
-        normalized.append(message(str(item.get("role") or "user"), _content(item.get("content")), calls, item.get("tool_call_id")))
+        calls = [
+            {"id": call.get("id"), "name": call.get("function"), "arguments": call.get("arguments") or {}}
+            for call in item.get("tool_calls") or ()
+        ]
+        normalized.append(
+            message(str(item.get("role") or "user"), _content(item.get("content")), calls, item.get("tool_call_id"))
+        )
     return normalized
 
 
 def _content(content: Any) -> Any:
     if isinstance(content, list):
-        texts = [str(part.get("text", "")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"]
+        texts = [
+            str(part.get("text", "")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
+        ]
         others = [part for part in content if not (isinstance(part, Mapping) and part.get("type") == "text")]
         if others:
             return [{"type": "text", "content": text} for text in texts] + others
@@ -132,7 +146,9 @@ def _content(content: Any) -> Any:
 def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list[Record], Any]:
     """The records of one sample, and its initial state."""
     attachments = sample.get("attachments") or {}
-    pool = resolve_attachments((sample.get("events_data") or {}).get("messages") or [], attachments, f"{where}: events_data", path)
+    pool = resolve_attachments(
+        (sample.get("events_data") or {}).get("messages") or [], attachments, f"{where}: events_data", path
+    )
     records: list[Record] = []
     initial_state: Any = None
     for index, raw in enumerate(sample.get("events") or ()):
@@ -153,7 +169,11 @@ def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list
             if isinstance(question, list):
                 users = [item["content"] for item in inspect_messages(question) if item["role"] == "user"]
                 question = users[-1] if users else question
-            context = {"sample_id": described.get("id", sample.get("id")), "epoch": sample.get("epoch"), "target": described.get("target")}
+            context = {
+                "sample_id": described.get("id", sample.get("id")),
+                "epoch": sample.get("epoch"),
+                "target": described.get("target"),
+            }
             records.append(InputRecord(question, source, context=context, at=at))
         elif kind == "model":
             records.append(_model(event, pool, source, at))
@@ -162,15 +182,30 @@ def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list
         elif kind == "state":
             records.append(StateRecord(list(event.get("changes") or []), source, at=at))
         elif kind == "store":
-            changes = [{**change, "path": "/store" + str(change.get("path", "")),
-                        **({"from": "/store" + str(change["from"])} if "from" in change else {})}
-                       for change in event.get("changes") or () if isinstance(change, dict)]
+            changes = [
+                {
+                    **change,
+                    "path": "/store" + str(change.get("path", "")),
+                    **({"from": "/store" + str(change["from"])} if "from" in change else {}),
+                }
+                for change in event.get("changes") or ()
+                if isinstance(change, dict)
+            ]
             records.append(StateRecord(changes, source, at=at))
         else:
-            records.append(NoteRecord(_note_text(kind, event), source, data={k: v for k, v in event.items() if k != "uuid"}, at=at))
+            records.append(
+                NoteRecord(_note_text(kind, event), source, data={k: v for k, v in event.items() if k != "uuid"}, at=at)
+            )
     error = sample.get("error")
     output = (sample.get("output") or {}).get("completion")
-    records.append(EndRecord("error" if error else "ok", output, error, at=str(sample.get("completed_at") or "").replace("+00:00", "Z") or None))
+    records.append(
+        EndRecord(
+            "error" if error else "ok",
+            output,
+            error,
+            at=str(sample.get("completed_at") or "").replace("+00:00", "Z") or None,
+        )
+    )
     return records, initial_state
 
 
@@ -191,8 +226,12 @@ def _model(event: dict[str, Any], pool: list[Any], source: dict[str, Any], at: s
     response: dict[str, Any] | None = None
     if choices:
         [reply] = inspect_messages([choices[0].get("message") or {}])
-        response = {"content": reply["content"], "tool_calls": reply.get("tool_calls", []),
-                    "finish_reason": choices[0].get("stop_reason"), "usage": dict(output.get("usage") or {})}
+        response = {
+            "content": reply["content"],
+            "tool_calls": reply.get("tool_calls", []),
+            "finish_reason": choices[0].get("stop_reason"),
+            "usage": dict(output.get("usage") or {}),
+        }
     failure = event.get("error")
     error = {"type": "ModelError", "message": str(failure), "code": None, "timeout": False} if failure else None
     missing = "" if response is not None or error is not None else "no model output captured"
@@ -203,13 +242,25 @@ def _tool(event: dict[str, Any], source: dict[str, Any], at: str | None) -> Tool
     failure = event.get("error")
     error = None
     if isinstance(failure, dict):
-        error = {"type": str(failure.get("type") or "ToolError"), "message": str(failure.get("message") or ""), "code": None,
-                 "timeout": failure.get("type") == "timeout"}
+        error = {
+            "type": str(failure.get("type") or "ToolError"),
+            "message": str(failure.get("message") or ""),
+            "code": None,
+            "timeout": failure.get("type") == "timeout",
+        }
     raw = event.get("arguments")
     arguments: dict[str, Any] = raw if isinstance(raw, dict) else {"value": raw}
     duration = event.get("working_time")
-    return ToolRecord(str(event.get("id")), str(event.get("function")), arguments, source, result=event.get("result"), error=error,
-                      duration_ms=round(float(duration) * 1000, 3) if isinstance(duration, (int, float)) else None, at=at)
+    return ToolRecord(
+        str(event.get("id")),
+        str(event.get("function")),
+        arguments,
+        source,
+        result=event.get("result"),
+        error=error,
+        duration_ms=round(float(duration) * 1000, 3) if isinstance(duration, (int, float)) else None,
+        at=at,
+    )
 
 
 def _note_text(kind: Any, event: Mapping[str, Any]) -> str:

@@ -40,7 +40,9 @@ def json_or_text(value: Any) -> Any:
     return value
 
 
-def message(role: str, content: Any, tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None) -> Message:
+def message(
+    role: str, content: Any, tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None
+) -> Message:
     result: Message = {"role": role, "content": content}
     if tool_calls:
         result["tool_calls"] = tool_calls
@@ -76,7 +78,13 @@ def from_otel_messages(messages: Any) -> list[Message]:
             if kind == "text":
                 texts.append(str(part.get("content") or ""))
             elif kind == "tool_call":
-                calls.append({"id": part.get("id"), "name": part.get("name"), "arguments": parse_arguments(part.get("arguments"))})
+                calls.append(
+                    {
+                        "id": part.get("id"),
+                        "name": part.get("name"),
+                        "arguments": parse_arguments(part.get("arguments")),
+                    }
+                )
             elif kind == "tool_call_response":
                 responses.append(message("tool", json_or_text(part.get("response")), tool_call_id=part.get("id")))
             else:
@@ -118,13 +126,23 @@ def from_openai_chat(messages: Any) -> list[Message]:
             continue
         content = item.get("content")
         if isinstance(content, list):
-            texts = [str(part.get("text", "")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"]
+            texts = [
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, Mapping) and part.get("type") == "text"
+            ]
             others = [part for part in content if not (isinstance(part, Mapping) and part.get("type") == "text")]
             content = _joined(texts, others)
         calls = []
         for call in item.get("tool_calls") or ():
             function = call.get("function") or {}
-            calls.append({"id": call.get("id"), "name": function.get("name"), "arguments": parse_arguments(function.get("arguments"))})
+            calls.append(
+                {
+                    "id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": parse_arguments(function.get("arguments")),
+                }
+            )
         normalized.append(message(str(item.get("role") or "user"), content, calls, item.get("tool_call_id")))
     return normalized
 

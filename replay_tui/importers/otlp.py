@@ -46,7 +46,9 @@ from .records import EndRecord, Fidelity, InputRecord, ModelRecord, NoteRecord, 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 LEGACY_MESSAGE_EVENTS = {
-    "gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.assistant.message": "assistant",
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
 STATUS_ERROR = 2
@@ -105,7 +107,9 @@ def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with open(path, "rb") as handle:
         first = handle.readline()
         if not first.strip():
-            raise TraceImportError(str(path), "line 1", "an OTLP/JSON request (resourceSpans or resourceLogs); the line is empty")
+            raise TraceImportError(
+                str(path), "line 1", "an OTLP/JSON request (resourceSpans or resourceLogs); the line is empty"
+            )
         try:
             yield 1, _request(orjson.loads(first), path, 1)
             one_per_line = True
@@ -116,8 +120,11 @@ def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 yield 1, _request(orjson.loads(rest), path, 1)
             except orjson.JSONDecodeError as error:
-                raise TraceImportError(str(path), f"character {error.pos}",
-                                       f"complete OTLP/JSON (the file is cut short or not JSON: {error.msg})") from None
+                raise TraceImportError(
+                    str(path),
+                    f"character {error.pos}",
+                    f"complete OTLP/JSON (the file is cut short or not JSON: {error.msg})",
+                ) from None
             return
         for number, line in enumerate(handle, start=2):
             if not line.strip():
@@ -125,8 +132,11 @@ def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 yield number, _request(orjson.loads(line), path, number)
             except orjson.JSONDecodeError as error:
-                raise TraceImportError(str(path), f"line {number}",
-                                       f"a complete OTLP/JSON request (the line is cut short or not JSON: {error.msg})") from None
+                raise TraceImportError(
+                    str(path),
+                    f"line {number}",
+                    f"a complete OTLP/JSON request (the line is cut short or not JSON: {error.msg})",
+                ) from None
 
 
 def _request(value: Any, path: Path, line: int) -> dict[str, Any]:
@@ -201,11 +211,23 @@ class OtlpTrace:
         self.trace_ids.add(trace_id)
         start, end = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
         reduced: dict[str, Any] = {
-            "trace": trace_id, "span": span_id, "parent": span.get("parentSpanId") or None, "name": span.get("name"),
-            "start": start, "end": end, "line": line,
-            "op": operation, "attrs": attrs, "status": span.get("status") or {},
-            "events": [{"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
-                       for event in span["events"] if str(event.get("name", "")).startswith("gen_ai.")] if span.get("events") else [],
+            "trace": trace_id,
+            "span": span_id,
+            "parent": span.get("parentSpanId") or None,
+            "name": span.get("name"),
+            "start": start,
+            "end": end,
+            "line": line,
+            "op": operation,
+            "attrs": attrs,
+            "status": span.get("status") or {},
+            "events": [
+                {"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
+                for event in span["events"]
+                if str(event.get("name", "")).startswith("gen_ai.")
+            ]
+            if span.get("events")
+            else [],
         }
         rank = 0 if operation == "invoke_agent" else 1
         key = (start, rank, self.spans)  # the order pass two writes in
@@ -223,8 +245,7 @@ class OtlpTrace:
             links, at = (), rfc3339_of_nanos(start) if start else None
         if kind == "span" or (kind == "model" and not isinstance(attrs.get(EXACT_PAYLOAD), str)):
             payloads += (orjson.dumps(reduced),)  # logs read later may still add to a model call's content
-        header = orjson.dumps([kind, at, trace_id, span_id, links,
-                               [len(payload) for payload in payloads]])
+        header = orjson.dumps([kind, at, trace_id, span_id, links, [len(payload) for payload in payloads]])
         self.starts.append(start)
         self.ends.append(end)
         self.ranks.append(rank)
@@ -257,18 +278,27 @@ class OtlpTrace:
         if operation == "execute_tool":
             complete = EXACT_PAYLOAD in attrs or (
                 ("gen_ai.tool.call.arguments" in attrs or "input.value" in attrs)
-                and ("gen_ai.tool.call.result" in attrs or "output.value" in attrs or _error(span, attrs) is not None))
+                and ("gen_ai.tool.call.result" in attrs or "output.value" in attrs or _error(span, attrs) is not None)
+            )
             self.fidelity.see_tool(complete)
         elif operation in MODEL_OPERATIONS:
             if EXACT_PAYLOAD in attrs:
                 self.fidelity.see_model("")
                 return False
             names = [event.get("name") for event in span["events"]]
-            has_in = "gen_ai.input.messages" in attrs or any(name in LEGACY_MESSAGE_EVENTS for name in names) \
-                or "llm.input_messages.0.message.role" in attrs or "llm.input_messages.0.message.content" in attrs
-            has_out = "gen_ai.output.messages" in attrs or "gen_ai.choice" in names \
-                or "llm.output_messages.0.message.role" in attrs or "llm.output_messages.0.message.content" in attrs \
+            has_in = (
+                "gen_ai.input.messages" in attrs
+                or any(name in LEGACY_MESSAGE_EVENTS for name in names)
+                or "llm.input_messages.0.message.role" in attrs
+                or "llm.input_messages.0.message.content" in attrs
+            )
+            has_out = (
+                "gen_ai.output.messages" in attrs
+                or "gen_ai.choice" in names
+                or "llm.output_messages.0.message.role" in attrs
+                or "llm.output_messages.0.message.content" in attrs
                 or _error(span, attrs) is not None
+            )
             if has_in and has_out:
                 self.fidelity.see_model("")
             else:
@@ -280,7 +310,9 @@ class OtlpTrace:
         for key, has_in, has_out in self._unsure:
             logged = self.content.get(key, {})
             events = [event.get("name") for event in logged.get("events", ())]
-            has_in = has_in or "gen_ai.input.messages" in logged or any(name in LEGACY_MESSAGE_EVENTS for name in events)
+            has_in = (
+                has_in or "gen_ai.input.messages" in logged or any(name in LEGACY_MESSAGE_EVENTS for name in events)
+            )
             has_out = has_out or "gen_ai.output.messages" in logged or "gen_ai.choice" in events
             self.fidelity.see_model(_missing(has_in, has_out))
         self._unsure = []
@@ -297,12 +329,16 @@ class OtlpTrace:
                 if field in attrs:
                     kept[field] = attrs[field]
         else:
-            kept.setdefault("events", []).append({"name": name, "attrs": {**attrs, "body": any_value(record.get("body"))}})
+            kept.setdefault("events", []).append(
+                {"name": name, "attrs": {**attrs, "body": any_value(record.get("body"))}}
+            )
 
     def items(self) -> Iterator[Record | Prepared]:
         """Pass two: every span's events in start-time order (an input first when the trace has none),
         then the run's end: the root agent's answer (or the last model answer) and its status."""
-        keys = [start * 2 + rank for start, rank in zip(self.starts, self.ranks)]  # one int compares faster than a tuple
+        keys = [
+            start * 2 + rank for start, rank in zip(self.starts, self.ranks)
+        ]  # one int compares faster than a tuple
         order = sorted(range(self.spans), key=keys.__getitem__)
         del keys
         self.spool.flush()
@@ -314,7 +350,7 @@ class OtlpTrace:
             kind, when, trace_id, span_id, links, lengths = orjson.loads(entry[:header_end])
             payloads = []
             for length in lengths:
-                payloads.append(entry[header_end:header_end + length])
+                payloads.append(entry[header_end : header_end + length])
                 header_end += length
             item: Record | Prepared
             if kind == "span" or (kind == "model" and len(lengths) == 3 and (trace_id, span_id) in self.content):
@@ -335,7 +371,9 @@ class OtlpTrace:
         end_at = rfc3339_of_nanos(max(self.ends)) if self.ends else None
         answer = self._answer[1] if self._answer is not None else None
         root_answer, failed = (self._root[1], self._root[2]) if self._root is not None else (None, None)
-        yield EndRecord("error" if failed else "ok", root_answer if root_answer is not None else answer, failed, at=end_at)
+        yield EndRecord(
+            "error" if failed else "ok", root_answer if root_answer is not None else answer, failed, at=end_at
+        )
 
     @staticmethod
     def _leads(item: Record | Prepared) -> bool:
@@ -374,10 +412,13 @@ class OtlpTrace:
             users = [item["content"] for item in inputs if item["role"] == "user"]
             context = {"agent": name, **({"agent_id": attrs["gen_ai.agent.id"]} if "gen_ai.agent.id" in attrs else {})}
             return InputRecord(users[-1] if users else name, source, context=context, scope=span["span"], at=at)
-        return NoteRecord(str(span.get("name") or "span"), source, data={"attributes": attrs} if attrs else None, scope=scope, at=at)
+        return NoteRecord(
+            str(span.get("name") or "span"), source, data={"attributes": attrs} if attrs else None, scope=scope, at=at
+        )
 
-    def _model(self, span: dict[str, Any], attrs: dict[str, Any], source: dict[str, Any], at: str | None,
-               scope: str | None) -> ModelRecord:
+    def _model(
+        self, span: dict[str, Any], attrs: dict[str, Any], source: dict[str, Any], at: str | None, scope: str | None
+    ) -> ModelRecord:
         logged = self.content.get((span["trace"], span["span"]), {})
         inputs = json_or_text(attrs.get("gen_ai.input.messages", logged.get("gen_ai.input.messages")))
         outputs = json_or_text(attrs.get("gen_ai.output.messages", logged.get("gen_ai.output.messages")))
@@ -399,41 +440,80 @@ class OtlpTrace:
         if isinstance(system, list) and messages is not None:
             texts = [part.get("content") for part in system if isinstance(part, Mapping) and part.get("type") == "text"]
             messages = [message("system", "".join(str(text) for text in texts))] + messages
-        request: dict[str, Any] = {"model": attrs.get("gen_ai.request.model") or attrs.get("llm.model_name"),
-                                   "messages": messages or []}
-        params = {name[len("gen_ai.request."):]: value for name, value in attrs.items()
-                  if name.startswith("gen_ai.request.") and name != "gen_ai.request.model"}
+        request: dict[str, Any] = {
+            "model": attrs.get("gen_ai.request.model") or attrs.get("llm.model_name"),
+            "messages": messages or [],
+        }
+        params = {
+            name[len("gen_ai.request.") :]: value
+            for name, value in attrs.items()
+            if name.startswith("gen_ai.request.") and name != "gen_ai.request.model"
+        }
         if params:
             request["params"] = params
         finish = attrs.get("gen_ai.response.finish_reasons")
         finish_reason = finish[0] if isinstance(finish, list) and finish else finish
-        usage = {name[len("gen_ai.usage."):]: value for name, value in attrs.items() if name.startswith("gen_ai.usage.")}
+        usage = {
+            name[len("gen_ai.usage.") :]: value for name, value in attrs.items() if name.startswith("gen_ai.usage.")
+        }
         if not usage:
-            usage = {name[len("llm.token_count."):] + "_tokens": value for name, value in attrs.items()
-                     if name in ("llm.token_count.prompt", "llm.token_count.completion")}
+            usage = {
+                name[len("llm.token_count.") :] + "_tokens": value
+                for name, value in attrs.items()
+                if name in ("llm.token_count.prompt", "llm.token_count.completion")
+            }
         response = response_from_messages(output or [], finish_reason, usage)
         error = _error(span, attrs)
         missing = _missing(messages is not None, output is not None or error is not None)
-        return ModelRecord(request, None if error is not None and output is None else response, source, error=error, scope=scope,
-                           at=at, content_complete=not missing, missing=missing)
+        return ModelRecord(
+            request,
+            None if error is not None and output is None else response,
+            source,
+            error=error,
+            scope=scope,
+            at=at,
+            content_complete=not missing,
+            missing=missing,
+        )
 
 
-def _exact(span: dict[str, Any], operation: str, text: str, source: dict[str, Any], at: str | None, scope: str | None,
-           path: Path) -> Record:
+def _exact(
+    span: dict[str, Any],
+    operation: str,
+    text: str,
+    source: dict[str, Any],
+    at: str | None,
+    scope: str | None,
+    path: Path,
+) -> Record:
     """A span exported by replay-tui: its ``replay_tui.payload`` holds the journal's content as it was."""
     try:
         exact = orjson.loads(text)
     except orjson.JSONDecodeError:
-        raise TraceImportError(str(path), f"line {span['line']}, span {span['span']}", f"JSON text in {EXACT_PAYLOAD}") from None
+        raise TraceImportError(
+            str(path), f"line {span['line']}, span {span['span']}", f"JSON text in {EXACT_PAYLOAD}"
+        ) from None
     if not isinstance(exact, dict):
-        raise TraceImportError(str(path), f"line {span['line']}, span {span['span']}", f"a JSON object in {EXACT_PAYLOAD}")
+        raise TraceImportError(
+            str(path), f"line {span['line']}, span {span['span']}", f"a JSON object in {EXACT_PAYLOAD}"
+        )
     if operation == "execute_tool":
-        return ToolRecord(str(exact.get("call_id")), str(exact.get("tool")), parse_arguments(exact.get("arguments")), source,
-                          result=exact.get("result"), error=exact.get("error"), duration_ms=exact.get("duration_ms"), scope=scope, at=at)
+        return ToolRecord(
+            str(exact.get("call_id")),
+            str(exact.get("tool")),
+            parse_arguments(exact.get("arguments")),
+            source,
+            result=exact.get("result"),
+            error=exact.get("error"),
+            duration_ms=exact.get("duration_ms"),
+            scope=scope,
+            at=at,
+        )
     raw_request = exact.get("request")
     request: dict[str, Any] = raw_request if isinstance(raw_request, dict) else {}
-    return ModelRecord(request, exact.get("response"), source, error=exact.get("error"), stream=exact.get("stream"), scope=scope,
-                       at=at)
+    return ModelRecord(
+        request, exact.get("response"), source, error=exact.get("error"), stream=exact.get("stream"), scope=scope, at=at
+    )
 
 
 def _missing(has_input: bool, has_output: bool) -> str:
@@ -461,20 +541,40 @@ def _error(span: Mapping[str, Any], attrs: Mapping[str, Any]) -> dict[str, Any] 
     failed = code in (STATUS_ERROR, "STATUS_CODE_ERROR") or "error.type" in attrs
     if not failed:
         return None
-    return {"type": str(attrs.get("error.type") or "error"), "message": str(status.get("message") or ""), "code": None,
-            "timeout": False}
+    return {
+        "type": str(attrs.get("error.type") or "error"),
+        "message": str(status.get("message") or ""),
+        "code": None,
+        "timeout": False,
+    }
 
 
-def _tool(span: dict[str, Any], attrs: dict[str, Any], source: dict[str, Any], at: str | None, scope: str | None) -> ToolRecord:
-    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or str(span.get("name") or "tool").removeprefix("execute_tool ")
+def _tool(
+    span: dict[str, Any], attrs: dict[str, Any], source: dict[str, Any], at: str | None, scope: str | None
+) -> ToolRecord:
+    name = (
+        attrs.get("gen_ai.tool.name")
+        or attrs.get("tool.name")
+        or str(span.get("name") or "tool").removeprefix("execute_tool ")
+    )
     raw_arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
     raw_result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
     error = _error(span, attrs)
     duration = round((span["end"] - span["start"]) / 1e6, 3) if span["end"] >= span["start"] > 0 else None
     call_id = attrs.get("gen_ai.tool.call.id") or f"span-{span['span']}"
     complete = raw_arguments is not None and (raw_result is not None or error is not None)
-    return ToolRecord(str(call_id), str(name), parse_arguments(raw_arguments), source, result=json_or_text(raw_result), error=error,
-                      duration_ms=duration, scope=scope, at=at, content_complete=complete)
+    return ToolRecord(
+        str(call_id),
+        str(name),
+        parse_arguments(raw_arguments),
+        source,
+        result=json_or_text(raw_result),
+        error=error,
+        duration_ms=duration,
+        scope=scope,
+        at=at,
+        content_complete=complete,
+    )
 
 
 def _legacy_events(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
@@ -488,9 +588,14 @@ def _legacy_events(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] |
         role = LEGACY_MESSAGE_EVENTS.get(str(event.get("name")))
         if role is not None:
             content = body.get("content", attrs.get("content"))
-            calls = [{"id": call.get("id"), "name": (call.get("function") or {}).get("name"),
-                      "arguments": parse_arguments((call.get("function") or {}).get("arguments"))}
-                     for call in body.get("tool_calls") or ()]
+            calls = [
+                {
+                    "id": call.get("id"),
+                    "name": (call.get("function") or {}).get("name"),
+                    "arguments": parse_arguments((call.get("function") or {}).get("arguments")),
+                }
+                for call in body.get("tool_calls") or ()
+            ]
             inputs.append(message(role, content, calls, body.get("id") if role == "tool" else None))
         elif event.get("name") == "gen_ai.choice":
             reply: dict[str, Any] = body["message"] if isinstance(body.get("message"), dict) else body
@@ -501,12 +606,13 @@ def _legacy_events(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] |
 
 def _openinference(attrs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
     """``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``."""
+
     def collect(prefix: str) -> list[dict[str, Any]] | None:
         found: dict[int, dict[str, Any]] = {}
         for name, value in attrs.items():
             if not name.startswith(prefix):
                 continue
-            index_text, _, rest = name[len(prefix):].partition(".message.")
+            index_text, _, rest = name[len(prefix) :].partition(".message.")
             if not index_text.isdigit():
                 continue
             entry = found.setdefault(int(index_text), {"role": "user", "content": None, "tool_calls": {}})
@@ -515,7 +621,7 @@ def _openinference(attrs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | Non
             elif rest == "tool_call_id":
                 entry["tool_call_id"] = value
             elif rest.startswith("tool_calls."):
-                call_index, _, field = rest[len("tool_calls."):].partition(".tool_call.")
+                call_index, _, field = rest[len("tool_calls.") :].partition(".tool_call.")
                 call = entry["tool_calls"].setdefault(call_index, {"id": None, "name": None, "arguments": {}})
                 if field == "id":
                     call["id"] = value
@@ -525,7 +631,14 @@ def _openinference(attrs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | Non
                     call["arguments"] = parse_arguments(value)
         if not found:
             return None
-        return [message(str(entry["role"]), entry["content"], [entry["tool_calls"][key] for key in sorted(entry["tool_calls"])],
-                        entry.get("tool_call_id")) for _, entry in sorted(found.items())]
+        return [
+            message(
+                str(entry["role"]),
+                entry["content"],
+                [entry["tool_calls"][key] for key in sorted(entry["tool_calls"])],
+                entry.get("tool_call_id"),
+            )
+            for _, entry in sorted(found.items())
+        ]
 
     return collect("llm.input_messages."), collect("llm.output_messages.")

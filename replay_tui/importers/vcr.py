@@ -29,28 +29,59 @@ from .records import EndRecord, ModelRecord, Record, ToolRecord
 MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
 TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
 #: Credentials: dropped on import.
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
-                            "openai-organization", "openai-project", "anthropic-api-key"})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-api-key",
+        "api-key",
+        "openai-organization",
+        "openai-project",
+        "anthropic-api-key",
+    }
+)
 #: Headers that describe the attempt or the machine (as the httpx transport leaves them out).
-IGNORED_REQUEST_HEADERS = frozenset({"host", "content-length", "connection", "accept-encoding", "user-agent", "idempotency-key",
-                                     "transfer-encoding", "keep-alive", "te", "upgrade"})
-IGNORED_RESPONSE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
+IGNORED_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "accept-encoding",
+        "user-agent",
+        "idempotency-key",
+        "transfer-encoding",
+        "keep-alive",
+        "te",
+        "upgrade",
+    }
+)
+IGNORED_RESPONSE_HEADERS = frozenset(
+    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+)
 
 
 def load_cassette(path: Path) -> list[Any]:
     try:
         import yaml  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
-        raise TraceImportError(str(path), None, "PyYAML to read a vcrpy cassette: pip install 'replay-tui[vcr]'") from None
+        raise TraceImportError(
+            str(path), None, "PyYAML to read a vcrpy cassette: pip install 'replay-tui[vcr]'"
+        ) from None
     try:
         with open(path, "rb") as handle:
             document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
-        raise TraceImportError(str(path), where, f"a YAML vcrpy cassette ({getattr(error, 'problem', None) or error})") from None
+        raise TraceImportError(
+            str(path), where, f"a YAML vcrpy cassette ({getattr(error, 'problem', None) or error})"
+        ) from None
     if isinstance(document, list):
-        raise TraceImportError(str(path), None, "a vcrpy cassette: a mapping with interactions and version 1 (found a bare list)")
+        raise TraceImportError(
+            str(path), None, "a vcrpy cassette: a mapping with interactions and version 1 (found a bare list)"
+        )
     if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
         raise TraceImportError(str(path), None, "a vcrpy cassette: a mapping with an interactions list")
     if document.get("version") != 1:
@@ -64,8 +95,11 @@ def cassette_records(path: Path) -> Iterator[Record]:
     answer: Any = None
     for index, interaction in enumerate(load_cassette(path)):
         where = f"interactions[{index}]"
-        if not isinstance(interaction, dict) or not isinstance(interaction.get("request"), dict) \
-                or not isinstance(interaction.get("response"), dict):
+        if (
+            not isinstance(interaction, dict)
+            or not isinstance(interaction.get("request"), dict)
+            or not isinstance(interaction.get("response"), dict)
+        ):
             raise TraceImportError(str(path), where, "an interaction with a request and a response mapping")
         record = _interaction(path, where, index, interaction["request"], interaction["response"])
         if isinstance(record, ModelRecord) and record.response is not None:
@@ -136,18 +170,32 @@ def _interaction(path: Path, where: str, index: int, request: dict[str, Any], re
     route = urlsplit(url).path
     if route.endswith(MODEL_PATHS):
         shaped = _model_request(method, url, request.get("headers") or {}, request_bytes)
-        summary, stream = _summary(route, code, _first(raw_headers, "content-type"), parsed_response, response_bytes, path, where)
+        summary, stream = _summary(
+            route, code, _first(raw_headers, "content-type"), parsed_response, response_bytes, path, where
+        )
         error = None
         if not 200 <= code < 300:
-            error = {"type": f"HTTP {code}", "message": str(status.get("message", "")) if isinstance(status, dict) else "", "code": code,
-                     "timeout": False}
+            error = {
+                "type": f"HTTP {code}",
+                "message": str(status.get("message", "")) if isinstance(status, dict) else "",
+                "code": code,
+                "timeout": False,
+            }
         return ModelRecord(shaped, {**summary, "http": http}, source, error=error, stream=stream)
     arguments: dict[str, Any] = {"method": method, "url": url}
     if request_bytes:
         parsed = _json_or_none(request_bytes)
         arguments["body"] = parsed if parsed is not None else request_bytes.decode("utf-8", errors="replace")
-    error = None if code < 400 else {"type": f"HTTP {code}", "message": str(status.get("message", "")) if isinstance(status, dict) else "",
-                                     "code": code, "timeout": False}
+    error = (
+        None
+        if code < 400
+        else {
+            "type": f"HTTP {code}",
+            "message": str(status.get("message", "")) if isinstance(status, dict) else "",
+            "code": code,
+            "timeout": False,
+        }
+    )
     return ToolRecord(f"http-{index + 1}", f"http {urlsplit(url).netloc}", arguments, source, result=http, error=error)
 
 
@@ -170,8 +218,9 @@ def _model_request(method: str, url: str, headers: Mapping[str, Any], body: byte
     return shaped
 
 
-def _summary(route: str, code: int, content_type: str, body: Any, raw: bytes, path: Path,
-             where: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _summary(
+    route: str, code: int, content_type: str, body: Any, raw: bytes, path: Path, where: str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     empty: dict[str, Any] = {"content": None, "tool_calls": [], "finish_reason": None, "usage": {}}
     if not 200 <= code < 300:
         return empty, None
@@ -182,26 +231,55 @@ def _summary(route: str, code: int, content_type: str, body: Any, raw: bytes, pa
     if "choices" in body:
         choice = (body.get("choices") or [{}])[0]
         reply = choice.get("message") or {}
-        calls = [{"id": call.get("id"), "name": (call.get("function") or {}).get("name"),
-                  "arguments": parse_arguments((call.get("function") or {}).get("arguments"))} for call in reply.get("tool_calls") or ()]
-        return {"content": reply.get("content"), "tool_calls": calls, "finish_reason": choice.get("finish_reason"),
-                "usage": dict(body.get("usage") or {})}, None
+        calls = [
+            {
+                "id": call.get("id"),
+                "name": (call.get("function") or {}).get("name"),
+                "arguments": parse_arguments((call.get("function") or {}).get("arguments")),
+            }
+            for call in reply.get("tool_calls") or ()
+        ]
+        return {
+            "content": reply.get("content"),
+            "tool_calls": calls,
+            "finish_reason": choice.get("finish_reason"),
+            "usage": dict(body.get("usage") or {}),
+        }, None
     if body.get("type") == "message":
         blocks = body.get("content") or ()
         text = "".join(block.get("text", "") for block in blocks if block.get("type") == "text")
-        calls = [{"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
-                 for block in blocks if block.get("type") == "tool_use"]
-        return {"content": text or None, "tool_calls": calls, "finish_reason": body.get("stop_reason"),
-                "usage": dict(body.get("usage") or {})}, None
+        calls = [
+            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
+            for block in blocks
+            if block.get("type") == "tool_use"
+        ]
+        return {
+            "content": text or None,
+            "tool_calls": calls,
+            "finish_reason": body.get("stop_reason"),
+            "usage": dict(body.get("usage") or {}),
+        }, None
     if body.get("object") == "response":
         texts, calls = [], []
         for item in body.get("output") or ():
             if item.get("type") == "message":
-                texts += [part.get("text", "") for part in item.get("content") or () if part.get("type") == "output_text"]
+                texts += [
+                    part.get("text", "") for part in item.get("content") or () if part.get("type") == "output_text"
+                ]
             elif item.get("type") == "function_call":
-                calls.append({"id": item.get("call_id"), "name": item.get("name"), "arguments": parse_arguments(item.get("arguments"))})
-        return {"content": "".join(texts) or None, "tool_calls": calls, "finish_reason": body.get("status"),
-                "usage": dict(body.get("usage") or {})}, None
+                calls.append(
+                    {
+                        "id": item.get("call_id"),
+                        "name": item.get("name"),
+                        "arguments": parse_arguments(item.get("arguments")),
+                    }
+                )
+        return {
+            "content": "".join(texts) or None,
+            "tool_calls": calls,
+            "finish_reason": body.get("status"),
+            "usage": dict(body.get("usage") or {}),
+        }, None
     return {**empty, "usage": dict(body.get("usage") or {})}, None
 
 
@@ -234,22 +312,33 @@ def _stream(text: str, path: Path, where: str) -> tuple[dict[str, Any], dict[str
             finish = choice.get("finish_reason") or finish
         if kind == "content_block_start" and (event.get("content_block") or {}).get("type") == "tool_use":
             block = event["content_block"]
-            calls[int(event.get("index", 0))] = {"id": block.get("id"), "name": block.get("name") or "", "arguments": ""}
+            calls[int(event.get("index", 0))] = {
+                "id": block.get("id"),
+                "name": block.get("name") or "",
+                "arguments": "",
+            }
         elif kind == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta":
                 delta_text += delta.get("text", "")
             elif delta.get("type") == "input_json_delta":
-                calls.setdefault(int(event.get("index", 0)), {"id": None, "name": "", "arguments": ""})["arguments"] += \
-                    delta.get("partial_json", "")
+                calls.setdefault(int(event.get("index", 0)), {"id": None, "name": "", "arguments": ""})[
+                    "arguments"
+                ] += delta.get("partial_json", "")
         elif kind == "message_delta":
             finish = (event.get("delta") or {}).get("stop_reason") or finish
         usage.update(event.get("usage") or (event.get("message") or {}).get("usage") or {})
         parts.append(delta_text)
         length += len(delta_text)
         boundaries.append(length)
-    tool_calls = [{"id": calls[i]["id"] or f"stream-call-{i}", "name": calls[i]["name"], "arguments": parse_arguments(calls[i]["arguments"])}
-                  for i in sorted(calls)]
+    tool_calls = [
+        {
+            "id": calls[i]["id"] or f"stream-call-{i}",
+            "name": calls[i]["name"],
+            "arguments": parse_arguments(calls[i]["arguments"]),
+        }
+        for i in sorted(calls)
+    ]
     response = {"content": "".join(parts), "tool_calls": tool_calls, "finish_reason": finish, "usage": usage}
     return response, {"chunks": len(boundaries), "boundaries": boundaries}
 

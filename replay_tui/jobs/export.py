@@ -32,9 +32,12 @@ class ExportJob(Job[ExportRequest, str]):
         journal = open_journal(request.path)
         try:
             replay = load_replay_result(request.replay_result, request.path) if request.replay_result else None
-            report = build_report(journal, replay=replay,
-                                  progress=lambda _stage, fraction: progress(round(fraction * STEPS), STEPS),
-                                  cancelled=cancelled)
+            report = build_report(
+                journal,
+                replay=replay,
+                progress=lambda _stage, fraction: progress(round(fraction * STEPS), STEPS),
+                cancelled=cancelled,
+            )
             size = write_report(report, request.output, "md" if request.format == "md" else "html")
         except ExportError as error:
             raise JobError(str(error)) from None

@@ -14,13 +14,13 @@ from .stats import StatsJob
 from .verify import VerifyJob
 
 _ALL: tuple[Job[Any, Any], ...] = (
-        VerifyJob(),
-        SecretScanJob(),
-        ExportJob(),
-        EnvironmentJob(),
-        StatsJob(),
-        SearchJob(),
-        FilterJob(),
+    VerifyJob(),
+    SecretScanJob(),
+    ExportJob(),
+    EnvironmentJob(),
+    StatsJob(),
+    SearchJob(),
+    FilterJob(),
     ReplayJob(),
 )
 JOBS: dict[str, Job[Any, Any]] = {job.name: job for job in _ALL}

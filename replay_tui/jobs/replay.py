@@ -37,8 +37,13 @@ class ReplayJob(Job[ReplayJobRequest, ReplayOutcome]):
             if request.on_progress is not None:
                 request.on_progress(step)
 
-        runner = ReplayRunner(request.spec, timeout_s=request.timeout_s, on_progress=on_progress,
-                              on_message=request.on_message, cwd=request.cwd)
+        runner = ReplayRunner(
+            request.spec,
+            timeout_s=request.timeout_s,
+            on_progress=on_progress,
+            on_message=request.on_message,
+            cwd=request.cwd,
+        )
         if request.on_runner is not None:
             request.on_runner(runner)
         done = threading.Event()

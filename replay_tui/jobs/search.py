@@ -30,8 +30,16 @@ class SearchJob(Job[SearchRequest, "int | None"]):
 
     def run(self, request: SearchRequest, progress: ProgressCallback, cancelled: CancelCheck) -> int | None:
         total = len(request.journal)
-        return find_next(request.journal, request.query, request.start, request.direction, wrap=True,
-                         cancelled=cancelled, replay=request.replay, progress=lambda done: progress(done, total))
+        return find_next(
+            request.journal,
+            request.query,
+            request.start,
+            request.direction,
+            wrap=True,
+            cancelled=cancelled,
+            replay=request.replay,
+            progress=lambda done: progress(done, total),
+        )
 
 
 @dataclass(frozen=True)
@@ -50,8 +58,13 @@ class FilterJob(Job[FilterRequest, "array[int]"]):
 
     def run(self, request: FilterRequest, progress: ProgressCallback, cancelled: CancelCheck) -> array[int]:
         rows, total = request.rows, len(request.journal)
-        for position in matching_positions(request.journal, request.query, cancelled=cancelled,
-                                           replay=request.replay, progress=lambda done: progress(done, total)):
+        for position in matching_positions(
+            request.journal,
+            request.query,
+            cancelled=cancelled,
+            replay=request.replay,
+            progress=lambda done: progress(done, total),
+        ):
             rows.append(position)
             if len(rows) == FIRST_SCREENFUL and request.on_rows is not None:
                 request.on_rows(rows, position + 1)

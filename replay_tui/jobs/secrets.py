@@ -26,8 +26,9 @@ class SecretScanJob(Job[SecretScanRequest, list[int]]):
     def run(self, request: SecretScanRequest, progress: ProgressCallback, cancelled: CancelCheck) -> list[int]:
         journal = open_journal(request.path)
         try:
-            report = scan_events(journal.events(0, request.end), total=request.end, progress=progress,
-                                 cancelled=cancelled)
+            report = scan_events(
+                journal.events(0, request.end), total=request.end, progress=progress, cancelled=cancelled
+            )
         finally:
             journal.close()
         return sorted(report.flagged_seqs)

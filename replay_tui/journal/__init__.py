@@ -4,7 +4,14 @@ Nothing here imports Textual or agent code; every other package builds on this.
 """
 
 from .canonical import CanonicalizationError, canonical_json, canonical_json_of_parsed
-from .errors import JournalError, JournalOpenError, MalformedLineError, SchemaError, UnknownKindError, UnsupportedVersionError
+from .errors import (
+    JournalError,
+    JournalOpenError,
+    MalformedLineError,
+    SchemaError,
+    UnknownKindError,
+    UnsupportedVersionError,
+)
 from .hashing import call_key_of, event_hash_of, hash_value
 from .migrations import Migration, register_migration
 from .model import KINDS, OBSERVATION_KINDS, SCHEMA_VERSION, Event, validate_event

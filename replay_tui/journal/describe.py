@@ -170,7 +170,9 @@ def _report(kind: str, payload: dict[str, Any]) -> str:
         return f"call {_name(payload.get('tool'))}({arguments_text(payload.get('arguments'))})"
     if kind == TOOL_RESULT:
         duration = payload.get("duration_ms")
-        took = f" after {duration:g} ms" if isinstance(duration, (int, float)) and not isinstance(duration, bool) else ""
+        took = (
+            f" after {duration:g} ms" if isinstance(duration, (int, float)) and not isinstance(duration, bool) else ""
+        )
         error = payload.get("error")
         if isinstance(error, dict):
             verb = "timed out" if is_timeout(error) else "failed"

@@ -54,38 +54,83 @@ def _basic_credentials(value: str) -> bool:
 _START = r"(?<![A-Za-z0-9])"  # a token starts here ('_', '-' and punctuation may precede it)
 
 FORMATS: tuple[Format, ...] = (
-    Format("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----END))*"
-           r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?", ("PRIVATE KEY",), "PrivateKeyDetector"),
-    Format("aws-access-key-id", _START + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[0-9A-Z]{16}",
-           ("A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|3T)",), "AWSKeyDetector"),
-    Format("github-token", _START + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
-           ("gh[pousr]_", "github_pat_"), "GitHubTokenDetector"),
-    Format("gitlab-token", _START + r"gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-[A-Za-z0-9_-]{20,}",
-           ("gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-",), "GitLabTokenDetector"),
+    Format(
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----END))*"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?",
+        ("PRIVATE KEY",),
+        "PrivateKeyDetector",
+    ),
+    Format(
+        "aws-access-key-id",
+        _START + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[0-9A-Z]{16}",
+        ("A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|3T)",),
+        "AWSKeyDetector",
+    ),
+    Format(
+        "github-token",
+        _START + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        ("gh[pousr]_", "github_pat_"),
+        "GitHubTokenDetector",
+    ),
+    Format(
+        "gitlab-token",
+        _START + r"gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-[A-Za-z0-9_-]{20,}",
+        ("gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-",),
+        "GitLabTokenDetector",
+    ),
     Format("anthropic-key", _START + r"sk-ant-(?:api|admin|oat)[0-9]{2}-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
     Format("openai-key", _START + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", ("sk-",), "OpenAIDetector"),
     Format("slack-token", _START + r"xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), "SlackDetector"),
-    Format("slack-webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+",
-           (r"hooks\.slack",), "SlackDetector"),
+    Format(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+",
+        (r"hooks\.slack",),
+        "SlackDetector",
+    ),
     Format("stripe-key", _START + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", ("k_(?:live|test)_",), "StripeDetector"),
     Format("google-api-key", r"AIza[0-9A-Za-z_-]{35}", ("AIza",)),
     Format("sendgrid-key", _START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", (r"SG\.",), "SendGridDetector"),
     Format("npm-token", _START + r"npm_[A-Za-z0-9]{36}", ("npm_",), "NpmDetector"),
     Format("pypi-token", _START + r"pypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-AgE",), "PypiTokenDetector"),
     Format("twilio-key", _START + r"SK[0-9a-fA-F]{32}", ("SK[0-9a-fA-F]",), "TwilioKeyDetector"),
-    Format("discord-bot-token", _START + r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",
-           (r"\.[A-Za-z0-9_-]{6}\.",), "DiscordBotTokenDetector"),
+    Format(
+        "discord-bot-token",
+        _START + r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",
+        (r"\.[A-Za-z0-9_-]{6}\.",),
+        "DiscordBotTokenDetector",
+    ),
     Format("telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", (":AA",), "TelegramBotTokenDetector"),
-    Format("azure-storage-key", r"(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
-           (), "AzureStorageKeyDetector", folded=("accountkey=", "sharedaccesskey=")),
+    Format(
+        "azure-storage-key",
+        r"(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
+        (),
+        "AzureStorageKeyDetector",
+        folded=("accountkey=", "sharedaccesskey="),
+    ),
     Format("jwt", _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", ("eyJ",), "JwtTokenDetector"),
     # short values only with a digit, so prose ("bearer tokens are...") is not a token
-    Format("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*|(?=[A-Za-z._~+/-]{0,14}[0-9])"
-           r"[A-Za-z0-9._~+/-]{6,15}(?![A-Za-z0-9._~+/-])=*)", (), folded=("bearer",)),
-    Format("basic-auth", r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})", (), "BasicAuthDetector",
-           check=_basic_credentials, folded=("basic",)),
-    Format("url-password", r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]{1,200})@", ("://",),
-           "BasicAuthDetector"),
+    Format(
+        "bearer-token",
+        r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*|(?=[A-Za-z._~+/-]{0,14}[0-9])"
+        r"[A-Za-z0-9._~+/-]{6,15}(?![A-Za-z0-9._~+/-])=*)",
+        (),
+        folded=("bearer",),
+    ),
+    Format(
+        "basic-auth",
+        r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})",
+        (),
+        "BasicAuthDetector",
+        check=_basic_credentials,
+        folded=("basic",),
+    ),
+    Format(
+        "url-password",
+        r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]{1,200})@",
+        ("://",),
+        "BasicAuthDetector",
+    ),
 )
 
 FORMAT_NAMES = tuple(f.name for f in FORMATS)
@@ -119,7 +164,9 @@ _NOT_SENSITIVE_NAME = (
     r"expiry|expires|expiresat|expiresin|scope|scopes|usage|details)$"
 )
 #: Whole names that are always sensitive (checked before the exceptions above).
-ALWAYS_SENSITIVE = frozenset({"pass", "pw", "sig", "sessionid", "sessid", "phpsessid", "jsessionid", "connectionstring"})
+ALWAYS_SENSITIVE = frozenset(
+    {"pass", "pw", "sig", "sessionid", "sessid", "phpsessid", "jsessionid", "connectionstring"}
+)
 #: Lower-case literals one of which every sensitive name contains (a cheap gate before a parse).
 NAME_HINTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "sess", "bearer", "sig", "connection")
 _PLACEHOLDER = (
@@ -385,9 +432,17 @@ def find_secrets(text: str, key: str | None = None, *, first: bool = False, dept
             index = int(match.lastgroup[1:])  # type: ignore[index]
             fmt = FORMATS[index]
             span = match.span(f"s{index}") if f"s{index}" in patterns.formats.groupindex else match.span()
-            secret = text[span[0]:span[1]]
-            if span[0] < 0 or fmt.check is not None and not fmt.check(secret) or secret[:1] == "[" and is_placeholder(secret):
-                position = match.start() + 1  # not this one; a real one may start inside it ("basic Basic dXNlcjpwdw==")
+            secret = text[span[0] : span[1]]
+            if (
+                span[0] < 0
+                or fmt.check is not None
+                and not fmt.check(secret)
+                or secret[:1] == "["
+                and is_placeholder(secret)
+            ):
+                position = (
+                    match.start() + 1
+                )  # not this one; a real one may start inside it ("basic Basic dXNlcjpwdw==")
                 continue
             position = match.end()
             hits.append(Hit(span[0], span[1], fmt.name))

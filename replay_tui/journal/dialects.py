@@ -50,7 +50,18 @@ _DATA_FIELDS = {
     "user_message": {"role", "content", "text"},
     "model_request": None,  # the whole data is the request
     "model_response": {"content", "tool_calls", "finish_reason", "usage", "request"},
-    "tool_invocation": {"tool", "name", "input", "arguments", "call_id", "id", "error", "output", "result", "duration_ms"},
+    "tool_invocation": {
+        "tool",
+        "name",
+        "input",
+        "arguments",
+        "call_id",
+        "id",
+        "error",
+        "output",
+        "result",
+        "duration_ms",
+    },
     "session_ended": {"status", "output", "error"},
 }
 _ALWAYS_MAPPED = frozenset({"step_id", "parent_event_id", "parent_id"})
@@ -71,7 +82,9 @@ def _unmapped(obj: dict[str, Any], data: dict[str, Any], line_type: Any) -> dict
     extra: dict[str, Any] = {name: value for name, value in obj.items() if name not in _LINE_FIELDS}
     mapped = _DATA_FIELDS.get(line_type) if isinstance(line_type, str) else None
     if mapped is not None:
-        unmapped_data = {name: value for name, value in data.items() if name not in mapped and name not in _ALWAYS_MAPPED}
+        unmapped_data = {
+            name: value for name, value in data.items() if name not in mapped and name not in _ALWAYS_MAPPED
+        }
         if unmapped_data:
             extra["data"] = unmapped_data
     return extra
@@ -131,7 +144,12 @@ def type_data_to_v1(obj: Any, first_seq: int) -> list[dict[str, Any]]:
             )
         ]
     if line_type == "user_message":
-        return [event("input.received", {"role": str(data.get("role", "user")), "content": data.get("content", data.get("text"))})]
+        return [
+            event(
+                "input.received",
+                {"role": str(data.get("role", "user")), "content": data.get("content", data.get("text"))},
+            )
+        ]
     if line_type == "model_request":
         return [event("model.request", {"request_hash": hash_value(data), "request": data})]
     if line_type == "model_response":
@@ -163,5 +181,14 @@ def type_data_to_v1(obj: Any, first_seq: int) -> list[dict[str, Any]]:
         return [call, event("tool.result", result_payload, 1, parent=source_id)]
     if line_type == "session_ended":
         status = data.get("status", "ok")
-        return [event("run.ended", {"status": status if status in ("ok", "error", "cancelled") else "error", "output": data.get("output"), "error": data.get("error")})]
+        return [
+            event(
+                "run.ended",
+                {
+                    "status": status if status in ("ok", "error", "cancelled") else "error",
+                    "output": data.get("output"),
+                    "error": data.get("error"),
+                },
+            )
+        ]
     raise UnknownKindError("type", "one of " + ", ".join(_TYPE_DATA_KINDS), line_type, seq=first_seq)

@@ -22,7 +22,13 @@ from typing import Any
 from .hashing import hash_value
 
 LOCKFILES = (
-    "uv.lock", "poetry.lock", "pdm.lock", "pylock.toml", "Pipfile.lock", "requirements.lock", "requirements.txt",
+    "uv.lock",
+    "poetry.lock",
+    "pdm.lock",
+    "pylock.toml",
+    "Pipfile.lock",
+    "requirements.lock",
+    "requirements.txt",
 )
 
 
@@ -50,7 +56,11 @@ def lockfile_hash(directory: Path) -> dict[str, Any]:
             if candidate.is_file():
                 return {"source": name, "hash": "sha256:" + hashlib.sha256(candidate.read_bytes()).hexdigest()}
     installed = sorted(
-        {f"{dist.metadata['Name']}=={dist.version}".lower() for dist in metadata.distributions() if dist.metadata["Name"]}
+        {
+            f"{dist.metadata['Name']}=={dist.version}".lower()
+            for dist in metadata.distributions()
+            if dist.metadata["Name"]
+        }
     )
     return {"source": "installed-distributions", "hash": hash_value(installed)}
 

@@ -36,6 +36,7 @@ OBSERVATION_KINDS = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_D
 #: Fields that describe the recording, not the run; excluded from logical comparison.
 DIAGNOSTIC_FIELDS = frozenset({"recorded_at", "duration_ms", "diagnostics"})
 
+
 @dataclass(frozen=True)
 class Check:
     """A field type: what a message says it expects, and a Python test of ``v``."""
@@ -201,7 +202,9 @@ def _explain_envelope(obj: dict[str, Any]) -> None:
             raise SchemaError(field, check.expected, value, seq=seq)
     version = obj.get("schema_version", _ABSENT)
     if not _SCHEMA_VERSION(version):
-        raise SchemaError("schema_version", _SCHEMA_VERSION.expected, missing() if version is _ABSENT else version, seq=seq)
+        raise SchemaError(
+            "schema_version", _SCHEMA_VERSION.expected, missing() if version is _ABSENT else version, seq=seq
+        )
 
 
 def check_event(obj: Any) -> None:
@@ -216,7 +219,9 @@ def check_event(obj: Any) -> None:
             raise UnknownKindError("kind", "one of " + ", ".join(sorted(KINDS)), obj["kind"], seq=obj["seq"])
         _explain_payload(obj)
     event_hash = obj.get("event_hash")
-    if event_hash is not None and not (type(event_hash) is str and len(event_hash) == 71 and event_hash.startswith("sha256:")):
+    if event_hash is not None and not (
+        type(event_hash) is str and len(event_hash) == 71 and event_hash.startswith("sha256:")
+    ):
         raise SchemaError("event_hash", _HASH.expected, event_hash, seq=obj["seq"])
 
 

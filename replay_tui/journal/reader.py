@@ -30,7 +30,6 @@ INDEX_BATCH_BYTES = 16 * 1024 * 1024
 SHARD_SUFFIXES = (".jsonl", ".jsonl.gz")
 
 
-
 @dataclass(frozen=True)
 class RefreshResult:
     """What changed on disk since the last refresh."""
@@ -55,9 +54,7 @@ def _too_long(size: int, limit: int) -> str:
 def parse_line(data: bytes, *, path: str, line: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Any:
     """``orjson.loads`` with errors that say where and what was expected, duplicate keys included."""
     if len(data) > max_line_bytes:
-        raise MalformedLineError(
-            _too_long(len(data), max_line_bytes), path=path, line=line
-        )
+        raise MalformedLineError(_too_long(len(data), max_line_bytes), path=path, line=line)
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as error:
@@ -70,7 +67,9 @@ def parse_line(data: bytes, *, path: str, line: int, max_line_bytes: int = DEFAU
             raise MalformedLineError("line nests deeper than 1024 levels", path=path, line=line) from None
         raise MalformedLineError(f"line is not valid JSON ({text})", path=path, line=line) from None
     if type(obj) is not dict:
-        kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(type(obj), "null")
+        kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(obj), "null"
+        )
         raise MalformedLineError(f"line is {kind}, expected a JSON object (one event per line)", path=path, line=line)
     check_duplicate_keys(obj, data, path=path, line=line)
     return obj
@@ -122,9 +121,7 @@ class Journal:
         if self.is_directory:
             shards = list_shards(self.path)
             if not shards and not self.allow_empty:
-                raise JournalOpenError(
-                    "directory holds no journal shards (*.jsonl or *.jsonl.gz)", path=str(self.path)
-                )
+                raise JournalOpenError("directory holds no journal shards (*.jsonl or *.jsonl.gz)", path=str(self.path))
             segments = [Segment(p, self.max_line_bytes) for p in shards]
             segments.sort(key=self._first_seq_of)
             self.segments = segments

@@ -53,7 +53,9 @@ _UNSAFE_MULTILINE = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
 _UNSAFE = re.compile(f"[\t\n{_CONTROLS}{_INVISIBLE}]")
 # The part of the above that str.isprintable() lets through (invisible letters and marks): text that is
 # printable and holds none of these is already safe, which a small class checks faster than the full one.
-_PRINTABLE_INVISIBLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0e\uffa0\U000e0100-\U000e01ef]")
+_PRINTABLE_INVISIBLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0e\uffa0\U000e0100-\U000e01ef]"
+)
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _WHITESPACE_RUN = re.compile(r"[ ]{2,}")
 
@@ -170,8 +172,11 @@ def _deep_json(value: Any, indent: int | None, sort_keys: bool) -> str:
             entries = [(None, element) for element in item]
             opener, closer = "[", "]"
         else:
-            parts.append(json.dumps(item, ensure_ascii=False, default=str) if not isinstance(item, (dict, list, tuple))
-                         else ("{}" if isinstance(item, dict) else "[]"))
+            parts.append(
+                json.dumps(item, ensure_ascii=False, default=str)
+                if not isinstance(item, (dict, list, tuple))
+                else ("{}" if isinstance(item, dict) else "[]")
+            )
             continue
         inner = "" if indent is None else "\n" + " " * (indent * (depth + 1))
         outer = "" if indent is None else "\n" + " " * (indent * depth)

@@ -54,8 +54,12 @@ def signed_message(kind: str, run_id: str, head_seq: int, head_hash: str, key_id
     """The exact bytes a seal signs (see the module docstring)."""
     return canonical_json(
         {
-            "purpose": PURPOSE, "kind": kind, "run_id": run_id,
-            "head_seq": head_seq, "head_hash": head_hash, "key_id": key_id,
+            "purpose": PURPOSE,
+            "kind": kind,
+            "run_id": run_id,
+            "head_seq": head_seq,
+            "head_hash": head_hash,
+            "key_id": key_id,
         }
     )
 

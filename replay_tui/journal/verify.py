@@ -62,8 +62,22 @@ NOT_SEALED = "not_sealed"
 UNSEALED_TAIL = "unsealed_tail"
 TOO_MANY_FAULTS = "too_many_faults"
 FAULT_KINDS = (
-    MODIFIED, DELETED, REORDERED, DUPLICATE, BROKEN_LINK, TRUNCATED, MALFORMED, SCHEMA, UNKNOWN_KIND,
-    UNSUPPORTED_VERSION, DUPLICATE_KEY, EVENT_AFTER_END, BAD_SEAL, WRONG_KEY, NOT_SEALED, UNSEALED_TAIL,
+    MODIFIED,
+    DELETED,
+    REORDERED,
+    DUPLICATE,
+    BROKEN_LINK,
+    TRUNCATED,
+    MALFORMED,
+    SCHEMA,
+    UNKNOWN_KIND,
+    UNSUPPORTED_VERSION,
+    DUPLICATE_KEY,
+    EVENT_AFTER_END,
+    BAD_SEAL,
+    WRONG_KEY,
+    NOT_SEALED,
+    UNSEALED_TAIL,
     TOO_MANY_FAULTS,
 )
 
@@ -93,7 +107,9 @@ class Fault:
     @property
     def where(self) -> str:
         parts = (
-            self.path, f"line {self.line}" if self.line is not None else "", f"seq {self.seq}" if self.seq is not None else ""
+            self.path,
+            f"line {self.line}" if self.line is not None else "",
+            f"seq {self.seq}" if self.seq is not None else "",
         )
         return ", ".join(part for part in parts if part)
 
@@ -232,7 +248,14 @@ def _link_fault(previous: _Link | None, current: _Link, next_seq: int | None) ->
     seq = current.seq
     where = (current.path, current.line)
     if previous and current.run_id != previous.run_id:
-        return Fault(SCHEMA, "The event belongs to another run.", *where, seq, f"run_id {previous.run_id}", f"run_id {current.run_id}")
+        return Fault(
+            SCHEMA,
+            "The event belongs to another run.",
+            *where,
+            seq,
+            f"run_id {previous.run_id}",
+            f"run_id {current.run_id}",
+        )
     if seq == prev_seq:
         return Fault(DUPLICATE, f"Seq {seq} appears twice (again on this line).", *where, seq)
     if seq < prev_seq:
@@ -241,13 +264,21 @@ def _link_fault(previous: _Link | None, current: _Link, next_seq: int | None) ->
         missing = prev_seq + 1
         if next_seq is not None and next_seq < seq:
             return Fault(
-                REORDERED, f"Seq {seq} comes before seq {next_seq}: events are out of order.", *where, missing,
-                f"seq {missing}", f"seq {seq}",
+                REORDERED,
+                f"Seq {seq} comes before seq {next_seq}: events are out of order.",
+                *where,
+                missing,
+                f"seq {missing}",
+                f"seq {seq}",
             )
         span = f" to {seq - 1} are" if seq - 1 > missing else " is"
         return Fault(
-            DELETED, f"Seq {missing}{span} missing: the next event on this line is seq {seq}.", *where, missing,
-            f"prev_event_hash {prev_hash}", f"prev_event_hash {current.prev_hash}",
+            DELETED,
+            f"Seq {missing}{span} missing: the next event on this line is seq {seq}.",
+            *where,
+            missing,
+            f"prev_event_hash {prev_hash}",
+            f"prev_event_hash {current.prev_hash}",
         )
     if current.prev_hash != prev_hash:
         message = (
@@ -257,7 +288,9 @@ def _link_fault(previous: _Link | None, current: _Link, next_seq: int | None) ->
         )
         return Fault(BROKEN_LINK, message, *where, seq, str(prev_hash), str(current.prev_hash))
     if seq == 1 and current.kind != RUN_STARTED:
-        return Fault(SCHEMA, "A journal starts with run.started.", *where, seq, "kind run.started", f"kind {current.kind}")
+        return Fault(
+            SCHEMA, "A journal starts with run.started.", *where, seq, "kind run.started", f"kind {current.kind}"
+        )
     return None
 
 
@@ -324,7 +357,10 @@ def _after_end_fault(kind: str, seq: int, closing: tuple[str, int], path: str, l
         EVENT_AFTER_END,
         f"A {quoted(kind)} event comes after the {closed_by} at seq {closed_at}: a run ends once, and only a "
         "run.sealed may follow its run.ended. Events were appended to a finished run.",
-        path, line, seq, f"nothing after seq {closed_at}" if closed_by == RUN_SEALED else "end of the journal",
+        path,
+        line,
+        seq,
+        f"nothing after seq {closed_at}" if closed_by == RUN_SEALED else "end of the journal",
         f"kind {quoted(kind)}",
     )
 
@@ -379,7 +415,8 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                     TOO_MANY_FAULTS,
                     f"More than {MAX_CONSECUTIVE_FAULTS} faulty lines in a row: the check stops here "
                     "(what follows is not a journal).",
-                    path, fault.line,
+                    path,
+                    fault.line,
                 )
             )
             result.stopped = result.capped = True
@@ -424,7 +461,9 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                     claimed = obj.pop("event_hash", None)
                 except (ValueError, AttributeError, TypeError):
                     try:
-                        obj = parse_line(data, path=path, line=line_no, max_line_bytes=max_line_bytes)  # the clear error
+                        obj = parse_line(
+                            data, path=path, line=line_no, max_line_bytes=max_line_bytes
+                        )  # the clear error
                     except JournalError as error:
                         if line_fault(_fault_from_error(error)):
                             return result
@@ -439,7 +478,10 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                         body = canonical_json_of_parsed(obj)
                     except CanonicalizationError as error:
                         fault = Fault(
-                            MALFORMED, f"The event has no canonical JSON form, so it cannot be hashed: {error}.", path, line_no
+                            MALFORMED,
+                            f"The event has no canonical JSON form, so it cannot be hashed: {error}.",
+                            path,
+                            line_no,
                         )
                         if line_fault(fault):
                             return result
@@ -450,7 +492,11 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                     fault = Fault(
                         MODIFIED,
                         "The event's content does not match its event_hash: it was changed after it was written.",
-                        path, line_no, seq, str(claimed), computed,
+                        path,
+                        line_no,
+                        seq,
+                        str(claimed),
+                        computed,
                     )
                     if line_fault(fault):
                         return result
@@ -510,14 +556,16 @@ def _check_range(part: _Range, max_line_bytes: int, all_faults: bool = False) ->
                 prev_seq, prev_hash, prev_run, prev_kind, prev_line = seq, claimed, run_id, kind, line_no
                 events += 1
             if tail.strip():
-                stop_after(Fault(
-                    TRUNCATED,
-                    f"The last line has {len(tail)} bytes and no newline: the writer stopped mid-line "
-                    "(a crash, or a copy still in progress). Everything before it verified.",
-                    path,
-                    first_line,
-                    prev_seq + 1 if prev_seq is not None else None,
-                ))
+                stop_after(
+                    Fault(
+                        TRUNCATED,
+                        f"The last line has {len(tail)} bytes and no newline: the writer stopped mid-line "
+                        "(a crash, or a copy still in progress). Everything before it verified.",
+                        path,
+                        first_line,
+                        prev_seq + 1 if prev_seq is not None else None,
+                    )
+                )
                 return result
     except JournalError as error:
         stop_after(_fault_from_error(error))
@@ -589,7 +637,9 @@ def _stitch(ranges: list[_Range], results: list[_RangeResult], report: VerifyRep
                 break
         for seal in result.seals:
             seals.append(
-                _SealEvent(seal.kind, seal.seq, seal.run_id, seal.prev_hash, seal.payload, seal.path, seal.line + offset)
+                _SealEvent(
+                    seal.kind, seal.seq, seal.run_id, seal.prev_hash, seal.payload, seal.path, seal.line + offset
+                )
             )
         if result.faults and result.faults[-1].kind == TRUNCATED and result.faults[-1].seq is None:
             tail = result.tail or previous
@@ -638,21 +688,29 @@ def _check_seals(report: VerifyReport, seals: list[_SealEvent], public_key: Any)
         return
     last_sealed = max((seal.seq for seal in seals if seal.kind == RUN_SEALED), default=None)
     if not seals:
-        report.add_fault(Fault(
-            NOT_SEALED,
-            f"A key was given ({report.key_id}) but the journal holds no seal: it was recorded without a signing "
-            "key, or its seals were cut off.",
-            report.path,
-        ))
+        report.add_fault(
+            Fault(
+                NOT_SEALED,
+                f"A key was given ({report.key_id}) but the journal holds no seal: it was recorded without a signing "
+                "key, or its seals were cut off.",
+                report.path,
+            )
+        )
     elif last_sealed is None or last_sealed != report.last_seq:
         covered = max(seal.seq for seal in seals)
-        report.add_fault(Fault(
-            UNSEALED_TAIL,
-            f"The last seal is at seq {covered}, but the journal does not end with a run.sealed "
-            f"(it ends at seq {report.last_seq}): what follows the last seal is not covered by a signature, "
-            "or the final seal was cut off with the tail.",
-            report.path, None, covered, "a run.sealed as the last event", f"seq {report.last_seq} last",
-        ))
+        report.add_fault(
+            Fault(
+                UNSEALED_TAIL,
+                f"The last seal is at seq {covered}, but the journal does not end with a run.sealed "
+                f"(it ends at seq {report.last_seq}): what follows the last seal is not covered by a signature, "
+                "or the final seal was cut off with the tail.",
+                report.path,
+                None,
+                covered,
+                "a run.sealed as the last event",
+                f"seq {report.last_seq} last",
+            )
+        )
 
 
 def verify_journal(

@@ -90,7 +90,14 @@ class Broker:
         self.calls.append({"op": op, "target": f"{host}:{port}", "allowed": True})
         if op == "resolve":
             try:
-                found = socket.getaddrinfo(host, port, int(request["family"]), int(request["type"]), int(request["proto"]), int(request["flags"]))
+                found = socket.getaddrinfo(
+                    host,
+                    port,
+                    int(request["family"]),
+                    int(request["type"]),
+                    int(request["proto"]),
+                    int(request["flags"]),
+                )
             except socket.gaierror as error:
                 return {"ok": False, "error": str(error), "errno": error.errno, "gai": True}, None
             self.allow.learn(host, port, found)
@@ -127,18 +134,34 @@ class BrokerClient:
         return json.loads(data), fds
 
     def resolve(self, host: str, port: Any, family: int, kind: int, proto: int, flags: int) -> list[Any]:
-        reply, _ = self._ask({"op": "resolve", "host": host, "port": port, "family": family, "type": kind, "proto": proto, "flags": flags})
+        reply, _ = self._ask(
+            {
+                "op": "resolve",
+                "host": host,
+                "port": port,
+                "family": family,
+                "type": kind,
+                "proto": proto,
+                "flags": flags,
+            }
+        )
         if not reply.get("ok"):
             raise socket.gaierror(reply.get("errno") or socket.EAI_NONAME, f"replay-tui broker: {reply.get('error')}")
-        return [
-            (socket.AddressFamily(f), socket.SocketKind(t), p, c, tuple(a)) for f, t, p, c, a in reply["addresses"]
-        ]
+        return [(socket.AddressFamily(f), socket.SocketKind(t), p, c, tuple(a)) for f, t, p, c, a in reply["addresses"]]
 
     def connect_into(self, sock: socket.socket, host: str, port: Any) -> None:
         """Connect ``sock`` to an allowed host through the parent: its fd becomes the parent's connected socket."""
         timeout = sock.gettimeout()
         reply, fds = self._ask(
-            {"op": "connect", "host": host, "port": port, "family": int(sock.family), "type": int(sock.type), "proto": sock.proto, "timeout": timeout}
+            {
+                "op": "connect",
+                "host": host,
+                "port": port,
+                "family": int(sock.family),
+                "type": int(sock.type),
+                "proto": sock.proto,
+                "timeout": timeout,
+            }
         )
         if not reply.get("ok") or not fds:
             for fd in fds:

@@ -118,7 +118,9 @@ class Channel:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m replay_tui.replay.child SPEC_JSON (started by replay-tui, not by hand)", file=sys.stderr)
+        print(
+            "usage: python -m replay_tui.replay.child SPEC_JSON (started by replay-tui, not by hand)", file=sys.stderr
+        )
         return 2
     try:
         spec = ReplaySpec.from_argv(argv[1])
@@ -164,7 +166,9 @@ def main(argv: list[str]) -> int:
         info.reason = reason if reason or netns.in_force else netns.detail
         if broker is not None:
             info.namespace_method = f"{report.mechanism} + broker"
-    channel.send(HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=platform.python_version())
+    channel.send(
+        HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=platform.python_version()
+    )
     if config_error is not None:
         channel.error(USAGE_ERROR, config_error)
         return 2

@@ -48,7 +48,6 @@ SETUP_FIELDS = frozenset({"agent", "environment", "harness"})
 DECISION_KINDS = frozenset({MODEL_REQUEST, MODEL_RESPONSE, TOOL_CALL})
 
 
-
 @dataclass(frozen=True)
 class AlignedPair:
     """One row of the alignment: an event of A, of B, or of both."""
@@ -182,9 +181,13 @@ class Alignment:
             f"Summary: {summary['differences']} difference(s) ({rest} after the first): "
             f"{summary['changed']} changed, {summary['only_a']} only in A, {summary['only_b']} only in B."
         )
-        lines.append("  by kind: " + ", ".join(f"{safe_line(kind)} {count}" for kind, count in summary["by_kind"].items()))
+        lines.append(
+            "  by kind: " + ", ".join(f"{safe_line(kind)} {count}" for kind, count in summary["by_kind"].items())
+        )
         steps = [safe_line(step, 60) for step in summary["steps"]]
-        shown = ", ".join(steps[:max_steps]) + (f", … ({len(steps) - max_steps} more)" if len(steps) > max_steps else "")
+        shown = ", ".join(steps[:max_steps]) + (
+            f", … ({len(steps) - max_steps} more)" if len(steps) > max_steps else ""
+        )
         lines.append(f"  steps: {shown}")
         return "\n".join(lines)
 
@@ -339,7 +342,9 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
         a_value, b_value = a.get(name), b.get(name)
         if isinstance(a_value, dict) and isinstance(b_value, dict):
             found.extend(
-                f"{name}.{key}" for key in sorted(set(a_value) | set(b_value)) if not _same_json(a_value.get(key), b_value.get(key))
+                f"{name}.{key}"
+                for key in sorted(set(a_value) | set(b_value))
+                if not _same_json(a_value.get(key), b_value.get(key))
             )
         elif not _same_json(a_value, b_value):
             found.append(name)
@@ -371,7 +376,9 @@ def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: di
     if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
         # cause_seq is a position: compare it through the alignment, like parents
         a_payload = dict(a_payload, cause_seq=partner_seq.get(a_payload.get("cause_seq")))  # type: ignore[arg-type]
-        if a_payload.get("before_hash") == b_payload.get("before_hash") and a_payload.get("after_hash") == b_payload.get("after_hash"):
+        if a_payload.get("before_hash") == b_payload.get("before_hash") and a_payload.get(
+            "after_hash"
+        ) == b_payload.get("after_hash"):
             # same states: how the patch was written (op order) and the reducer's label do not matter
             a_payload, b_payload = _without(a_payload, _PATCH_FIELDS), _without(b_payload, _PATCH_FIELDS)
     if a.kind == STATE_SNAPSHOT and b.kind == STATE_SNAPSHOT:

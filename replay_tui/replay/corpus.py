@@ -231,7 +231,7 @@ def _diff_paths(diff: Any) -> Iterable[str]:
 
 def _dotted(path: str) -> str:
     parts: list[str] = []
-    for key, index in _PATH_PART.findall(path[len("root"):]):
+    for key, index in _PATH_PART.findall(path[len("root") :]):
         if index:
             parts.append(f"[{index}]")
         else:
@@ -276,4 +276,6 @@ def replay_corpus(
             on_done(entry, done, len(paths))
 
     runner.run_all(specs, timeout_s, finished)
-    return CorpusResult(str(root), runner.workers, [entry for entry in entries if entry is not None], time.perf_counter() - started)
+    return CorpusResult(
+        str(root), runner.workers, [entry for entry in entries if entry is not None], time.perf_counter() - started
+    )

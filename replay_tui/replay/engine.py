@@ -106,7 +106,9 @@ class ReplaySession:
             )
         first = journal.event(0)
         if first.kind != RUN_STARTED:
-            raise UsageError(f"{self.spec.journal}: seq {first.seq} is {first.kind}; a replayable journal starts with run.started")
+            raise UsageError(
+                f"{self.spec.journal}: seq {first.seq} is {first.kind}; a replayable journal starts with run.started"
+            )
         last_seq = journal.event(total - 1).seq
         if self.spec.from_seq is not None and self.spec.from_seq > last_seq:
             raise UsageError(f"--from-seq {self.spec.from_seq} is past the end of the journal (last seq {last_seq})")
@@ -290,7 +292,12 @@ class ReplaySession:
 
         produced = None
         if pair.b is not None:
-            produced = {"kind": pair.b.kind, "step_id": pair.b.step_id, "parent_event_id": pair.b.parent_event_id, "payload": pair.b.payload}
+            produced = {
+                "kind": pair.b.kind,
+                "step_id": pair.b.step_id,
+                "parent_event_id": pair.b.parent_event_id,
+                "payload": pair.b.payload,
+            }
         seq = pair.a.seq if pair.a is not None else pair.b.seq
         if pair.a is None:
             reason = f"the new run has a {pair.kind} the recording does not"
@@ -358,9 +365,7 @@ class CountingSink:
         self.on_event = on_event
         self.count = 0
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
-    ) -> Event:
+    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
         event: Event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
         self.count += 1
         self.on_event(self.count, event)
@@ -384,7 +389,9 @@ def recorded_config(first: Event, journal: str, plugins_from: "HarnessConfig | N
     base = config_from_mapping(raw, source=f"{journal} (run.started)")
     if plugins_from is None:
         return base
-    return HarnessConfig(plugins_from.source, plugins_from.base_dir, base.harness, base.redaction, plugins_from.plugins, plugins_from.raw)
+    return HarnessConfig(
+        plugins_from.source, plugins_from.base_dir, base.harness, base.redaction, plugins_from.plugins, plugins_from.raw
+    )
 
 
 def recorded_inputs(journal: Journal) -> list[dict[str, Any]]:
@@ -427,7 +434,9 @@ def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> No
         {
             "observation_seq": observation.seq if observation is not None else None,
             "response_seq": response.seq if response is not None else None,
-            "response_call_ids": sorted(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str)),
+            "response_call_ids": sorted(
+                call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str)
+            ),
         }
     )
 
@@ -461,4 +470,3 @@ def summarize_experiment(
         "alignment": alignment.summary(),
         "_first_pair": first,
     }
-

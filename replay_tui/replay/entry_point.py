@@ -20,7 +20,9 @@ def load_entry_point(agent: str) -> Any:
     except BaseException as error:  # SystemExit at import time is an import failure too
         if isinstance(error, KeyboardInterrupt):
             raise
-        raise AgentImportError(f"cannot import agent module {module_name!r}: {type(error).__name__}: {error}") from error
+        raise AgentImportError(
+            f"cannot import agent module {module_name!r}: {type(error).__name__}: {error}"
+        ) from error
     for part in attr.split("."):
         try:
             target = getattr(target, part)

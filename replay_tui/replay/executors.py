@@ -201,7 +201,9 @@ class RayExecutor:
                     configure_logging=False,
                 )
             except (ConnectionError, ValueError, RuntimeError) as error:
-                raise ExecutorError(f"cannot reach a Ray cluster at {address or 'a new local cluster'}: {error}") from None
+                raise ExecutorError(
+                    f"cannot reach a Ray cluster at {address or 'a new local cluster'}: {error}"
+                ) from None
             self._started_here = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
         self._refs: list[Any] = []

@@ -130,7 +130,9 @@ class ForkServer:
         self._home = os.path.realpath(tempfile.mkdtemp(prefix="replay-tui-forkserver-"))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = child_environment(dict(os.environ), (), self._home)  # the server holds no secrets either
-        env["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [PACKAGE_ROOT, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        )
         try:
             self._process = subprocess.Popen(
                 [self.python, "-m", "replay_tui.replay.forkserver", str(theirs.fileno())],
@@ -179,8 +181,13 @@ class ForkServer:
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
         fds = [stdin_r, stdout_w, stderr_w, *pass_fds]
-        request = {"op": "spawn", "spec": argv[3], "env": env if env is not None else dict(os.environ),
-                   "cwd": cwd or os.getcwd(), "targets": [0, 1, 2, *pass_fds]}
+        request = {
+            "op": "spawn",
+            "spec": argv[3],
+            "env": env if env is not None else dict(os.environ),
+            "cwd": cwd or os.getcwd(),
+            "targets": [0, 1, 2, *pass_fds],
+        }
         try:
             reply = self.request(request, fds)
         except BaseException:
@@ -194,8 +201,9 @@ class ForkServer:
             for fd in (stdin_w, stdout_r, stderr_r):
                 os.close(fd)
             raise ForkServerError(f"the fork server could not fork: {reply.get('error')}")
-        return ForkedChild(self, reply["pid"], os.fdopen(stdin_w, "wb"), os.fdopen(stdout_r, "rb"),
-                           os.fdopen(stderr_r, "rb"))
+        return ForkedChild(
+            self, reply["pid"], os.fdopen(stdin_w, "wb"), os.fdopen(stdout_r, "rb"), os.fdopen(stderr_r, "rb")
+        )
 
     def request(self, message: dict[str, Any], fds: Sequence[int] = ()) -> dict[str, Any]:
         with self._lock:

@@ -145,8 +145,7 @@ def enter_network_namespace() -> tuple[str | None, str | None]:
         return "unshare(CLONE_NEWUSER|CLONE_NEWNET)", None
     second = ctypes.get_errno()
     return None, (
-        f"unshare(CLONE_NEWNET) failed: {os.strerror(first)}; "
-        f"unprivileged user namespace failed: {os.strerror(second)}"
+        f"unshare(CLONE_NEWNET) failed: {os.strerror(first)}; unprivileged user namespace failed: {os.strerror(second)}"
     )
 
 
@@ -271,7 +270,9 @@ def _caller() -> str | None:
 class SocketGuard:
     """Patches the socket module so only allowed hosts are reachable; records refusals."""
 
-    def __init__(self, allow: Iterable[str] = (), on_refusal: Callable[[Refusal], None] | None = None, broker: Any = None) -> None:
+    def __init__(
+        self, allow: Iterable[str] = (), on_refusal: Callable[[Refusal], None] | None = None, broker: Any = None
+    ) -> None:
         self.allow = AllowList(allow)
         self.broker = broker  # broker.BrokerClient: allowed hosts are reached through the parent
         self.refusals: list[Refusal] = []

@@ -104,6 +104,12 @@ def diff_journals(a: Journal, b: Journal, cancelled: CancelCheck | None = None) 
         agreeing += sum(1 for pair in tail if pair.status == "same")
         kept.extend(pair for pair in tail if pair.status != "same")
     alignment = StreamedAlignment(
-        kept, a_count, b_count, str(a.path), str(b.path), setup=setup_differences(firsts[0], firsts[1]), agreeing=agreeing
+        kept,
+        a_count,
+        b_count,
+        str(a.path),
+        str(b.path),
+        setup=setup_differences(firsts[0], firsts[1]),
+        agreeing=agreeing,
     )
     return alignment

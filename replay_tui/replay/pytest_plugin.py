@@ -77,17 +77,36 @@ class SidecarError(Exception):
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("replay-tui", "replay-tui journal replays")
     group.addoption("--replay-journals", action="store_true", default=None, help="collect journals as replay tests")
-    group.addoption("--replay-journals-glob", action="append", default=None, metavar="PATTERN",
-                    help=f"file names collected as journals (default {DEFAULT_GLOB}; repeatable)")
+    group.addoption(
+        "--replay-journals-glob",
+        action="append",
+        default=None,
+        metavar="PATTERN",
+        help=f"file names collected as journals (default {DEFAULT_GLOB}; repeatable)",
+    )
     parser.addini("replay_journals", "collect journals as replay tests", type="bool", default=False)
-    parser.addini("replay_journals_glob", f"file names collected as journals (default {DEFAULT_GLOB})", type="args",
-                  default=[DEFAULT_GLOB])
-    parser.addini("replay_journals_agent_path", "directories added to the replay child's sys.path", type="paths", default=[])
+    parser.addini(
+        "replay_journals_glob",
+        f"file names collected as journals (default {DEFAULT_GLOB})",
+        type="args",
+        default=[DEFAULT_GLOB],
+    )
+    parser.addini(
+        "replay_journals_agent_path", "directories added to the replay child's sys.path", type="paths", default=[]
+    )
     parser.addini("replay_journals_timeout", "seconds before a replay is killed", default=str(DEFAULT_TIMEOUT_S))
-    parser.addini("replay_journals_verify_chain", "verify schema and hash chain before each replay", type="bool", default=True)
-    group.addoption("--replay-executor", choices=("local", "ray"), default=None,
-                    help="where each journal replays: a local child (default) or a task on a Ray cluster")
-    group.addoption("--replay-ray-address", default=None, metavar="ADDRESS", help="Ray cluster for --replay-executor ray")
+    parser.addini(
+        "replay_journals_verify_chain", "verify schema and hash chain before each replay", type="bool", default=True
+    )
+    group.addoption(
+        "--replay-executor",
+        choices=("local", "ray"),
+        default=None,
+        help="where each journal replays: a local child (default) or a task on a Ray cluster",
+    )
+    group.addoption(
+        "--replay-ray-address", default=None, metavar="ADDRESS", help="Ray cluster for --replay-executor ray"
+    )
     parser.addini("replay_journals_executor", "local or ray", default="local")
     parser.addini("replay_journals_ray_address", "Ray cluster address for the ray executor", default="")
 
@@ -158,8 +177,11 @@ class JournalItem(pytest.Item):
         if "skip" in self.sidecar:
             self.add_marker(pytest.mark.skip(reason=self.sidecar["skip"]))
         if "xfail" in self.sidecar:
-            self.add_marker(pytest.mark.xfail(reason=self.sidecar["xfail"], raises=ReplayDiverged,
-                                              strict=self.sidecar.get("strict", True)))
+            self.add_marker(
+                pytest.mark.xfail(
+                    reason=self.sidecar["xfail"], raises=ReplayDiverged, strict=self.sidecar.get("strict", True)
+                )
+            )
 
     def runtest(self) -> None:
         from .protocol import ReplaySpec
@@ -170,8 +192,12 @@ class JournalItem(pytest.Item):
         config = self.config
         sys_path = [str(path) for path in config.getini("replay_journals_agent_path")] + [str(config.rootpath)]
         timeout = float(self.sidecar.get("timeout") or config.getini("replay_journals_timeout") or DEFAULT_TIMEOUT_S)
-        spec = ReplaySpec(journal=str(self.journal.resolve()), agent=self.sidecar.get("agent"), sys_path=sys_path,
-                          verify_hash_chain=bool(config.getini("replay_journals_verify_chain")))
+        spec = ReplaySpec(
+            journal=str(self.journal.resolve()),
+            agent=self.sidecar.get("agent"),
+            sys_path=sys_path,
+            verify_hash_chain=bool(config.getini("replay_journals_verify_chain")),
+        )
         if _executor_name(config) == "ray":
             outcome = _run_on_ray(config, spec, timeout)
         else:

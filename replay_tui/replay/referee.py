@@ -100,7 +100,9 @@ class Mismatch:
     parent_matches: bool = True
 
 
-def _first_payload_difference(recorded: dict[str, Any], produced: dict[str, Any], ignored: tuple[str, ...]) -> str | None:
+def _first_payload_difference(
+    recorded: dict[str, Any], produced: dict[str, Any], ignored: tuple[str, ...]
+) -> str | None:
     """The first top-level payload field that differs, diagnostics and ``ignored`` excluded."""
     for name in sorted(set(recorded) | set(produced)):
         if name in DIAGNOSTIC_FIELDS or name in ignored:
@@ -117,13 +119,22 @@ def deleted_reason(seq: int, found: int) -> str:
     )
 
 
-def produced_event(kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> dict[str, Any]:
+def produced_event(
+    kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None
+) -> dict[str, Any]:
     return {"kind": kind, "step_id": step_id, "parent_event_id": parent_event_id, "payload": payload}
 
 
-def mismatch(recorded: Event, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None) -> tuple[str, bool] | None:
+def mismatch(
+    recorded: Event, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None
+) -> tuple[str, bool] | None:
     """Why ``recorded`` and the produced event differ, or None. Returns (reason, parent_matches)."""
-    if recorded.payload == payload and recorded.kind == kind and recorded.step_id == step_id and recorded.parent_event_id == parent:
+    if (
+        recorded.payload == payload
+        and recorded.kind == kind
+        and recorded.step_id == step_id
+        and recorded.parent_event_id == parent
+    ):
         return None  # the common case, decided by one C-level comparison
     if recorded.kind != kind:
         return f"kind differs: the journal has {recorded.kind}, the agent produced {kind}", True
@@ -134,7 +145,10 @@ def mismatch(recorded: Event, kind: str, payload: dict[str, Any], step_id: str |
     if kind not in _PAYLOAD_UNCHECKED:
         field = _first_payload_difference(recorded.payload, payload, _IGNORED_FIELDS.get(kind, ()))
         if field is not None:
-            return f"payload.{field} differs (its key matches: the journal was edited, or the key does not cover it)", True
+            return (
+                f"payload.{field} differs (its key matches: the journal was edited, or the key does not cover it)",
+                True,
+            )
     if recorded.step_id != step_id:
         return f"step_id differs: the journal has {recorded.step_id!r}, the agent is in {step_id!r}", True
     if recorded.parent_event_id != parent:
@@ -210,7 +224,9 @@ class Cursor:
         elif event.kind == RUN_ENDED:
             self.ended = True
 
-    def emit(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> Event | Mismatch:
+    def emit(
+        self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None
+    ) -> Event | Mismatch:
         """Compare one produced event with the recorded event of the same seq."""
         seq = self.next_seq
         recorded = self.peek()
@@ -236,7 +252,12 @@ class Cursor:
         field = OBSERVATION_KEY.get(kind)
         if field is None:
             seq = self.next_seq
-            return Mismatch(seq, f"the agent asked for a {kind}, which is not an observation", produced_event(kind, {}, None, None), None)
+            return Mismatch(
+                seq,
+                f"the agent asked for a {kind}, which is not an observation",
+                produced_event(kind, {}, None, None),
+                None,
+            )
         for position in range(self.position, min(self.total, self.position + self.LOOKAHEAD)):
             if position in self.reserved:
                 continue
@@ -257,7 +278,8 @@ class Cursor:
         recorded_key = recorded_next.payload.get(OBSERVATION_KEY.get(recorded_next.kind, ""))
         reason = (
             f"the agent asked for {kind} {field}={key}, which the journal does not record here; "
-            f"at seq {recorded_next.seq} it has {recorded_next.kind}" + (f" for {recorded_key}" if recorded_key is not None else "")
+            f"at seq {recorded_next.seq} it has {recorded_next.kind}"
+            + (f" for {recorded_key}" if recorded_key is not None else "")
         )
         return Mismatch(seq, reason, produced, recorded_next)
 

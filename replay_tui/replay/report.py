@@ -94,7 +94,9 @@ class EventRef:
     @classmethod
     def of_produced(cls, produced: dict[str, Any]) -> "EventRef":
         name, key = key_of(produced["kind"], produced.get("payload") or {})
-        return cls(produced.get("seq"), produced["kind"], produced.get("step_id"), produced.get("parent_event_id"), name, key)
+        return cls(
+            produced.get("seq"), produced["kind"], produced.get("step_id"), produced.get("parent_event_id"), name, key
+        )
 
     def label(self, width: int = 0) -> str:
         return f"{safe_line(self.kind):<{width}} {self.key_name}={short(self.key)}"
@@ -131,7 +133,9 @@ class DivergenceReport:
 
     def to_text(self) -> str:
         width = max(len(self.expected.kind) if self.expected else 0, len(self.actual.kind) if self.actual else 0)
-        expected = self.expected.label(width) if self.expected else f"nothing (the journal has no event at seq {self.seq})"
+        expected = (
+            self.expected.label(width) if self.expected else f"nothing (the journal has no event at seq {self.seq})"
+        )
         actual = self.actual.label(width) if self.actual else "nothing (the agent produced no event here)"
         lines = [
             f"Replay divergence at seq={self.seq}",
@@ -151,13 +155,15 @@ class DivergenceReport:
         if self.causal_chain:
             chain = self.causal_chain
             lines.append(f"causal chain (root first, {len(chain)} events):")
-            shown = chain if len(chain) <= CHAIN_SHOWN else [chain[0], None, *chain[-(CHAIN_SHOWN - 1):]]
+            shown = chain if len(chain) <= CHAIN_SHOWN else [chain[0], None, *chain[-(CHAIN_SHOWN - 1) :]]
             for ref in shown:
                 if ref is None:
                     lines.append(f"  … {len(chain) - CHAIN_SHOWN} earlier causes (see --json) …")
                 else:
                     step = safe_line(ref.step_id, 40) if ref.step_id else "(run)"
-                    lines.append(f"  seq={ref.seq:<6} {safe_line(ref.kind):<16} {step:<10} {ref.key_name}={short(ref.key)}")
+                    lines.append(
+                        f"  seq={ref.seq:<6} {safe_line(ref.kind):<16} {step:<10} {ref.key_name}={short(ref.key)}"
+                    )
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -200,8 +206,9 @@ def _deep_structural_diff(expected: Any, actual: Any) -> tuple[dict[str, Any], l
         path = "root" + "".join(f"[{part!r}]" for part in change.parts)
         if change.kind == "changed":
             tree.setdefault("values_changed", {})[path] = {"new_value": change.after, "old_value": change.before}
-            lines.append(f"Value of {path} changed from {safe_value(change.before, 200)} "
-                         f"to {safe_value(change.after, 200)}.")
+            lines.append(
+                f"Value of {path} changed from {safe_value(change.before, 200)} to {safe_value(change.after, 200)}."
+            )
         else:
             where = "dictionary" if isinstance(change.parts[-1], str) else "iterable"
             report = f"{where}_item_{change.kind}"

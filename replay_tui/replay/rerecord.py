@@ -121,16 +121,14 @@ class PrefixCheckingSink:
         self.new_prefix = f"{new_run_id}:"
         self.written = 0
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
-    ) -> Event:
+    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
         event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
         self.written += 1
         old = self.recorded.get(event.seq)
         if event.seq < self.divergence_seq and old is not None:
             parent = parent_event_id
             if parent is not None and parent.startswith(self.new_prefix):
-                parent = event_id_for(old.run_id, int(parent[len(self.new_prefix):]))
+                parent = event_id_for(old.run_id, int(parent[len(self.new_prefix) :]))
             found = mismatch(old, kind, payload, step_id, parent)
             if found is not None:
                 raise PrefixMismatch(
@@ -173,7 +171,9 @@ def rerecord(
     except (ConfigError, OSError) as error:
         raise RerecordError(str(error)) from None
     before = file_sha256(journal)
-    replay = ReplayRunner(ReplaySpec(journal=journal, agent=agent, sys_path=list(agent_path)), timeout_s=timeout_s).run()
+    replay = ReplayRunner(
+        ReplaySpec(journal=journal, agent=agent, sys_path=list(agent_path)), timeout_s=timeout_s
+    ).run()
     result = RerecordResult(journal, None, replay, None, journal_sha256=before)
     if replay.status == DIVERGED and replay.divergence is not None:
         result.divergence_seq = replay.divergence.seq
@@ -215,7 +215,9 @@ def _continue_live(result: RerecordResult, live_config: Any, out: str, agent: st
         )
     except (ConfigError, HarnessError, ValueError, ImportError) as error:  # a plugin refused its options
         sink.close()
-        raise RerecordError(f"{live_config.source}: {error}" if str(live_config.source) not in str(error) else str(error)) from None
+        raise RerecordError(
+            f"{live_config.source}: {error}" if str(live_config.source) not in str(error) else str(error)
+        ) from None
     harness = recording.harness
     harness.sources = BeforeDivergence(harness, source, result.divergence_seq)
     with recording:

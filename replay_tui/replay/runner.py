@@ -63,7 +63,9 @@ from .statuses import UNUSED_EVENTS as UNUSED_EVENTS
 from .statuses import VERIFICATION_FAILED as VERIFICATION_FAILED
 
 #: Verification faults that mean "cannot be read" rather than "was changed".
-UNREADABLE_FAULTS = frozenset({"truncated_last_line", "malformed_line", "schema", "unknown_kind", "unsupported_version"})
+UNREADABLE_FAULTS = frozenset(
+    {"truncated_last_line", "malformed_line", "schema", "unknown_kind", "unsupported_version"}
+)
 #: Progress phases that count journal events (the "load" phase counts bytes indexed).
 EVENT_PHASES = frozenset({"replay", "fast-forward"})
 STDERR_LINES = 40
@@ -129,7 +131,11 @@ class ReplayOutcome:
         """0 match; 2 unusable input (journal, usage, agent import); 1 everything else."""
         if self.status == MATCH:
             return 0
-        if self.status == FAILED and self.error and self.error.get("kind") in ("journal", "usage", "agent_import", "isolation"):
+        if (
+            self.status == FAILED
+            and self.error
+            and self.error.get("kind") in ("journal", "usage", "agent_import", "isolation")
+        ):
             return 2
         return 1
 
@@ -158,8 +164,14 @@ class ReplayOutcome:
         if divergence is not None and not (isinstance(divergence, dict) and isinstance(divergence.get("seq"), int)):
             raise ValueError("field divergence: expected an object with an integer seq")
         if divergence:  # a short report (seq and reason only) is still one
-            divergence = {"reason": "", "expected": None, "actual": None, "state_before": None, "step": None,
-                          **divergence}
+            divergence = {
+                "reason": "",
+                "expected": None,
+                "actual": None,
+                "state_before": None,
+                "step": None,
+                **divergence,
+            }
         values["divergence"] = DivergenceReport.from_json(divergence) if divergence else None
         refusals = data.get("refusals") or []
         values["refusals"] = [
@@ -225,18 +237,26 @@ class ReplayOutcome:
                 f"(the nearest at or before --from-seq {self.from_seq}); replayed from seq={self.first_seq}"
             )
         elif self.from_seq is not None and self.from_seq > 1:
-            lines.append(f"fast-forwarded seq 1 to {self.from_seq - 1} without reporting; reported from seq={self.from_seq}")
+            lines.append(
+                f"fast-forwarded seq 1 to {self.from_seq - 1} without reporting; reported from seq={self.from_seq}"
+            )
         if self.verification and self.verification.get("ok"):
             chain = self.verification.get("chain")
             lines.append(f"hash chain: {chain} ({self.verification.get('events')} events)")
         elif self.verification is None and self.status not in (VERIFICATION_FAILED,):
             lines.append("hash chain: not verified (--no-verify-hash-chain)")
         if self.status == MATCH and self.experiment is None:
-            lines.append(f"checked: {self.state_checks} state hashes, {self.observations_served} observations served from the journal")
+            lines.append(
+                f"checked: {self.state_checks} state hashes, {self.observations_served} observations served from the journal"
+            )
         if self.unused and self.unused.get("count") and self.status == DIVERGED and not self.experiment:
-            lines.append(f"not replayed after the divergence: {self.unused['count']} events from seq={self.unused.get('first_seq')}")
+            lines.append(
+                f"not replayed after the divergence: {self.unused['count']} events from seq={self.unused.get('first_seq')}"
+            )
         elif self.unused and self.unused.get("count") and self.status != UNUSED_EVENTS:
-            lines.append(f"unused recorded events: {self.unused['count']}, the first at seq={self.unused.get('first_seq')}")
+            lines.append(
+                f"unused recorded events: {self.unused['count']}, the first at seq={self.unused.get('first_seq')}"
+            )
         if self.experiment:
             lines.append(f"experiment: {self.experiment.get('summary')}")
             alignment = self.experiment.get("alignment") or {}
@@ -373,7 +393,9 @@ class ReplayRunner:
             self._broker = Broker(allowed_hosts(self.spec))
         broker_fd = self._broker.child_fd if self._broker is not None else -1
         try:
-            self._launch = prepare_launch(self.spec, write_fd, python=self.python, env=self.env, cwd=self.cwd, broker_fd=broker_fd)
+            self._launch = prepare_launch(
+                self.spec, write_fd, python=self.python, env=self.env, cwd=self.cwd, broker_fd=broker_fd
+            )
         except (LaunchRefused, OSError) as refused:
             os.close(read_fd)
             os.close(write_fd)
@@ -427,7 +449,9 @@ class ReplayRunner:
             self._drains.append(thread)
 
     def _outcome(self, status: str, **fields: Any) -> ReplayOutcome:
-        return ReplayOutcome(status=status, journal=self.spec.journal, mode=self.spec.mode, timeout_s=self.timeout_s, **fields)
+        return ReplayOutcome(
+            status=status, journal=self.spec.journal, mode=self.spec.mode, timeout_s=self.timeout_s, **fields
+        )
 
     def _preflight(self) -> ReplayOutcome | None:
         """What the parent checks while the child starts (before it may load the agent): the chain, its own journal."""
@@ -444,10 +468,16 @@ class ReplayRunner:
                 return self._outcome(FAILED, error={"kind": "journal", "message": str(error), "traceback": []})
             if not verification.get("ok"):
                 fault = verification.get("fault") or {}
-                if fault.get("kind") in UNREADABLE_FAULTS:  # bad input, not tampering: exit 2, like any unreadable journal
+                if (
+                    fault.get("kind") in UNREADABLE_FAULTS
+                ):  # bad input, not tampering: exit 2, like any unreadable journal
                     where = f"line {fault['line']}: " if fault.get("line") is not None else ""
                     message = f"{spec.journal}: {where}{fault.get('message')}"
-                    return self._outcome(FAILED, verification=verification, error={"kind": "journal", "message": message, "traceback": []})
+                    return self._outcome(
+                        FAILED,
+                        verification=verification,
+                        error={"kind": "journal", "message": message, "traceback": []},
+                    )
                 return self._outcome(VERIFICATION_FAILED, verification=verification)
         if spec.mode not in (MODEL_LIVE, TOOLS_LIVE):
             try:
@@ -569,10 +599,18 @@ class ReplayRunner:
         if referee is None:
             if claimed in (MATCH, UNUSED_EVENTS, DIVERGED):
                 outcome.status = FAILED
-                outcome.error = {"kind": "internal", "message": "the child claimed a result but never started the replay", "traceback": []}
+                outcome.error = {
+                    "kind": "internal",
+                    "message": "the child claimed a result but never started the replay",
+                    "traceback": [],
+                }
             return
         cursor = referee.cursor
-        outcome.consumed, outcome.total, outcome.last_seq = cursor.consumed, cursor.total - cursor.start, cursor.last_seq
+        outcome.consumed, outcome.total, outcome.last_seq = (
+            cursor.consumed,
+            cursor.total - cursor.start,
+            cursor.last_seq,
+        )
         outcome.state_checks, outcome.observations_served = cursor.state_checks, cursor.observations
         outcome.unused = cursor.unused()
         if referee.mismatch is not None:
@@ -606,7 +644,12 @@ class ReplayRunner:
         from .report import build_report
 
         report = build_report(
-            self._journal, found.seq, found.reason, found.produced, expected=found.expected, parent_matches=found.parent_matches
+            self._journal,
+            found.seq,
+            found.reason,
+            found.produced,
+            expected=found.expected,
+            parent_matches=found.parent_matches,
         )
         child = self._child_divergence
         if child is not None and child.seq == found.seq and getattr(child, "agent_traceback", None):
@@ -625,7 +668,9 @@ class ReplayRunner:
         if resume_seq is not None:
             snapshot = nearest_snapshot(journal, self.spec.from_seq) if self.spec.from_seq else None
             if snapshot is None or snapshot.seq != resume_seq:
-                self._protocol_fault = f"the child asked to resume from seq {resume_seq!r}, which is not the snapshot for --from-seq"
+                self._protocol_fault = (
+                    f"the child asked to resume from seq {resume_seq!r}, which is not the snapshot for --from-seq"
+                )
                 return
             start = (journal.position_of_seq(resume_seq) or 0) + 1
         self._referee = Referee(journal, start)
@@ -665,13 +710,17 @@ class ReplayRunner:
                     "traceback": [],
                 }
         elif kind == PROGRESS:
-            progress = Progress(message.get("phase", ""), message.get("consumed", 0), message.get("total", 0), message.get("seq"))
+            progress = Progress(
+                message.get("phase", ""), message.get("consumed", 0), message.get("total", 0), message.get("seq")
+            )
             if progress.phase in EVENT_PHASES:
                 outcome.consumed, outcome.total, outcome.last_seq = progress.consumed, progress.total, progress.seq
             if self.on_progress is not None:
                 self.on_progress(progress)
         elif kind == REFUSAL:
-            outcome.refusals.append(Refusal(message.get("operation", "?"), message.get("target", "?"), message.get("where")))
+            outcome.refusals.append(
+                Refusal(message.get("operation", "?"), message.get("target", "?"), message.get("where"))
+            )
         elif kind == DIVERGENCE:
             try:
                 self._child_divergence = DivergenceReport.from_json(message["report"])
@@ -688,7 +737,15 @@ class ReplayRunner:
     def _apply_result(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
         """The child's own view: its status is a claim (``_decide`` checks it), its timings are informational."""
         outcome.status = str(message.get("status", FAILED))
-        names = ["first_seq", "from_seq", "resumed_from_snapshot", "elapsed_s", "replay_s", "replay_cpu_s", "events_per_s"]
+        names = [
+            "first_seq",
+            "from_seq",
+            "resumed_from_snapshot",
+            "elapsed_s",
+            "replay_s",
+            "replay_cpu_s",
+            "events_per_s",
+        ]
         if self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
             names += ["consumed", "total", "state_checks", "observations_served", "unused", "experiment"]
         if self.spec.out:

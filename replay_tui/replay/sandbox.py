@@ -68,8 +68,15 @@ UNIX_SOCKETS_BLOCKED = "unix sockets blocked (seccomp)"
 PARENT_HIDDEN = "parent process hidden"
 ENVIRONMENT_SCRUBBED = "environment scrubbed"
 ALL_LAYERS = (
-    NETWORK_NAMESPACE, READ_ONLY_FILESYSTEM, HIDDEN_DIRECTORIES, UNPRIVILEGED, CAPABILITIES_DROPPED,
-    NO_NEW_PRIVS, UNIX_SOCKETS_BLOCKED, PARENT_HIDDEN, ENVIRONMENT_SCRUBBED,
+    NETWORK_NAMESPACE,
+    READ_ONLY_FILESYSTEM,
+    HIDDEN_DIRECTORIES,
+    UNPRIVILEGED,
+    CAPABILITIES_DROPPED,
+    NO_NEW_PRIVS,
+    UNIX_SOCKETS_BLOCKED,
+    PARENT_HIDDEN,
+    ENVIRONMENT_SCRUBBED,
 )
 
 #: How the child was put in its namespaces.
@@ -121,7 +128,11 @@ class SandboxReport:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "layers": [asdict(layer) for layer in self.layers], "summary": self.summary}
+        return {
+            "mechanism": self.mechanism,
+            "layers": [asdict(layer) for layer in self.layers],
+            "summary": self.summary,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SandboxReport:
@@ -326,8 +337,15 @@ def _mounts() -> list[tuple[str, str]]:
 
 
 def _flags_of(options: str) -> int:
-    names = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-             "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
+    names = {
+        "nosuid": MS_NOSUID,
+        "nodev": MS_NODEV,
+        "noexec": MS_NOEXEC,
+        "noatime": MS_NOATIME,
+        "nodiratime": MS_NODIRATIME,
+        "relatime": MS_RELATIME,
+        "strictatime": MS_STRICTATIME,
+    }
     flags = 0
     for option in options.split(","):
         flags |= names.get(option, 0)
@@ -422,7 +440,9 @@ def check_layers(policy: SandboxPolicy, notes: dict[str, str]) -> SandboxReport:
     else:
         layers.append(layer(NETWORK_NAMESPACE, own_net, "only a downed loopback" if own_net else "still the host's"))
     writable = _writable_mounts(policy.scratch)
-    layers.append(layer(READ_ONLY_FILESYSTEM, not writable, "" if not writable else "writable: " + ", ".join(writable[:4])))
+    layers.append(
+        layer(READ_ONLY_FILESYSTEM, not writable, "" if not writable else "writable: " + ", ".join(writable[:4]))
+    )
     visible = [root for root in HIDDEN_ROOTS if os.path.isdir(root) and _has_entries(root, policy)]
     layers.append(layer(HIDDEN_DIRECTORIES, not visible, "" if not visible else "visible: " + ", ".join(visible)))
     layers.append(layer(UNPRIVILEGED, os.getuid() != 0, f"uid {os.getuid()}"))
@@ -459,7 +479,10 @@ def _has_entries(root: str, policy: SandboxPolicy) -> bool:
         names = os.listdir(root)
     except OSError:
         return False
-    return any(not any(path == os.path.join(root, name) or path.startswith(os.path.join(root, name) + "/") for path in allowed) for name in names)
+    return any(
+        not any(path == os.path.join(root, name) or path.startswith(os.path.join(root, name) + "/") for path in allowed)
+        for name in names
+    )
 
 
 def _unix_blocked() -> bool:

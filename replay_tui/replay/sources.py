@@ -86,8 +86,16 @@ def resolve_source(argument: str) -> ResolvedSource:
     target = imports_cache_dir() / f"{digest}-v{IMPORTER_VERSION}"
     journals = _cached(target) or _import_into(path, target, fmt, digest)
     imported = {"format": fmt, "file_name": path.name, "sha256": digest}
-    notes = [(f"{path.name} holds {len(journals)} runs; opened the first ({journals[0].name}), "
-              f"the others are in {journals[0].parent}")] if len(journals) > 1 else []
+    notes = (
+        [
+            (
+                f"{path.name} holds {len(journals)} runs; opened the first ({journals[0].name}), "
+                f"the others are in {journals[0].parent}"
+            )
+        ]
+        if len(journals) > 1
+        else []
+    )
     return ResolvedSource(argument, journals[0], tuple(journals), imported, notes)
 
 
@@ -107,8 +115,12 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
     except OSError as error:
-        raise TraceImportError(str(path), None, f"a writable import cache ({target.parent}: {error.strerror}); set XDG_CACHE_HOME, "
-                                                "or write the journal yourself with 'replay-tui import SRC -o OUT.jsonl'") from None
+        raise TraceImportError(
+            str(path),
+            None,
+            f"a writable import cache ({target.parent}: {error.strerror}); set XDG_CACHE_HOME, "
+            "or write the journal yourself with 'replay-tui import SRC -o OUT.jsonl'",
+        ) from None
     try:
         out = staging / (Path(path.name).stem + ".jsonl")
         results: list[ImportedJournal] = import_trace(path, out, format=fmt, sha256=digest)

@@ -34,13 +34,35 @@ from ..journal import JournalError
 
 SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https", "file"})
 #: The extra that brings each scheme's fsspec implementation.
-EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure",
-          "http": "http", "https": "http"}
+EXTRAS = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "az": "azure",
+    "abfs": "azure",
+    "abfss": "azure",
+    "http": "http",
+    "https": "http",
+}
 JOURNAL_SUFFIXES = (".jsonl", ".jsonl.gz")
 CHUNK_BYTES = 1 << 20
 #: Query parameters that carry credentials (pre-signed URLs, SAS tokens): refused on the command line.
-_SECRET_QUERY = frozenset({"x-amz-signature", "x-amz-credential", "x-amz-security-token", "sig", "signature",
-                           "x-goog-signature", "x-goog-credential", "token", "access_token", "sv", "se"})
+_SECRET_QUERY = frozenset(
+    {
+        "x-amz-signature",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "sig",
+        "signature",
+        "x-goog-signature",
+        "x-goog-credential",
+        "token",
+        "access_token",
+        "sv",
+        "se",
+    }
+)
 
 
 class StorageError(JournalError):
@@ -95,14 +117,18 @@ def filesystem(url: str) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:
-        raise StorageError(f"{shown(url)}: reading URLs needs fsspec: pip install 'replay-tui[s3]' (or gcs, azure, http)") from None
+        raise StorageError(
+            f"{shown(url)}: reading URLs needs fsspec: pip install 'replay-tui[s3]' (or gcs, azure, http)"
+        ) from None
     scheme = url.partition("://")[0].lower()
     try:
         fs, path = fsspec.core.url_to_fs(url)
         return fs, str(path)
     except ImportError as error:
         extra = EXTRAS.get(scheme, scheme)
-        raise StorageError(f"{shown(url)}: no client for {scheme}:// URLs ({error}); pip install 'replay-tui[{extra}]'") from None
+        raise StorageError(
+            f"{shown(url)}: no client for {scheme}:// URLs ({error}); pip install 'replay-tui[{extra}]'"
+        ) from None
     except (ValueError, TypeError) as error:
         raise StorageError(f"{shown(url)}: not a URL fsspec can open: {error}") from None
 
@@ -114,7 +140,9 @@ def _explain(url: str, error: BaseException) -> StorageError:
     lowered = text.lower()
     if status in (401, 403):
         what = "access denied (check the credentials in the environment or the store's config files)"
-    elif isinstance(error, FileNotFoundError) or "nosuchbucket" in lowered or "nosuchkey" in lowered or "404" in lowered:
+    elif (
+        isinstance(error, FileNotFoundError) or "nosuchbucket" in lowered or "nosuchkey" in lowered or "404" in lowered
+    ):
         missing_bucket = "nosuchbucket" in lowered or "bucket does not exist" in lowered
         what = "no such bucket" if missing_bucket else "no such object or prefix"
     elif isinstance(error, PermissionError) or "accessdenied" in lowered or "forbidden" in lowered or "403" in lowered:
@@ -161,8 +189,13 @@ class Fetched:
     downloaded: int  # objects actually transferred (0: everything came from the cache)
 
     def to_json(self) -> dict[str, Any]:
-        return {"url": shown(self.url), "local": str(self.local), "kind": self.kind,
-                "objects": self.objects, "downloaded": self.downloaded}
+        return {
+            "url": shown(self.url),
+            "local": str(self.local),
+            "kind": self.kind,
+            "objects": self.objects,
+            "downloaded": self.downloaded,
+        }
 
 
 def fetch(url: str, *, progress: Callable[[int, int], None] | None = None) -> Fetched:
@@ -230,7 +263,7 @@ def _fetch_prefix(url: str, fs: Any, path: str, progress: Callable[[int, int], N
     downloaded = 0
     wanted = set()
     for number, (key, info) in enumerate(sorted(members.items()), 1):
-        relative = key[len(base):].lstrip("/") if key.startswith(base) else _safe_name(key)
+        relative = key[len(base) :].lstrip("/") if key.startswith(base) else _safe_name(key)
         parts = [part for part in relative.split("/") if part not in ("", ".", "..")]
         target = root.joinpath(*parts)
         wanted.add(str(target.relative_to(root)))
@@ -323,7 +356,7 @@ class ObjectFollower:
                 self._whole()
                 return -1
             copy.seek(have)
-            copy.write(data[have - start:])
+            copy.write(data[have - start :])
         return size - have
 
     def _whole(self) -> None:

@@ -23,7 +23,16 @@ from ..harness.seam import ObservationMissing, StopRun
 from ..journal import Event, Journal, JournalError
 from .referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
 
-__all__ = ["KEY_FIELDS", "OBSERVATION_KEY", "Divergence", "KeyedSource", "StrictSink", "StrictSource", "Tape", "mismatch"]
+__all__ = [
+    "KEY_FIELDS",
+    "OBSERVATION_KEY",
+    "Divergence",
+    "KeyedSource",
+    "StrictSink",
+    "StrictSource",
+    "Tape",
+    "mismatch",
+]
 
 #: Called with each produced event (kind, payload, step_id, parent_event_id) and each
 #: observation request (kind, key): the child streams them to the parent, which decides.
@@ -117,9 +126,7 @@ class StrictSink:
         self.on_match = on_match
         self.on_produce = on_produce
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None
-    ) -> Event:
+    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
         tape = self.tape
         if tape.stopped is not None:
             raise ReplayStopped(f"{kind} after the replay stopped")
@@ -193,4 +200,3 @@ class KeyedSource:
         for event in left:
             kinds[event.kind] = kinds.get(event.kind, 0) + 1
         return {"count": len(left), "first_seq": left[0].seq, "kinds": kinds}
-

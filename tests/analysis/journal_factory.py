@@ -44,7 +44,11 @@ class StoryWriter:
                     "timezone": "UTC",
                     "feature_flags": {"refunds_v2": True},
                 },
-                "harness": {"version": "0.1.0", "plugins": [{"id": "crm", "type": "tools", "version": "1.0"}], "config_hash": hash_value("cfg")},
+                "harness": {
+                    "version": "0.1.0",
+                    "plugins": [{"id": "crm", "type": "tools", "version": "1.0"}],
+                    "config_hash": hash_value("cfg"),
+                },
                 "reducer_version": "1",
                 "snapshot_every": snapshot_every,
                 "initial_state": initial_state,
@@ -60,7 +64,13 @@ class StoryWriter:
         self.state = jsonpatch.apply_patch(self.state, patch, in_place=False)
         event_id = self.append(
             "state.transition",
-            {"cause_seq": cause_seq, "before_hash": before, "after_hash": hash_value(self.state), "reducer_version": "1", "patch": patch},
+            {
+                "cause_seq": cause_seq,
+                "before_hash": before,
+                "after_hash": hash_value(self.state),
+                "reducer_version": "1",
+                "patch": patch,
+            },
             step,
             cause_id,
         )
@@ -78,8 +88,20 @@ class StoryWriter:
         self.writer.close()
 
 
-def _tool_step(story: StoryWriter, step: str, root: str, tool: str, arguments: dict[str, Any], outcome: dict[str, Any], patch: list[dict[str, Any]]) -> None:
-    request = {"model": "gpt-x", "messages": [{"role": "user", "content": f"step {step}"}], "tools": ["customer_query", "refund"]}
+def _tool_step(
+    story: StoryWriter,
+    step: str,
+    root: str,
+    tool: str,
+    arguments: dict[str, Any],
+    outcome: dict[str, Any],
+    patch: list[dict[str, Any]],
+) -> None:
+    request = {
+        "model": "gpt-x",
+        "messages": [{"role": "user", "content": f"step {step}"}],
+        "tools": ["customer_query", "refund"],
+    }
     request_id = story.append("model.request", {"request_hash": hash_value(request), "request": request}, step, root)
     call_id = f"call-{step}"
     response = {
@@ -88,33 +110,85 @@ def _tool_step(story: StoryWriter, step: str, root: str, tool: str, arguments: d
         "finish_reason": "tool_calls",
         "usage": {"prompt_tokens": 120, "completion_tokens": 18},
     }
-    response_id = story.append("model.response", {"request_hash": hash_value(request), "response": response}, step, request_id)
+    response_id = story.append(
+        "model.response", {"request_hash": hash_value(request), "response": response}, step, request_id
+    )
     key = call_key_of(tool, arguments)
-    call = story.append("tool.call", {"call_id": call_id, "call_key": key, "tool": tool, "arguments": arguments}, step, response_id)
-    result_id = story.append("tool.result", {"call_id": call_id, "call_key": key, "tool": tool, "duration_ms": 12, **outcome}, step, call)
+    call = story.append(
+        "tool.call", {"call_id": call_id, "call_key": key, "tool": tool, "arguments": arguments}, step, response_id
+    )
+    result_id = story.append(
+        "tool.result", {"call_id": call_id, "call_key": key, "tool": tool, "duration_ms": 12, **outcome}, step, call
+    )
     story.transition(result_id, story.last_seq, patch, step)
 
 
 def write_incident(path: Path, snapshot_every: int = 4) -> Path:
     """A small CRM incident: lookup, a timeout, a retry, a redacted card, a wrong refund."""
     story = StoryWriter(path, "run-crm-0001", {"customer": None, "refunds": [], "notes": []}, snapshot_every)
-    root = story.append("input.received", {"role": "user", "content": "Customer 42 says they were double charged; refund the duplicate."}, None)
+    root = story.append(
+        "input.received",
+        {"role": "user", "content": "Customer 42 says they were double charged; refund the duplicate."},
+        None,
+    )
     story.append("clock.read", {"source": "time.time", "value": 1764417600.0}, None, root)
-    _tool_step(story, "step-01", root, "customer_query", {"customer_id": 42},
-               {"result": {"id": 42, "name": "Ada", "tier": "gold", "card": "[REDACTED:card_number]"}},
-               [{"op": "replace", "path": "/customer", "value": {"id": 42, "tier": "gold"}}])
-    _tool_step(story, "step-02", root, "charges_query", {"customer_id": 42},
-               {"error": {"type": "TimeoutError", "message": "charges service did not answer in 5s", "code": "ETIMEDOUT", "timeout": True}},
-               [{"op": "add", "path": "/notes/-", "value": "charges lookup timed out"}])
-    _tool_step(story, "step-03", root, "charges_query", {"customer_id": 42, "retry": 1},
-               {"result": [{"id": "ch_1", "amount": 4200}, {"id": "ch_2", "amount": 4200}]},
-               [{"op": "add", "path": "/customer/charges", "value": 2}])
+    _tool_step(
+        story,
+        "step-01",
+        root,
+        "customer_query",
+        {"customer_id": 42},
+        {"result": {"id": 42, "name": "Ada", "tier": "gold", "card": "[REDACTED:card_number]"}},
+        [{"op": "replace", "path": "/customer", "value": {"id": 42, "tier": "gold"}}],
+    )
+    _tool_step(
+        story,
+        "step-02",
+        root,
+        "charges_query",
+        {"customer_id": 42},
+        {
+            "error": {
+                "type": "TimeoutError",
+                "message": "charges service did not answer in 5s",
+                "code": "ETIMEDOUT",
+                "timeout": True,
+            }
+        },
+        [{"op": "add", "path": "/notes/-", "value": "charges lookup timed out"}],
+    )
+    _tool_step(
+        story,
+        "step-03",
+        root,
+        "charges_query",
+        {"customer_id": 42, "retry": 1},
+        {"result": [{"id": "ch_1", "amount": 4200}, {"id": "ch_2", "amount": 4200}]},
+        [{"op": "add", "path": "/customer/charges", "value": 2}],
+    )
     story.append("random.draw", {"source": "random.random", "value": 0.137}, "step-04", root)
-    _tool_step(story, "step-04", root, "refund", {"charge_id": "ch_1", "amount": 4200},
-               {"result": {"refund_id": "re_9", "status": "succeeded"}},
-               [{"op": "add", "path": "/refunds/-", "value": {"charge": "ch_1", "amount": 4200}},
-                {"op": "replace", "path": "/customer/tier", "value": "silver"}])
-    story.append("run.ended", {"status": "error", "output": None, "error": {"type": "PolicyViolation", "message": "refunded the original charge, not the duplicate"}}, None, root)
+    _tool_step(
+        story,
+        "step-04",
+        root,
+        "refund",
+        {"charge_id": "ch_1", "amount": 4200},
+        {"result": {"refund_id": "re_9", "status": "succeeded"}},
+        [
+            {"op": "add", "path": "/refunds/-", "value": {"charge": "ch_1", "amount": 4200}},
+            {"op": "replace", "path": "/customer/tier", "value": "silver"},
+        ],
+    )
+    story.append(
+        "run.ended",
+        {
+            "status": "error",
+            "output": None,
+            "error": {"type": "PolicyViolation", "message": "refunded the original charge, not the duplicate"},
+        },
+        None,
+        root,
+    )
     story.close()
     return path
 
@@ -128,11 +202,20 @@ def write_bulk(path: Path, events: int, progress: Callable[[int], None] | None =
         step += 1
         name = f"step-{step:07d}"
         if step % 97 == 0:
-            outcome: dict[str, Any] = {"error": {"type": "TimeoutError", "message": "timed out", "code": "ETIMEDOUT", "timeout": True}}
+            outcome: dict[str, Any] = {
+                "error": {"type": "TimeoutError", "message": "timed out", "code": "ETIMEDOUT", "timeout": True}
+            }
         else:
             outcome = {"result": {"id": step, "tier": "gold" if step % 3 else "silver"}}
-        _tool_step(story, name, root, "customer_query" if step % 2 else "charges_query", {"customer_id": step % 1000}, outcome,
-                   [{"op": "replace", "path": "/counter", "value": step}])
+        _tool_step(
+            story,
+            name,
+            root,
+            "customer_query" if step % 2 else "charges_query",
+            {"customer_id": step % 1000},
+            outcome,
+            [{"op": "replace", "path": "/counter", "value": step}],
+        )
         if progress is not None and step % 10_000 == 0:
             progress(story.last_seq)
     story.append("run.ended", {"status": "ok", "output": {"steps": step}}, None, root)

@@ -95,7 +95,10 @@ def test_saves_are_atomic_and_leave_no_temporary_files(journal_path: Path, monke
         store.set_note(journal.event(1), "second")
     monkeypatch.undo()
     assert sidecar_path(journal_path).read_bytes() == good  # the old file is intact
-    assert sorted(p.name for p in journal_path.parent.iterdir()) == ["crm-incident.jsonl", "crm-incident.jsonl.replay-tui.json"]
+    assert sorted(p.name for p in journal_path.parent.iterdir()) == [
+        "crm-incident.jsonl",
+        "crm-incident.jsonl.replay-tui.json",
+    ]
     journal.close()
 
 
@@ -105,10 +108,15 @@ def test_saves_are_atomic_and_leave_no_temporary_files(journal_path: Path, monke
         (b"{not json", "is not valid JSON"),
         (b"[]", "is not a replay-tui annotations file"),
         (b'{"format": "replay-tui-annotations", "version": 9, "annotations": []}', "has version 9"),
-        (b'{"format": "replay-tui-annotations", "version": 1, "annotations": [{"key": "k", "seq": "3", "run_id": "r"}]}', r"annotations\[0\].seq: expected a positive integer"),
+        (
+            b'{"format": "replay-tui-annotations", "version": 1, "annotations": [{"key": "k", "seq": "3", "run_id": "r"}]}',
+            r"annotations\[0\].seq: expected a positive integer",
+        ),
     ],
 )
-def test_a_corrupt_sidecar_is_a_clear_error_that_does_not_block(journal_path: Path, content: bytes, message: str) -> None:
+def test_a_corrupt_sidecar_is_a_clear_error_that_does_not_block(
+    journal_path: Path, content: bytes, message: str
+) -> None:
     sidecar_path(journal_path).write_bytes(content)
     with pytest.raises(AnnotationError, match=message) as caught:
         AnnotationStore.open(journal_path)
@@ -126,8 +134,22 @@ def test_a_corrupt_sidecar_is_a_clear_error_that_does_not_block(journal_path: Pa
 def test_chainless_dialect_keys_by_run_and_seq(tmp_path: Path) -> None:
     path = tmp_path / "other.jsonl"
     lines = [
-        {"type": "session_started", "event_id": "e1", "session_id": "sess-9", "seq": 1, "ts": "2026-01-01T00:00:00Z", "data": {"agent": "x"}},
-        {"type": "user_message", "event_id": "e2", "session_id": "sess-9", "seq": 2, "ts": "2026-01-01T00:00:01Z", "data": {"content": "hi"}},
+        {
+            "type": "session_started",
+            "event_id": "e1",
+            "session_id": "sess-9",
+            "seq": 1,
+            "ts": "2026-01-01T00:00:00Z",
+            "data": {"agent": "x"},
+        },
+        {
+            "type": "user_message",
+            "event_id": "e2",
+            "session_id": "sess-9",
+            "seq": 2,
+            "ts": "2026-01-01T00:00:01Z",
+            "data": {"content": "hi"},
+        },
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     journal = open_journal(path)
@@ -150,7 +172,9 @@ def test_gzip_and_shard_directories_get_a_sidecar_beside_them(tmp_path: Path) ->
 def test_an_unwritable_location_is_a_clear_error(journal_path: Path, tmp_path: Path) -> None:
     journal = open_journal(journal_path)
     gone = tmp_path / "removed-directory" / "crm-incident.jsonl"  # e.g. a journal on a detached mount
-    with pytest.raises(AnnotationError, match=r"removed-directory/crm-incident.jsonl.replay-tui.json: cannot be written"):
+    with pytest.raises(
+        AnnotationError, match=r"removed-directory/crm-incident.jsonl.replay-tui.json: cannot be written"
+    ):
         AnnotationStore(gone).set_bookmark(journal.event(0))
     journal.close()
 
@@ -179,7 +203,9 @@ def test_a_read_only_journal_directory_keeps_annotations_in_the_state_home(
     state_home = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == journal_path.parent else real_access(path, mode))
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if Path(path) == journal_path.parent else real_access(path, mode)
+    )
     journal = open_journal(journal_path)
     store = AnnotationStore.open(journal_path)
     store.set_note(journal.event(3), "noted on a read-only install")

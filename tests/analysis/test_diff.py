@@ -7,7 +7,9 @@ from replay_tui.journal.pointer import parts_of, pointer_of
 
 
 def test_changed_added_removed() -> None:
-    diff = diff_values({"a": 1, "b": [1, 2], "gone": True, "c": {"x": 1}}, {"a": 2, "b": [1, 2, 3], "c": {"x": "1"}, "new": 0})
+    diff = diff_values(
+        {"a": 1, "b": [1, 2], "gone": True, "c": {"x": 1}}, {"a": 2, "b": [1, 2, 3], "c": {"x": "1"}, "new": 0}
+    )
     assert diff.changed == ("/a", "/c/x")
     assert diff.added == ("/b/2", "/new")
     assert diff.removed == ("/gone",)

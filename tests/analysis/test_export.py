@@ -85,8 +85,19 @@ def test_html_is_self_contained_and_loads_nothing(incident: Path, tmp_path: Path
     assert "failing step seq 11 (first error)" in result.stdout
     html = out.read_text()
     assert_no_network_references(html)
-    for expected in ("Incident report: run-crm-incident", "seq 11", "failing step", "root cause", NOTE,
-                     "hash chain verified", "Environment fingerprint", "cpython-3.11.9", "/order", "payments_refund", "<svg"):
+    for expected in (
+        "Incident report: run-crm-incident",
+        "seq 11",
+        "failing step",
+        "root cause",
+        NOTE,
+        "hash chain verified",
+        "Environment fingerprint",
+        "cpython-3.11.9",
+        "/order",
+        "payments_refund",
+        "<svg",
+    ):
         assert expected in html, expected
     assert PLANTED_SECRET not in html and PLANTED_SECRET[:16] not in html
     assert "masked format:openai-key" in html
@@ -97,8 +108,15 @@ def test_markdown_has_the_same_sections(incident: Path, tmp_path: Path) -> None:
     result = _cli("export", str(incident), "-o", str(out))  # format from the suffix
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    for heading in ("# Incident report: run-crm-incident", "## Causal chain to the failing step", "## Bookmarks and notes",
-                    "## Verification", "## Run", "### Environment fingerprint", "## Run overview"):
+    for heading in (
+        "# Incident report: run-crm-incident",
+        "## Causal chain to the failing step",
+        "## Bookmarks and notes",
+        "## Verification",
+        "## Run",
+        "### Environment fingerprint",
+        "## Run overview",
+    ):
         assert heading in text, heading
     assert "**failing step**" in text and "**root cause**" in text
     assert "> The payments API timed out after 30 s; the retry asked for ten times the amount." in text
@@ -125,7 +143,9 @@ def test_bad_input_is_one_clear_line(incident: Path, tmp_path: Path) -> None:
     bad_result.write_text("{not json")
     broken = _cli("export", str(incident), "-o", str(tmp_path / "r.html"), "--replay-result", str(bad_result))
     assert broken.returncode == 2 and "result.json: is not valid JSON" in broken.stderr
-    gone = _cli("export", str(incident), "-o", str(tmp_path / "r.html"), "--replay-result", str(tmp_path / "absent.json"))
+    gone = _cli(
+        "export", str(incident), "-o", str(tmp_path / "r.html"), "--replay-result", str(tmp_path / "absent.json")
+    )
     assert gone.returncode == 2 and "absent.json: no such file" in gone.stderr
     unwritable = _cli("export", str(incident), "-o", str(tmp_path / "no-such-dir" / "r.html"))
     assert unwritable.returncode == 2 and "cannot be written" in unwritable.stderr
@@ -171,10 +191,20 @@ def test_divergence_from_a_real_replay_of_an_edited_fixture(tmp_path: Path) -> N
     edited.write_text("".join(lines))
 
     replay_run = subprocess.run(
-        [sys.executable, "-c",
-         "import argparse, sys; from replay_tui.cli import replay as r; p = argparse.ArgumentParser(); r.configure(p); sys.exit(r.run(p.parse_args(sys.argv[1:])))",
-         str(edited), "--json", "--timeout", "120", "--no-verify-hash-chain"],  # the edit breaks the chain; replay finds where
-        capture_output=True, text=True, check=False, cwd=REPO,
+        [
+            sys.executable,
+            "-c",
+            "import argparse, sys; from replay_tui.cli import replay as r; p = argparse.ArgumentParser(); r.configure(p); sys.exit(r.run(p.parse_args(sys.argv[1:])))",
+            str(edited),
+            "--json",
+            "--timeout",
+            "120",
+            "--no-verify-hash-chain",
+        ],  # the edit breaks the chain; replay finds where
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
     )
     assert replay_run.returncode == 1 and replay_run.stdout.strip().startswith("{"), replay_run.stderr[-2000:]
     result_path = tmp_path / "result.json"
@@ -196,9 +226,22 @@ def test_divergence_from_a_real_replay_of_an_edited_fixture(tmp_path: Path) -> N
 def test_the_step_23_incident_from_a_real_replay_with_the_fixed_agent(tmp_path: Path) -> None:
     """The recorded incident, replayed with the hotfixed CRM agent, diverges at the query that gained include_inactive."""
     replay_run = subprocess.run(
-        [sys.executable, "-c", "import sys; from replay_tui.cli import main; sys.exit(main(sys.argv[1:]))",
-         "replay", str(FIXTURE), "--agent", "fixtures.agents.crm:agent", "--json", "--timeout", "120"],
-        capture_output=True, text=True, check=False, cwd=REPO,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from replay_tui.cli import main; sys.exit(main(sys.argv[1:]))",
+            "replay",
+            str(FIXTURE),
+            "--agent",
+            "fixtures.agents.crm:agent",
+            "--json",
+            "--timeout",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
     )
     assert replay_run.stdout.strip().startswith("{"), replay_run.stderr[-2000:]
     result = json.loads(replay_run.stdout)
@@ -229,17 +272,35 @@ def render_markdown_for(journal_path: Path, result_path: Path) -> str:
 
 def test_replay_result_shapes(tmp_path: Path, incident: Path) -> None:
     match = tmp_path / "match.json"
-    match.write_text(json.dumps({"status": "match", "ok": True, "journal": str(incident), "consumed": 19, "total": 19, "divergence": None}))
+    match.write_text(
+        json.dumps(
+            {"status": "match", "ok": True, "journal": str(incident), "consumed": 19, "total": 19, "divergence": None}
+        )
+    )
     section = load_replay_result(match, incident)
-    assert section.status == "match" and section.headline.startswith("Replay matched: 19 of 19") and section.journal_note is None
+    assert (
+        section.status == "match"
+        and section.headline.startswith("Replay matched: 19 of 19")
+        and section.journal_note is None
+    )
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({"status": "diverged", "journal": "/x/another.jsonl", "divergence": {"seq": 999, "reason": "extra event"}}))
+    other.write_text(
+        json.dumps(
+            {"status": "diverged", "journal": "/x/another.jsonl", "divergence": {"seq": 999, "reason": "extra event"}}
+        )
+    )
     section = load_replay_result(other, incident)
     assert section.journal_note == "this result was recorded for /x/another.jsonl, not crm-incident.jsonl"
     journal = open_journal(incident)
-    report = build_report(journal, replay=load_replay_result(other, incident))  # seq 999 is past the end: the chain ends at the last event
+    report = build_report(
+        journal, replay=load_replay_result(other, incident)
+    )  # seq 999 is past the end: the chain ends at the last event
     journal.close()
-    assert report.failure is not None and report.failure.seq == 999 and "past the journal's end" in report.failure.description
+    assert (
+        report.failure is not None
+        and report.failure.seq == 999
+        and "past the journal's end" in report.failure.description
+    )
     assert report.chain[-1].event.seq == 19
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps([1, 2]))
@@ -251,20 +312,30 @@ def test_replay_result_shapes(tmp_path: Path, incident: Path) -> None:
     ("result", "headline"),
     [
         ({"status": "match", "consumed": 19, "total": 19}, "Replay matched: 19 of 19 events consumed"),
-        ({"status": "diverged", "divergence": {"seq": 7, "reason": "other tool"}, "consumed": 6, "total": 19},
-         "Replay diverged at seq=7 (6 of 19 events consumed)."),
-        ({"status": "unused_events", "unused": {"count": 2, "first_seq": 18}}, "Replay left 2 recorded event(s) unused"),
+        (
+            {"status": "diverged", "divergence": {"seq": 7, "reason": "other tool"}, "consumed": 6, "total": 19},
+            "Replay diverged at seq=7 (6 of 19 events consumed).",
+        ),
+        (
+            {"status": "unused_events", "unused": {"count": 2, "first_seq": 18}},
+            "Replay left 2 recorded event(s) unused",
+        ),
         ({"status": "verification_failed"}, "Replay not started: the journal failed verification."),
-        ({"status": "timeout", "timeout_s": 30, "last_seq": 4, "consumed": 4, "total": 19},
-         "Replay timed out after 30 s at seq=4 (4 of 19 events consumed); the child was killed."),
+        (
+            {"status": "timeout", "timeout_s": 30, "last_seq": 4, "consumed": 4, "total": 19},
+            "Replay timed out after 30 s at seq=4 (4 of 19 events consumed); the child was killed.",
+        ),
         ({"status": "cancelled", "consumed": 3, "total": 19}, "Replay cancelled before the first event"),
         ({"status": "crashed", "child_exit": -9, "last_seq": 5}, "Replay child crashed"),
-        ({"status": "error", "error": {"kind": "agent_import", "message": "no module x"}},
-         "Replay failed (agent_import): no module x"),
+        (
+            {"status": "error", "error": {"kind": "agent_import", "message": "no module x"}},
+            "Replay failed (agent_import): no module x",
+        ),
     ],
 )
-def test_every_replay_outcome_is_worded_as_replay_words_it(tmp_path: Path, incident: Path, result: dict,
-                                                          headline: str) -> None:
+def test_every_replay_outcome_is_worded_as_replay_words_it(
+    tmp_path: Path, incident: Path, result: dict, headline: str
+) -> None:
     path = tmp_path / "result.json"
     path.write_text(json.dumps({"journal": str(incident), **result}))
     section = load_replay_result(path, incident)
@@ -284,8 +355,40 @@ def test_a_replay_result_with_a_wrong_field_is_named(tmp_path: Path, incident: P
         load_replay_result(path, incident)
 
 
-_FETCHING_TAGS = {"script", "link", "iframe", "frame", "object", "embed", "img", "audio", "video", "source", "track", "image", "use", "base", "form", "input", "picture"}
-_URL_ATTRIBUTES = {"src", "href", "srcset", "action", "formaction", "poster", "data", "background", "xlink:href", "manifest", "ping", "cite", "longdesc"}
+_FETCHING_TAGS = {
+    "script",
+    "link",
+    "iframe",
+    "frame",
+    "object",
+    "embed",
+    "img",
+    "audio",
+    "video",
+    "source",
+    "track",
+    "image",
+    "use",
+    "base",
+    "form",
+    "input",
+    "picture",
+}
+_URL_ATTRIBUTES = {
+    "src",
+    "href",
+    "srcset",
+    "action",
+    "formaction",
+    "poster",
+    "data",
+    "background",
+    "xlink:href",
+    "manifest",
+    "ping",
+    "cite",
+    "longdesc",
+}
 
 
 class _ResourceFinder(HTMLParser):
@@ -339,11 +442,35 @@ def test_hostile_journal_content_is_escaped_not_executed(tmp_path: Path) -> None
     path = tmp_path / "hostile.jsonl"
     payload = "<script src='https://evil.example/x.js'></script><img src=http://evil.example/p.png> ![x](https://evil.example/i.png) `tick` | pipe"
     with JournalWriter(path, run_id="hostile</title><script>") as writer:
-        writer.append("run.started", {"agent": "a:<b>", "environment": {"runtime": payload}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {"html": payload}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:<b>",
+                "environment": {"runtime": payload},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {"html": payload},
+            },
+        )
         user = writer.append("input.received", {"role": "user", "content": payload})
         arguments = {"url": "https://api.example.com/v1/orders", "note": payload}
-        writer.append("tool.call", {"call_id": "c", "call_key": call_key_of("fetch", arguments), "tool": "fetch", "arguments": arguments}, parent_event_id=user.event_id)
-        writer.append("tool.result", {"call_id": "c", "call_key": call_key_of("fetch", arguments), "tool": "fetch", "error": {"type": "HTTPError", "message": payload}, "duration_ms": 5}, parent_event_id="hostile</title><script>:3")
+        writer.append(
+            "tool.call",
+            {"call_id": "c", "call_key": call_key_of("fetch", arguments), "tool": "fetch", "arguments": arguments},
+            parent_event_id=user.event_id,
+        )
+        writer.append(
+            "tool.result",
+            {
+                "call_id": "c",
+                "call_key": call_key_of("fetch", arguments),
+                "tool": "fetch",
+                "error": {"type": "HTTPError", "message": payload},
+                "duration_ms": 5,
+            },
+            parent_event_id="hostile</title><script>:3",
+        )
         writer.append("run.ended", {"status": "error", "error": payload})
     journal = open_journal(path)
     AnnotationStore.open(path).set_note(journal.event(1), payload)
@@ -356,7 +483,9 @@ def test_hostile_journal_content_is_escaped_not_executed(tmp_path: Path) -> None
     # outside fenced blocks and code spans, nothing may be Markdown or HTML that a renderer acts on
     prose = re.sub(r"^( *)(`{3,})[^\n]*\n.*?^\1\2$", "", markdown, flags=re.S | re.M)
     prose = re.sub(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", prose)
-    assert not re.search(r"(?<!\\)<(script|img)|!(?<!\\)\[x(?<!\\)\]\(", prose), re.search(r".{30}(?<!\\)<(script|img).{30}", prose)
+    assert not re.search(r"(?<!\\)<(script|img)|!(?<!\\)\[x(?<!\\)\]\(", prose), re.search(
+        r".{30}(?<!\\)<(script|img).{30}", prose
+    )
     assert "\\<script" in prose  # the note, escaped
 
 
@@ -416,10 +545,24 @@ def test_headless_chromium_renders_the_report(incident: Path, tmp_path: Path) ->
     screenshot = tmp_path / "report.png"
     with tempfile.TemporaryDirectory() as profile:
         completed = subprocess.run(
-            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--no-first-run", f"--user-data-dir={profile}", f"--screenshot={screenshot}",
-             "--window-size=1280,2000", page.as_uri()],
-            capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "HOME": profile},
+            [
+                _chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                f"--screenshot={screenshot}",
+                "--window-size=1280,2000",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "HOME": profile},
         )
     assert screenshot.exists(), completed.stderr[-2000:]
     png = screenshot.read_bytes()

@@ -15,8 +15,8 @@ from replay_tui.analysis.search import (  # noqa: E402
     ReplayMarks,
     event_marks,
     find_next,
-    matching_positions,
     line_of,
+    matching_positions,
     parse_query,
 )
 from replay_tui.journal import open_journal  # noqa: E402

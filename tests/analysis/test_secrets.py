@@ -53,23 +53,71 @@ def test_known_formats_are_found_anywhere_in_a_string(name: str, value: str) -> 
 
 
 @pytest.mark.parametrize(
-    "key", ["password", "api_key", "apiKey", "x_api_key", "x-api-key", "X-Api-Key", "clientSecret", "client_secret", "raw_token", "token",
-            "refresh_token", "Authorization", "aws_secret_access_key", "private_key", "db_passwd", "cookie"],
+    "key",
+    [
+        "password",
+        "api_key",
+        "apiKey",
+        "x_api_key",
+        "x-api-key",
+        "X-Api-Key",
+        "clientSecret",
+        "client_secret",
+        "raw_token",
+        "token",
+        "refresh_token",
+        "Authorization",
+        "aws_secret_access_key",
+        "private_key",
+        "db_passwd",
+        "cookie",
+    ],
 )
 def test_sensitive_key_names(key: str) -> None:
     assert is_sensitive_key(key)
-    assert scan_string("hunter2-correct-horse", key) == ("key-name", mask("hunter2-correct-horse"), f"under key {key!r}")
+    assert scan_string("hunter2-correct-horse", key) == (
+        "key-name",
+        mask("hunter2-correct-horse"),
+        f"under key {key!r}",
+    )
 
 
 @pytest.mark.parametrize(
-    "key", ["max_tokens", "prompt_tokens", "completion_tokens", "total_tokens", "tokenizer", "token_type", "next_page_token", "secret_name",
-            "author", "authority", "password_policy", "api_key_id", "call_key", "request_hash"],
+    "key",
+    [
+        "max_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "tokenizer",
+        "token_type",
+        "next_page_token",
+        "secret_name",
+        "author",
+        "authority",
+        "password_policy",
+        "api_key_id",
+        "call_key",
+        "request_hash",
+    ],
 )
 def test_names_that_only_talk_about_secrets_are_not_flagged(key: str) -> None:
     assert not is_sensitive_key(key)
 
 
-@pytest.mark.parametrize("value", ["[REDACTED]", "<redacted>", "***", "********", "REDACTED:sha256", "sha256:" + "ab" * 32, "${DB_PASSWORD}", "{{ secrets.TOKEN }}"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "[REDACTED]",
+        "<redacted>",
+        "***",
+        "********",
+        "REDACTED:sha256",
+        "sha256:" + "ab" * 32,
+        "${DB_PASSWORD}",
+        "{{ secrets.TOKEN }}",
+    ],
+)
 def test_redacted_values_under_sensitive_keys_are_fine(value: str) -> None:
     assert scan_string(value, "password") is None
 
@@ -150,12 +198,44 @@ def test_every_detector_with_json_paths(tmp_path: Path) -> None:
     path = tmp_path / "leaky.jsonl"
     aws_secret = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY3kL9mQ2vZ8nT"
     with JournalWriter(path, run_id="leaky") as writer:
-        writer.append("run.started", {"agent": "a:b", "environment": {"DATABASE_URL": KNOWN["url-password"]}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
-        writer.append("input.received", {"role": "user", "content": "no secrets here, just a question about order A-1009"})
-        request = {"model": "m", "messages": [{"role": "system", "content": f"use {KNOWN['github-token']} for the repo"}]}
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:b",
+                "environment": {"DATABASE_URL": KNOWN["url-password"]},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {},
+            },
+        )
+        writer.append(
+            "input.received", {"role": "user", "content": "no secrets here, just a question about order A-1009"}
+        )
+        request = {
+            "model": "m",
+            "messages": [{"role": "system", "content": f"use {KNOWN['github-token']} for the repo"}],
+        }
         writer.append("model.request", {"request_hash": hash_value(request), "request": request})
-        writer.append("tool.call", {"call_id": "c1", "call_key": call_key_of("t", {}), "tool": "t", "arguments": {"config": {"clientSecret": "not-redacted-value"}}})
-        writer.append("tool.result", {"call_id": "c1", "call_key": call_key_of("t", {}), "tool": "t", "result": {"rows": [{"blob": aws_secret}]}, "duration_ms": 3})
+        writer.append(
+            "tool.call",
+            {
+                "call_id": "c1",
+                "call_key": call_key_of("t", {}),
+                "tool": "t",
+                "arguments": {"config": {"clientSecret": "not-redacted-value"}},
+            },
+        )
+        writer.append(
+            "tool.result",
+            {
+                "call_id": "c1",
+                "call_key": call_key_of("t", {}),
+                "tool": "t",
+                "result": {"rows": [{"blob": aws_secret}]},
+                "duration_ms": 3,
+            },
+        )
         writer.append("run.ended", {"status": "ok", "output": {"password": "[REDACTED]"}})
     journal = open_journal(path)
     report = scan_journal(journal)
@@ -247,15 +327,30 @@ def test_harness_recorded_fixtures_have_no_false_positives() -> None:
 def test_type_data_dialect_is_scanned_too(tmp_path: Path) -> None:
     path = tmp_path / "other-harness.jsonl"
     lines = [
-        {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": "2026-01-01T00:00:00Z", "data": {"agent": "bot"}},
-        {"type": "tool_invocation", "event_id": "e2", "session_id": "s", "seq": 2, "ts": "2026-01-01T00:00:01Z",
-         "data": {"tool": "reset", "input": {"user": "u1", "api_key": "live-key-123456789"}, "output": {"ok": True}}},
+        {
+            "type": "session_started",
+            "event_id": "e1",
+            "session_id": "s",
+            "seq": 1,
+            "ts": "2026-01-01T00:00:00Z",
+            "data": {"agent": "bot"},
+        },
+        {
+            "type": "tool_invocation",
+            "event_id": "e2",
+            "session_id": "s",
+            "seq": 2,
+            "ts": "2026-01-01T00:00:01Z",
+            "data": {"tool": "reset", "input": {"user": "u1", "api_key": "live-key-123456789"}, "output": {"ok": True}},
+        },
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     journal = open_journal(path)
     report = scan_journal(journal)
     journal.close()
-    assert [(f.seq, f.kind, f.path, f.detector) for f in report.findings] == [(2, "tool.call", "payload.arguments.api_key", "key-name")]
+    assert [(f.seq, f.kind, f.path, f.detector) for f in report.findings] == [
+        (2, "tool.call", "payload.arguments.api_key", "key-name")
+    ]
 
 
 def test_ignore_patterns_leave_out_reviewed_paths(tmp_path: Path) -> None:
@@ -285,8 +380,17 @@ def test_sensitive_names_assigned_inside_text(text: str, name: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["token: [REDACTED]", "next_page_token=abc123def", "max_tokens=100", "token_type: bearer", "api_key=${API_KEY}", "Basic information about the order",
-     "password: ********", "Note: the key is in the vault", "primary_key: id_1234567"],
+    [
+        "token: [REDACTED]",
+        "next_page_token=abc123def",
+        "max_tokens=100",
+        "token_type: bearer",
+        "api_key=${API_KEY}",
+        "Basic information about the order",
+        "password: ********",
+        "Note: the key is in the vault",
+        "primary_key: id_1234567",
+    ],
 )
 def test_harmless_assignments_in_text(text: str) -> None:
     assert scan_string(text, "body") is None
@@ -298,11 +402,32 @@ def test_a_line_nested_past_the_recursion_limit(tmp_path: Path) -> None:
 
     path = tmp_path / "deep.jsonl"
     with JournalWriter(path, run_id="deep") as writer:
-        writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:b",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {},
+            },
+        )
     deep = "[" * 1015 + json.dumps(KNOWN["github-token"]) + "]" * 1015
-    line = json.dumps({"schema_version": 1, "run_id": "deep", "seq": 2, "event_id": "deep:2", "kind": "input.received", "step_id": None,
-                       "parent_event_id": None, "recorded_at": "2026-01-01T00:00:00Z", "payload": {"role": "user", "content": "DEEP"},
-                       "prev_event_hash": None}).replace('"DEEP"', deep)
+    line = json.dumps(
+        {
+            "schema_version": 1,
+            "run_id": "deep",
+            "seq": 2,
+            "event_id": "deep:2",
+            "kind": "input.received",
+            "step_id": None,
+            "parent_event_id": None,
+            "recorded_at": "2026-01-01T00:00:00Z",
+            "payload": {"role": "user", "content": "DEEP"},
+            "prev_event_hash": None,
+        }
+    ).replace('"DEEP"', deep)
     with path.open("a") as handle:
         handle.write(line + "\n")
     journal = open_journal(path)

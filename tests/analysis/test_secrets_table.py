@@ -20,7 +20,9 @@ BOUNDARIES = sorted(set(string.punctuation + string.whitespace) - {"\x0b", "\x0c
 
 
 def _event(payload: dict) -> Event:
-    return Event(1, "tool.result", "r", "r:1", None, None, "2026-01-01T00:00:00Z", payload, None, None, {"payload": payload})
+    return Event(
+        1, "tool.result", "r", "r:1", None, None, "2026-01-01T00:00:00Z", payload, None, None, {"payload": payload}
+    )
 
 
 def _redacted(text: str) -> str:
@@ -77,8 +79,16 @@ def test_structural_places_are_caught_by_both() -> None:
     request, canaries = canary_request(RedactionRules(), random.Random(3))
     findings = scan_event(_event({"arguments": request}))
     found_paths = {finding.path for finding in findings}
-    for place in ("header_pairs[0][1]", "header_pairs[1][1]", "short_bearer[0][1]", "header_objects[0].value", "pin_password",
-                  "callback", "error_text", "config_json"):
+    for place in (
+        "header_pairs[0][1]",
+        "header_pairs[1][1]",
+        "short_bearer[0][1]",
+        "header_objects[0].value",
+        "pin_password",
+        "callback",
+        "error_text",
+        "config_json",
+    ):
         assert f"payload.arguments.metadata.{place}" in found_paths, place
     assert any(finding.detail == "used as a key" for finding in findings)
     redacted = REDACTOR.redact("tool.call", {"tool": "t", "arguments": request})

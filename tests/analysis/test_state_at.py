@@ -22,7 +22,9 @@ def incident(tmp_path: Path) -> Path:
 
 
 def position_of_kind(journal, kind: str, nth: int = 0) -> int:
-    found = [p for p in range(len(journal)) if isinstance(journal.try_event(p), Event) and journal.event(p).kind == kind]
+    found = [
+        p for p in range(len(journal)) if isinstance(journal.try_event(p), Event) and journal.event(p).kind == kind
+    ]
     return found[nth]
 
 
@@ -65,7 +67,9 @@ def test_far_position_uses_the_nearest_snapshot(tmp_path: Path) -> None:
 
 def test_a_tampered_patch_is_reported_as_a_hash_mismatch(incident: Path, tmp_path: Path) -> None:
     lines = incident.read_bytes().splitlines()
-    position = next(i for i, line in enumerate(lines) if b'"kind":"state.transition"' in line and b"/customer/tier" in line)
+    position = next(
+        i for i, line in enumerate(lines) if b'"kind":"state.transition"' in line and b"/customer/tier" in line
+    )
     event = orjson.loads(lines[position])
     event["payload"]["patch"][1]["value"] = "platinum"  # the recorded after_hash no longer fits
     lines[position] = orjson.dumps(event)
@@ -94,7 +98,12 @@ def test_a_patch_that_does_not_apply_is_a_problem(incident: Path, tmp_path: Path
 
 def test_find_change_of_a_watched_path(incident: Path) -> None:
     journal = open_journal(incident)
-    tier_changes = [p for p in range(len(journal)) if journal.event(p).kind == "state.transition" and patch_touches(journal.event(p).payload["patch"], "/customer/tier")]
+    tier_changes = [
+        p
+        for p in range(len(journal))
+        if journal.event(p).kind == "state.transition"
+        and patch_touches(journal.event(p).payload["patch"], "/customer/tier")
+    ]
     assert len(tier_changes) == 2  # set with /customer, then replaced to silver
     assert find_change(journal, "/customer/tier", 0, 1) == tier_changes[0]
     assert find_change(journal, "/customer/tier", tier_changes[0], 1) == tier_changes[1]

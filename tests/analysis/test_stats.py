@@ -102,7 +102,9 @@ def test_cancel_stops_early_and_says_so(tmp_path: Path) -> None:
     path = write_incident_journal(tmp_path / "big.jsonl", filler_steps=3000)
     journal = open_journal(path)
     calls: list[tuple[int, int]] = []
-    stats = compute_stats(journal, progress=lambda done, total: calls.append((done, total)), cancelled=lambda: len(calls) >= 1)
+    stats = compute_stats(
+        journal, progress=lambda done, total: calls.append((done, total)), cancelled=lambda: len(calls) >= 1
+    )
     assert not stats.complete
     assert stats.events == 4096 < len(journal)
     assert calls[0] == (4096, len(journal))
@@ -151,7 +153,17 @@ def test_open_steps_are_bounded_on_interleaved_runs(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(stats_module, "OPEN_STEPS_CAP", 16)
     path = tmp_path / "many-steps.jsonl"
     with JournalWriter(path, run_id="r") as writer:
-        writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:b",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {},
+            },
+        )
         for index in range(200):
             writer.append("input.received", {"role": "user", "content": index}, step_id=f"s{index}")
             writer.append("input.received", {"role": "user", "content": index}, step_id=f"s{index}")
@@ -205,7 +217,13 @@ def test_gzip_and_shard_directory_give_the_same_numbers(tmp_path: Path) -> None:
     with JournalWriter(shards, run_id="run-crm-incident", rotate_bytes=20_000) as writer:
         for line in plain.read_bytes().splitlines():
             obj = json.loads(line)
-            writer.append(obj["kind"], obj["payload"], step_id=obj["step_id"], parent_event_id=obj["parent_event_id"], recorded_at=obj["recorded_at"])
+            writer.append(
+                obj["kind"],
+                obj["payload"],
+                step_id=obj["step_id"],
+                parent_event_id=obj["parent_event_id"],
+                recorded_at=obj["recorded_at"],
+            )
     assert len(list(shards.glob("*.jsonl.gz"))) > 1
     results = []
     for path in (plain, shards):
@@ -220,12 +238,38 @@ def test_gzip_and_shard_directory_give_the_same_numbers(tmp_path: Path) -> None:
 def test_type_data_dialect_with_epoch_timestamps(tmp_path: Path) -> None:
     path = tmp_path / "other-harness.jsonl"
     lines = [
-        {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": 1700000000.0, "data": {"agent": "bot"}},
-        {"type": "model_response", "event_id": "e2", "session_id": "s", "seq": 2, "ts": 1700000001.0,
-         "data": {"step_id": "s1", "content": "hi", "usage": {"input_tokens": 50, "output_tokens": 7}}},
-        {"type": "tool_invocation", "event_id": "e3", "session_id": "s", "seq": 3, "ts": 1700000004.5,
-         "data": {"step_id": "s1", "tool": "reset", "input": {}, "error": "gateway timeout", "duration_ms": 3000}},
-        {"type": "session_ended", "event_id": "e4", "session_id": "s", "seq": 4, "ts": 1700000005.0, "data": {"status": "error"}},
+        {
+            "type": "session_started",
+            "event_id": "e1",
+            "session_id": "s",
+            "seq": 1,
+            "ts": 1700000000.0,
+            "data": {"agent": "bot"},
+        },
+        {
+            "type": "model_response",
+            "event_id": "e2",
+            "session_id": "s",
+            "seq": 2,
+            "ts": 1700000001.0,
+            "data": {"step_id": "s1", "content": "hi", "usage": {"input_tokens": 50, "output_tokens": 7}},
+        },
+        {
+            "type": "tool_invocation",
+            "event_id": "e3",
+            "session_id": "s",
+            "seq": 3,
+            "ts": 1700000004.5,
+            "data": {"step_id": "s1", "tool": "reset", "input": {}, "error": "gateway timeout", "duration_ms": 3000},
+        },
+        {
+            "type": "session_ended",
+            "event_id": "e4",
+            "session_id": "s",
+            "seq": 4,
+            "ts": 1700000005.0,
+            "data": {"status": "error"},
+        },
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     journal = open_journal(path)
@@ -245,10 +289,22 @@ def test_distinct_names_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(stats_module, "MAX_NAMES", 5)
     path = tmp_path / "many-tools.jsonl"
     with JournalWriter(path, run_id="r") as writer:
-        writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": {}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:b",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {},
+            },
+        )
         for index in range(50):
             tool = f"tool_{index}"
-            writer.append("tool.call", {"call_id": str(index), "call_key": call_key_of(tool, {}), "tool": tool, "arguments": {}})
+            writer.append(
+                "tool.call", {"call_id": str(index), "call_key": call_key_of(tool, {}), "tool": tool, "arguments": {}}
+            )
     journal = open_journal(path)
     stats = compute_stats(journal)
     journal.close()

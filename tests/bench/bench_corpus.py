@@ -98,12 +98,19 @@ def main() -> int:
         "target_ratio": 2,
         "moonshot_ratio": 1,
     }
-    print(f"fork server: {forked:.2f} s, {per_journal * 1000:.1f} ms per journal per core; "
-          f"bare start {bare * 1000:.1f} ms; ratio {per_journal / bare:.2f}", file=sys.stderr)
+    print(
+        f"fork server: {forked:.2f} s, {per_journal * 1000:.1f} ms per journal per core; "
+        f"bare start {bare * 1000:.1f} ms; ratio {per_journal / bare:.2f}",
+        file=sys.stderr,
+    )
     if plain is not None:
         plain_per_journal = plain * args.jobs / count
-        figures.update(plain_seconds=round(plain, 3), plain_per_journal_core_s=round(plain_per_journal, 4),
-                       plain_ratio=round(plain_per_journal / bare, 2), speedup=round(plain / forked, 2))
+        figures.update(
+            plain_seconds=round(plain, 3),
+            plain_per_journal_core_s=round(plain_per_journal, 4),
+            plain_ratio=round(plain_per_journal / bare, 2),
+            speedup=round(plain / forked, 2),
+        )
         print(f"new interpreter per journal: {plain:.2f} s, ratio {plain_per_journal / bare:.2f}", file=sys.stderr)
     figures["cpus"] = os.cpu_count()
     print(json.dumps(figures))

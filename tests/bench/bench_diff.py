@@ -85,8 +85,11 @@ def main() -> None:
     args = parser.parse_args()
     path = ensure_journal(args.events)
     edited = edited_copy(path)
-    cases = {"verify": ["verify", str(path)], "diff_same": ["diff", str(path), str(path)],
-             "diff_edited": ["diff", str(path), str(edited)]}
+    cases = {
+        "verify": ["verify", str(path)],
+        "diff_same": ["diff", str(path), str(path)],
+        "diff_edited": ["diff", str(path), str(edited)],
+    }
     expected = {"verify": 0, "diff_same": 0, "diff_edited": 1}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(args.runs):

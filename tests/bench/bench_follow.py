@@ -63,7 +63,19 @@ async def run(rate: float, seconds: float, directory: Path) -> dict[str, object]
     path, go, times_file = directory / "follow.jsonl", directory / "go", directory / "times.json"
     events = int(rate * seconds)
     writer = subprocess.Popen(
-        [sys.executable, str(WRITER), str(path), "--events", str(events), "--rate", str(rate), "--go", str(go), "--times", str(times_file)]
+        [
+            sys.executable,
+            str(WRITER),
+            str(path),
+            "--events",
+            str(events),
+            "--rate",
+            str(rate),
+            "--go",
+            str(go),
+            "--times",
+            str(times_file),
+        ]
     )
     while not (path.exists() and path.stat().st_size):
         await asyncio.sleep(0.01)
@@ -110,7 +122,9 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="replay-tui-bench-follow-") as directory:
         figures = asyncio.run(run(args.rate, args.seconds, Path(directory)))
-    print(f"appended {figures['appended']:,}, seen {figures['seen']:,}; append → visible p50 {figures['latency_p50_ms']} ms, p95 {figures['latency_p95_ms']} ms, max {figures['latency_max_ms']} ms over {figures['frames']} frames")
+    print(
+        f"appended {figures['appended']:,}, seen {figures['seen']:,}; append → visible p50 {figures['latency_p50_ms']} ms, p95 {figures['latency_p95_ms']} ms, max {figures['latency_max_ms']} ms over {figures['frames']} frames"
+    )
     print(json.dumps(figures))
     return 0 if figures["seen"] == figures["appended"] else 1
 

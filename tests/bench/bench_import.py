@@ -43,9 +43,13 @@ def generate(path: Path, spans: int) -> None:
             ids = {span["spanId"]: f"{run * per_run + index + 1:016x}" for index, span in enumerate(template)}
             shift = run * 10_000_000  # 10 ms apart
             for span in template:
-                copy = dict(span, traceId=trace_id, spanId=ids[span["spanId"]],
-                            startTimeUnixNano=str(int(span["startTimeUnixNano"]) - base + shift + 1_700_000_000_000_000_000),
-                            endTimeUnixNano=str(int(span["endTimeUnixNano"]) - base + shift + 1_700_000_000_000_000_000))
+                copy = dict(
+                    span,
+                    traceId=trace_id,
+                    spanId=ids[span["spanId"]],
+                    startTimeUnixNano=str(int(span["startTimeUnixNano"]) - base + shift + 1_700_000_000_000_000_000),
+                    endTimeUnixNano=str(int(span["endTimeUnixNano"]) - base + shift + 1_700_000_000_000_000_000),
+                )
                 if span.get("parentSpanId"):
                     copy["parentSpanId"] = ids.get(span["parentSpanId"], span["parentSpanId"])
                 batch.append(copy)
@@ -57,8 +61,14 @@ def generate(path: Path, spans: int) -> None:
 
 
 def _write(out, request: dict, spans: list[dict]) -> None:  # type: ignore[no-untyped-def]
-    line = {"resourceSpans": [{"resource": request["resourceSpans"][0]["resource"],
-                               "scopeSpans": [{"scope": request["resourceSpans"][0]["scopeSpans"][0]["scope"], "spans": spans}]}]}
+    line = {
+        "resourceSpans": [
+            {
+                "resource": request["resourceSpans"][0]["resource"],
+                "scopeSpans": [{"scope": request["resourceSpans"][0]["scopeSpans"][0]["scope"], "spans": spans}],
+            }
+        ]
+    }
     out.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 
@@ -74,27 +84,41 @@ def main() -> int:
         generate(source, args.spans)
     out = work / "imported.jsonl"
     out.unlink(missing_ok=True)
-    code = ("import resource, sys, time\n"
-            "from replay_tui.importers import import_trace\n"
-            "import orjson\n"
-            "started, cpu = time.perf_counter(), time.process_time()\n"
-            "[result] = import_trace(sys.argv[1], sys.argv[2])\n"
-            "seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu\n"
-            "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "parse = time.process_time()\n"
-            "with open(sys.argv[1], 'rb') as lines:\n"
-            "    for line in lines:\n"
-            "        orjson.loads(line)\n"
-            "print(seconds, cpu_seconds, result.events, result.detail['spans'], rss, time.process_time() - parse)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(source), str(out)], cwd=ROOT, capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import resource, sys, time\n"
+        "from replay_tui.importers import import_trace\n"
+        "import orjson\n"
+        "started, cpu = time.perf_counter(), time.process_time()\n"
+        "[result] = import_trace(sys.argv[1], sys.argv[2])\n"
+        "seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu\n"
+        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "parse = time.process_time()\n"
+        "with open(sys.argv[1], 'rb') as lines:\n"
+        "    for line in lines:\n"
+        "        orjson.loads(line)\n"
+        "print(seconds, cpu_seconds, result.events, result.detail['spans'], rss, time.process_time() - parse)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(source), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     seconds, cpu_seconds, events, spans, rss_kb, parse_cpu = done.stdout.split()
     figures = {
-        "spans": int(spans), "file_mb": round(source.stat().st_size / 1e6, 1), "seconds": round(float(seconds), 2),
-        "cpu_seconds": round(float(cpu_seconds), 2), "spans_per_s": round(int(spans) / float(seconds)),
-        "cpu_spans_per_s": round(int(spans) / float(cpu_seconds)), "parse_cpu_seconds": round(float(parse_cpu), 2),
+        "spans": int(spans),
+        "file_mb": round(source.stat().st_size / 1e6, 1),
+        "seconds": round(float(seconds), 2),
+        "cpu_seconds": round(float(cpu_seconds), 2),
+        "spans_per_s": round(int(spans) / float(seconds)),
+        "cpu_spans_per_s": round(int(spans) / float(cpu_seconds)),
+        "parse_cpu_seconds": round(float(parse_cpu), 2),
         "import_to_parse": round(float(cpu_seconds) / float(parse_cpu), 1),
-        "peak_rss_mb": round(int(rss_kb) / 1024, 1), "events": int(events), "load_average": round(os.getloadavg()[0], 1),
+        "peak_rss_mb": round(int(rss_kb) / 1024, 1),
+        "events": int(events),
+        "load_average": round(os.getloadavg()[0], 1),
     }
     print(f"imported {figures['spans']} spans ({figures['file_mb']} MB) in {figures['seconds']} s", file=sys.stderr)
     print(json.dumps(figures))

@@ -26,23 +26,44 @@ ERRORS = ("KeyError", "TimeoutError", "PermissionError")
 def write_journal(path: Path, number: int, rng: random.Random) -> int:
     events = 0
     with JournalWriter(path, run_id=f"run-{number}", payloads_are_parsed_json=True) as writer:
+
         def append(kind: str, payload: dict, step: str | None = None) -> None:
             nonlocal events
             writer.append(kind, payload, step_id=step)
             events += 1
 
-        append("run.started", {"agent": "bench:agent", "environment": {"code_revision": f"rev-{number % 7}"},
-                               "harness": {"config_hash": "sha256:" + "1" * 64}, "reducer_version": "1",
-                               "snapshot_every": 0, "initial_state": {}})
+        append(
+            "run.started",
+            {
+                "agent": "bench:agent",
+                "environment": {"code_revision": f"rev-{number % 7}"},
+                "harness": {"config_hash": "sha256:" + "1" * 64},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {},
+            },
+        )
         for step in range(rng.randint(2, 5)):
             step_id = f"step-{step:02d}"
             key = "sha256:" + f"{number:032x}{step:032x}"
             append("model.request", {"request_hash": key, "request": {"model": "m-1", "messages": []}}, step_id)
-            append("model.response", {"request_hash": key, "response": {
-                "content": "ok", "tool_calls": [], "finish_reason": "tool_calls",
-                "usage": {"prompt_tokens": rng.randint(10, 900), "completion_tokens": rng.randint(1, 200)}}}, step_id)
+            append(
+                "model.response",
+                {
+                    "request_hash": key,
+                    "response": {
+                        "content": "ok",
+                        "tool_calls": [],
+                        "finish_reason": "tool_calls",
+                        "usage": {"prompt_tokens": rng.randint(10, 900), "completion_tokens": rng.randint(1, 200)},
+                    },
+                },
+                step_id,
+            )
             tool = rng.choice(TOOLS)
-            append("tool.call", {"call_id": f"c{step}", "call_key": key, "tool": tool, "arguments": {"n": step}}, step_id)
+            append(
+                "tool.call", {"call_id": f"c{step}", "call_key": key, "tool": tool, "arguments": {"n": step}}, step_id
+            )
             result: dict = {"call_id": f"c{step}", "call_key": key, "tool": tool, "duration_ms": rng.randint(1, 3000)}
             if rng.random() < 0.05:
                 result["error"] = {"type": rng.choice(ERRORS), "message": "bench"}
@@ -75,9 +96,19 @@ def main() -> int:
         started = time.perf_counter()
         run_query(database, "SELECT agent, code_revision, count(*), sum(total_tokens) FROM runs GROUP BY ALL")
         queries["tokens_by_revision"] = round(time.perf_counter() - started, 4)
-    print(json.dumps({"journals": args.journals, "events": events, "rows": summary.rows, "index_s": round(index_s, 2),
-                      "index_journals_per_s": round(args.journals / index_s, 1), "query_s": queries,
-                      "slowest_query_s": max(queries.values())}))
+    print(
+        json.dumps(
+            {
+                "journals": args.journals,
+                "events": events,
+                "rows": summary.rows,
+                "index_s": round(index_s, 2),
+                "index_journals_per_s": round(args.journals / index_s, 1),
+                "query_s": queries,
+                "slowest_query_s": max(queries.values()),
+            }
+        )
+    )
     return 0
 
 

@@ -44,8 +44,13 @@ def agent_loop(model: Callable[[dict], dict], tool: Callable[[str, dict, str], A
     checked = 0
     for index in range(steps):
         sku = SKUS[index % len(SKUS)]
-        request = {"model": "stocktake-scripted", "messages": [{"role": "system", "content": "Count stock."},
-                                                                {"role": "user", "content": f"next sku: {sku}"}]}
+        request = {
+            "model": "stocktake-scripted",
+            "messages": [
+                {"role": "system", "content": "Count stock."},
+                {"role": "user", "content": f"next sku: {sku}"},
+            ],
+        }
         response = model(request)
         for call in response["tool_calls"]:
             tool(call["name"], call["arguments"], call["id"])
@@ -74,8 +79,14 @@ class Policy:
 def run_on(steps: int, directory: Path, *, redact: bool = True) -> tuple[float, float, int]:
     sink = JsonlSink(directory / f"bench-{redact}.jsonl", run_id="bench", fsync="close")
     redactor = Redactor() if redact else Redactor(RedactionRules(enabled=False))
-    harness = Harness(sink=sink, run_id="bench", model=Policy(), redactor=redactor,  # type: ignore[arg-type]
-                      tools={"inventory.lookup": ToolSpec("inventory.lookup", lookup_now)}, snapshot_every=500)
+    harness = Harness(
+        sink=sink,
+        run_id="bench",
+        model=Policy(),
+        redactor=redactor,  # type: ignore[arg-type]
+        tools={"inventory.lookup": ToolSpec("inventory.lookup", lookup_now)},
+        snapshot_every=500,
+    )
     harness.use_reducer(reduce, "bench-1", {"checked": 0, "last": None})
 
     def tool(name: str, arguments: dict, call_id: str) -> Any:
@@ -111,15 +122,21 @@ def main() -> int:
     record_us = min(on) / events * 1e6
     baseline_us = min(off) / events * 1e6
     print(f"steps: {args.steps}, events: {events}, best of {args.repeat}")
-    print(f"recording off: {min(off) * 1000:.1f} ms; on: {min(on) * 1000:.1f} ms; on without redaction: {min(bare) * 1000:.1f} ms")
-    print(json.dumps({
-        "events": events,
-        "record_us_per_event": round(record_us, 2),
-        "baseline_us_per_event": round(baseline_us, 2),
-        "overhead_us_per_event": round(record_us - baseline_us, 2),
-        "overhead_cpu_us_per_event": round((min(on_cpu) - min(off_cpu)) / events * 1e6, 2),
-        "redaction_cpu_us_per_event": round((min(on_cpu) - min(bare_cpu)) / events * 1e6, 2),
-    }))
+    print(
+        f"recording off: {min(off) * 1000:.1f} ms; on: {min(on) * 1000:.1f} ms; on without redaction: {min(bare) * 1000:.1f} ms"
+    )
+    print(
+        json.dumps(
+            {
+                "events": events,
+                "record_us_per_event": round(record_us, 2),
+                "baseline_us_per_event": round(baseline_us, 2),
+                "overhead_us_per_event": round(record_us - baseline_us, 2),
+                "overhead_cpu_us_per_event": round((min(on_cpu) - min(off_cpu)) / events * 1e6, 2),
+                "redaction_cpu_us_per_event": round((min(on_cpu) - min(bare_cpu)) / events * 1e6, 2),
+            }
+        )
+    )
     return 0
 
 

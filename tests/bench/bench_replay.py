@@ -71,7 +71,12 @@ print(json.dumps({"status": outcome.status, "consumed": outcome.consumed, "event
 def run_tree(tree: Path, journal: Path) -> dict[str, object]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     done = subprocess.run(
-        [sys.executable, "-c", ONE_REPLAY, str(journal), str(tree)], cwd=tree, env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", ONE_REPLAY, str(journal), str(tree)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"bench_replay: replay in {tree} failed:\n{done.stderr[-2000:]}")
@@ -96,7 +101,9 @@ def startups(journal: Path, count: int) -> list[float]:
     """Spawn to first event, this tree, in this process."""
     found = []
     for _ in range(count):
-        outcome = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=120, cwd=str(ROOT)).run()
+        outcome = ReplayRunner(
+            ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=120, cwd=str(ROOT)
+        ).run()
         if outcome.status != MATCH or outcome.first_event_s is None:
             raise SystemExit(f"bench_replay: {journal} did not replay cleanly:\n{outcome.to_text()}")
         found.append(outcome.first_event_s)
@@ -134,7 +141,9 @@ def main() -> int:
         for name, found in runs.items()
     }
     loop_cpu_ratio = cpu["sandbox"]["events_per_loop_cpu_s"] / cpu["base"]["events_per_loop_cpu_s"]
-    best_e2e = {name: max(found, key=lambda figures: figures["end_to_end_events_per_s"]) for name, found in runs.items()}
+    best_e2e = {
+        name: max(found, key=lambda figures: figures["end_to_end_events_per_s"]) for name, found in runs.items()
+    }
     loop_ratio = (best["sandbox"]["events_per_s"] or 0) / (best["base"]["events_per_s"] or 1)
     e2e_ratio = best_e2e["sandbox"]["end_to_end_events_per_s"] / best_e2e["base"]["end_to_end_events_per_s"]
     startup = statistics.median(first_event)
@@ -144,7 +153,9 @@ def main() -> int:
             f"end to end {best_e2e[name]['end_to_end_events_per_s']:,.0f} events/s ({best[name]['consumed']} events)",
             flush=True,
         )
-    print(f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f} (wall clock, load {os.getloadavg()[0]:.1f})")
+    print(
+        f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f} (wall clock, load {os.getloadavg()[0]:.1f})"
+    )
     for name in ("base", "sandbox"):
         print(
             f"{name}: {cpu[name]['events_per_loop_cpu_s']:,.0f} events per CPU-second of the child's loop; "

@@ -97,12 +97,16 @@ def main() -> None:
         figures[f"{name}_row_ns_raw"] = round(raw)
         figures[f"{name}_row_ns_escaped"] = round(escaped)
         figures[f"{name}_row_ratio"] = round(raw / escaped, 3)  # 1.0: escaping is free
-    strings = {"ascii": "tool.result customer_query → {'rows': 42, 'region': 'east'}" * 2,
-               "unicode": "Überweisung an Zoë: 42 € — 日本語の説明 ✓" * 2, "hostile": ATTACK}
+    strings = {
+        "ascii": "tool.result customer_query → {'rows': 42, 'region': 'east'}" * 2,
+        "unicode": "Überweisung an Zoë: 42 € — 日本語の説明 ✓" * 2,
+        "hostile": ATTACK,
+    }
     for name, text in strings.items():
         figures[f"safe_ns_{name}_{len(text)}chars"] = round(per_call_ns(safe, [text], args.rows))
-    figures["safe_json_ns_small_object"] = round(per_call_ns(safe_json, [{"a": [1, 2, {"b": "c"}], "d": ATTACK}],
-                                                            args.rows // 10))
+    figures["safe_json_ns_small_object"] = round(
+        per_call_ns(safe_json, [{"a": [1, 2, {"b": "c"}], "d": ATTACK}], args.rows // 10)
+    )
     figures["target"] = "realistic_row_ns_escaped < 20000: a 45-row timeline screen of summaries under 1 ms"
     figures["target_met"] = figures["realistic_row_ns_escaped"] < 20_000
     print(json.dumps(figures))

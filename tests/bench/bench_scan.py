@@ -27,15 +27,25 @@ def write_journal(path: Path, events: int) -> int:
     with JournalWriter(path, run_id="bench-scan", fsync="never") as writer:
         writer.append(
             "run.started",
-            {"agent": "bench:agent", "environment": {"runtime": "cpython-3.11"}, "harness": {"version": "bench", "plugins": [], "config_hash": None},
-             "reducer_version": "1", "snapshot_every": 1000, "initial_state": {"tickets": 0}},
+            {
+                "agent": "bench:agent",
+                "environment": {"runtime": "cpython-3.11"},
+                "harness": {"version": "bench", "plugins": [], "config_hash": None},
+                "reducer_version": "1",
+                "snapshot_every": 1000,
+                "initial_state": {"tickets": 0},
+            },
         )
         step = 0
         state = {"tickets": 0}
         while writer.last_seq < events - 1:
             step += 1
             step_id = f"step-{step:07d}"
-            request = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"Summarise ticket T-{step} for customer C-{step % 977}"}], "temperature": 0}
+            request = {
+                "model": "gpt-4o",
+                "messages": [{"role": "user", "content": f"Summarise ticket T-{step} for customer C-{step % 977}"}],
+                "temperature": 0,
+            }
             request_hash = hash_value(request)
             writer.append("model.request", {"request_hash": request_hash, "request": request}, step_id=step_id)
             arguments = {"ticket_id": f"T-{step}", "fields": ["subject", "body", "status"]}
@@ -43,24 +53,53 @@ def write_journal(path: Path, events: int) -> int:
                 arguments["auth"] = {"github_token": PLANTED}
             writer.append(
                 "model.response",
-                {"request_hash": request_hash, "response": {"content": None, "tool_calls": [{"id": f"call_{step}", "name": "ticket_get", "arguments": arguments}],
-                 "finish_reason": "tool_calls", "usage": {"prompt_tokens": 400 + step % 50, "completion_tokens": 30, "total_tokens": 430 + step % 50}}},
+                {
+                    "request_hash": request_hash,
+                    "response": {
+                        "content": None,
+                        "tool_calls": [{"id": f"call_{step}", "name": "ticket_get", "arguments": arguments}],
+                        "finish_reason": "tool_calls",
+                        "usage": {
+                            "prompt_tokens": 400 + step % 50,
+                            "completion_tokens": 30,
+                            "total_tokens": 430 + step % 50,
+                        },
+                    },
+                },
                 step_id=step_id,
             )
             call_key = call_key_of("ticket_get", arguments)
-            writer.append("tool.call", {"call_id": f"call_{step}", "call_key": call_key, "tool": "ticket_get", "arguments": arguments}, step_id=step_id)
+            writer.append(
+                "tool.call",
+                {"call_id": f"call_{step}", "call_key": call_key, "tool": "ticket_get", "arguments": arguments},
+                step_id=step_id,
+            )
             writer.append(
                 "tool.result",
-                {"call_id": f"call_{step}", "call_key": call_key, "tool": "ticket_get", "duration_ms": 20 + step % 180,
-                 "result": {"subject": f"Printer on floor {step % 9} is offline", "body": "The printer shows error E-42 since this morning. " * 3, "status": "open"}},
+                {
+                    "call_id": f"call_{step}",
+                    "call_key": call_key,
+                    "tool": "ticket_get",
+                    "duration_ms": 20 + step % 180,
+                    "result": {
+                        "subject": f"Printer on floor {step % 9} is offline",
+                        "body": "The printer shows error E-42 since this morning. " * 3,
+                        "status": "open",
+                    },
+                },
                 step_id=step_id,
             )
             before = dict(state)
             state["tickets"] += 1
             writer.append(
                 "state.transition",
-                {"cause_seq": writer.last_seq, "before_hash": hash_value(before), "after_hash": hash_value(state), "reducer_version": "1",
-                 "patch": [{"op": "replace", "path": "/tickets", "value": state["tickets"]}]},
+                {
+                    "cause_seq": writer.last_seq,
+                    "before_hash": hash_value(before),
+                    "after_hash": hash_value(state),
+                    "reducer_version": "1",
+                    "patch": [{"op": "replace", "path": "/tickets", "value": state["tickets"]}],
+                },
                 step_id=step_id,
             )
         writer.append("run.ended", {"status": "ok", "output": "done"})
@@ -95,25 +134,31 @@ def main() -> None:
     stats_s, stats_cpu_s = time.perf_counter() - started, time.process_time() - cpu
     journal.close()
 
-    print(f"{events:,} events, {size / 1e6:.0f} MB; index {index_s:.1f} s; scan {scan_s:.1f} s ({events / scan_s:,.0f} events/s, "
-          f"{size / scan_s / 1e6:.1f} MB/s; {scan_cpu_s:.1f} s CPU), {report.total_findings} finding(s); "
-          f"stats {stats_s:.1f} s ({events / stats_s:,.0f} events/s; {stats_cpu_s:.1f} s CPU); load average {os.getloadavg()[0]:.1f}")
-    print(json.dumps({
-        "events": events,
-        "bytes": size,
-        "index_s": round(index_s, 2),
-        "scan_s": round(scan_s, 2),
-        "scan_cpu_s": round(scan_cpu_s, 2),  # CPU time: the fair figure when other work shares the cores
-        "scan_events_per_cpu_s": round(events / scan_cpu_s),
-        "scan_events_per_s": round(events / scan_s),
-        "scan_mb_per_s": round(size / scan_s / 1e6, 2),
-        "findings": report.total_findings,
-        "flagged_events": len(report.flagged_seqs),
-        "stats_s": round(stats_s, 2),
-        "stats_cpu_s": round(stats_cpu_s, 2),
-        "stats_events_per_s": round(events / stats_s),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-    }))
+    print(
+        f"{events:,} events, {size / 1e6:.0f} MB; index {index_s:.1f} s; scan {scan_s:.1f} s ({events / scan_s:,.0f} events/s, "
+        f"{size / scan_s / 1e6:.1f} MB/s; {scan_cpu_s:.1f} s CPU), {report.total_findings} finding(s); "
+        f"stats {stats_s:.1f} s ({events / stats_s:,.0f} events/s; {stats_cpu_s:.1f} s CPU); load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        json.dumps(
+            {
+                "events": events,
+                "bytes": size,
+                "index_s": round(index_s, 2),
+                "scan_s": round(scan_s, 2),
+                "scan_cpu_s": round(scan_cpu_s, 2),  # CPU time: the fair figure when other work shares the cores
+                "scan_events_per_cpu_s": round(events / scan_cpu_s),
+                "scan_events_per_s": round(events / scan_s),
+                "scan_mb_per_s": round(size / scan_s / 1e6, 2),
+                "findings": report.total_findings,
+                "flagged_events": len(report.flagged_seqs),
+                "stats_s": round(stats_s, 2),
+                "stats_cpu_s": round(stats_cpu_s, 2),
+                "stats_events_per_s": round(events / stats_s),
+                "load_average_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

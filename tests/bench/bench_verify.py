@@ -55,14 +55,27 @@ def _step_events(step: int) -> list[tuple[str, dict]]:
                     "content": f"I will query the {region} region for active customers in October.",
                     "tool_calls": [{"id": f"call-{step}", "name": "customer_query", "arguments": arguments}],
                     "finish_reason": "tool_calls",
-                    "usage": {"prompt_tokens": 412 + step % 17, "completion_tokens": 38, "total_tokens": 450 + step % 17},
+                    "usage": {
+                        "prompt_tokens": 412 + step % 17,
+                        "completion_tokens": 38,
+                        "total_tokens": 450 + step % 17,
+                    },
                 },
             },
         ),
-        ("tool.call", {"call_id": f"call-{step}", "call_key": call_key, "tool": "customer_query", "arguments": arguments}),
+        (
+            "tool.call",
+            {"call_id": f"call-{step}", "call_key": call_key, "tool": "customer_query", "arguments": arguments},
+        ),
         (
             "tool.result",
-            {"call_id": f"call-{step}", "call_key": call_key, "tool": "customer_query", "result": {"rows": rows, "total": 3}, "duration_ms": 41 + step % 9},
+            {
+                "call_id": f"call-{step}",
+                "call_key": call_key,
+                "tool": "customer_query",
+                "result": {"rows": rows, "total": 3},
+                "duration_ms": 41 + step % 9,
+            },
         ),
         ("clock.read", {"source": "time.time", "value": 1795000000.125 + step}),
         (
@@ -74,7 +87,11 @@ def _step_events(step: int) -> list[tuple[str, dict]]:
                 "reducer_version": "crm-reducer/1",
                 "patch": [
                     {"op": "replace", "path": "/step", "value": step},
-                    {"op": "add", "path": f"/answers/{region}", "value": {"count": 3, "asked_at": f"2026-11-01T10:{step % 60:02d}:00Z"}},
+                    {
+                        "op": "add",
+                        "path": f"/answers/{region}",
+                        "value": {"count": 3, "asked_at": f"2026-11-01T10:{step % 60:02d}:00Z"},
+                    },
                 ],
             },
         ),
@@ -167,10 +184,17 @@ def bombs(folder: Path) -> dict:
     head = folder / "head.jsonl"
     head.unlink(missing_ok=True)
     with JournalWriter(head, run_id="bomb") as writer:  # a valid run.started, so the checks reach the bomb
-        writer.append("run.started", {
-            "agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10,
-            "initial_state": {},
-        })
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:b",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 10,
+                "initial_state": {},
+            },
+        )
     first = head.read_bytes()
     member = lambda data: gzip.compress(data, compresslevel=9)  # noqa: E731
     inputs = {
@@ -218,7 +242,10 @@ def main() -> None:
         started = time.perf_counter()
         generate(partial, args.events)
         os.replace(partial, path)
-        print(f"generated {args.events} events ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.1f}s: {path}", file=sys.stderr)
+        print(
+            f"generated {args.events} events ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.1f}s: {path}",
+            file=sys.stderr,
+        )
     done = subprocess.run(
         [sys.executable, __file__, "--measure-only", "--events", str(args.events), "--path", str(path)],
         check=True,

@@ -14,6 +14,7 @@ CLEAN = sorted(CORPUS.glob("ok-*.replay.jsonl"))
 BEFORE_HISTORY = sorted(CORPUS.glob("before-history-*.replay.jsonl"))
 BEFORE_PROMPT = sorted(CORPUS.glob("before-prompt-*.replay.jsonl"))
 
+
 def copy_corpus(target: Path, journals: list[Path]) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for journal in journals:

@@ -65,11 +65,15 @@ def test_edited_argument_is_reported_at_its_seq(tmp_path: Path) -> None:
     # rewrite the copy through the journal writer so the chain still verifies: only the argument differs
     writer = JournalWriter(target, run_id=events[0]["run_id"])
     for event in events:
-        writer.append(event["kind"], event["payload"], step_id=event["step_id"], parent_event_id=event["parent_event_id"])
+        writer.append(
+            event["kind"], event["payload"], step_id=event["step_id"], parent_event_id=event["parent_event_id"]
+        )
     writer.close()
-    result = replay_corpus(find_journals(directory), jobs=2, spec_for=lambda j: ReplaySpec(journal=j, sys_path=[str(REPO)]))
+    result = replay_corpus(
+        find_journals(directory), jobs=2, spec_for=lambda j: ReplaySpec(journal=j, sys_path=[str(REPO)])
+    )
     assert result.exit_code == 1
-    (signature, entries), = result.groups.items()
+    ((signature, entries),) = result.groups.items()
     assert (signature.kind, signature.tool, signature.field) == ("tool.call", "orders.lookup", "arguments.order_id")
     assert entries[0].outcome.divergence.seq == call["seq"]
 
@@ -127,7 +131,12 @@ def test_a_directory_is_a_corpus_unless_it_is_one_rotated_journal(tmp_path: Path
     from replay_tui.harness import record_run
 
     rotated = tmp_path / "rotated-run"
-    record_run(REPO / "fixtures" / "corpus" / "refund-desk.toml", "fixtures.corpus.agents:agent", ["Refund A-101"], journal=rotated)
+    record_run(
+        REPO / "fixtures" / "corpus" / "refund-desk.toml",
+        "fixtures.corpus.agents:agent",
+        ["Refund A-101"],
+        journal=rotated,
+    )
     assert [path.name for path in rotated.iterdir()] == ["rotated-run.000001.jsonl"]
     done = run_cli(str(rotated))
     assert done.returncode == 0 and done.stdout.startswith("Replay matched: 15 of 15 events"), done.stdout
@@ -143,12 +152,40 @@ def test_signature_of_a_kind_mismatch_and_a_missing_event() -> None:
 
     call = EventRef(7, "tool.call", "step-01", None, "callKey", "sha256:a")
     request = EventRef(7, "model.request", "step-01", None, "requestHash", "sha256:b")
-    report = DivergenceReport(7, "kind differs", call, request, None, "step-01", mismatched=["kind"],
-                              expected_payload={"tool": "orders.lookup", "arguments": {}}, actual_payload={"request": {}})
+    report = DivergenceReport(
+        7,
+        "kind differs",
+        call,
+        request,
+        None,
+        "step-01",
+        mismatched=["kind"],
+        expected_payload={"tool": "orders.lookup", "arguments": {}},
+        actual_payload={"request": {}},
+    )
     outcome = ReplayOutcome(status="diverged", journal="j", mode="strict", divergence=report)
-    assert signature_of(outcome).to_json() == {"kind": "tool.call", "tool": "orders.lookup", "field": "kind (the agent produced model.request)"}
-    report = DivergenceReport(16, "the journal ends before this event", None, request, None, None, mismatched=["presence"])
+    assert signature_of(outcome).to_json() == {
+        "kind": "tool.call",
+        "tool": "orders.lookup",
+        "field": "kind (the agent produced model.request)",
+    }
+    report = DivergenceReport(
+        16, "the journal ends before this event", None, request, None, None, mismatched=["presence"]
+    )
     outcome = ReplayOutcome(status="diverged", journal="j", mode="strict", divergence=report)
-    assert signature_of(outcome).to_json() == {"kind": "model.request", "tool": "-", "field": "(the journal has no event here)"}
-    unused = ReplayOutcome(status="unused_events", journal="j", mode="strict", unused={"count": 2, "kinds": {"run.ended": 1, "tool.call": 1}})
-    assert signature_of(unused).to_json() == {"kind": "unused_events", "tool": "-", "field": "unused run.ended,tool.call"}
+    assert signature_of(outcome).to_json() == {
+        "kind": "model.request",
+        "tool": "-",
+        "field": "(the journal has no event here)",
+    }
+    unused = ReplayOutcome(
+        status="unused_events",
+        journal="j",
+        mode="strict",
+        unused={"count": 2, "kinds": {"run.ended": 1, "tool.call": 1}},
+    )
+    assert signature_of(unused).to_json() == {
+        "kind": "unused_events",
+        "tool": "-",
+        "field": "unused run.ended,tool.call",
+    }

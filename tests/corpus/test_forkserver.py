@@ -29,7 +29,9 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] if Path(f"/proc/{pid}").exists() else "X"
+    status = (
+        Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] if Path(f"/proc/{pid}").exists() else "X"
+    )
     return status not in ("Z", "X")
 
 
@@ -57,7 +59,9 @@ def test_nothing_leaks_between_journals(tmp_path: Path, monkeypatch: pytest.Monk
     result = replay_corpus(
         journals,
         executor=executor,
-        spec_for=lambda journal: ReplaySpec(journal=journal, agent="tests.corpus.leaky_agent:agent", sys_path=[str(REPO)]),
+        spec_for=lambda journal: ReplaySpec(
+            journal=journal, agent="tests.corpus.leaky_agent:agent", sys_path=[str(REPO)]
+        ),
         timeout_s=120,
     )
     problems = [(entry.journal, entry.outcome.to_text()) for entry in result.entries if not entry.ok]
@@ -122,20 +126,27 @@ def test_exit_status_of_a_forked_child_reaches_the_runner() -> None:
 
 def test_bwrap_argv_is_not_forked() -> None:
     server = ForkServer()
-    assert not server.accepts(["/usr/bin/bwrap", "--unshare-net", "--", "python", "-m", "replay_tui.replay.child", "{}"])
+    assert not server.accepts(
+        ["/usr/bin/bwrap", "--unshare-net", "--", "python", "-m", "replay_tui.replay.child", "{}"]
+    )
     assert server.accepts([server.python, "-m", "replay_tui.replay.child", "{}"])
 
 
 def test_cli_report_is_the_same_with_and_without_the_fork_server(tmp_path: Path) -> None:
     directory = copy_corpus(tmp_path / "corpus", CLEAN[:3])
     runs = [
-        subprocess.run(cli("replay", str(directory), "--jobs", "2", *extra), cwd=REPO, capture_output=True, text=True,
-                       timeout=300)
+        subprocess.run(
+            cli("replay", str(directory), "--jobs", "2", *extra), cwd=REPO, capture_output=True, text=True, timeout=300
+        )
         for extra in ((), ("--no-fork-server",))
     ]
     assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
     first_lines = [run.stdout.splitlines()[0].split(" (")[0] for run in runs]
-    assert first_lines[0] == first_lines[1] == f"Corpus {directory}: 3 journal(s), 3 matched, 0 diverged, 0 failed otherwise"
+    assert (
+        first_lines[0]
+        == first_lines[1]
+        == f"Corpus {directory}: 3 journal(s), 3 matched, 0 diverged, 0 failed otherwise"
+    )
 
 
 def test_a_dead_fork_server_falls_back_to_plain_children(tmp_path: Path) -> None:
@@ -150,8 +161,13 @@ def test_a_dead_fork_server_falls_back_to_plain_children(tmp_path: Path) -> None
         if done == 1 and executor._server is not None and executor._server.server_pid is not None:
             os.kill(executor._server.server_pid, signal.SIGKILL)
 
-    result = replay_corpus(journals, executor=executor, on_done=kill_server, timeout_s=120,
-                           spec_for=lambda journal: ReplaySpec(journal=journal, sys_path=[str(REPO)]))
+    result = replay_corpus(
+        journals,
+        executor=executor,
+        on_done=kill_server,
+        timeout_s=120,
+        spec_for=lambda journal: ReplaySpec(journal=journal, sys_path=[str(REPO)]),
+    )
     assert [entry.outcome.status for entry in result.entries] == [MATCH] * 3
     assert mechanisms[0] == FORK_SERVER_MECHANISM
     assert FORK_SERVER_MECHANISM not in mechanisms[1:]

@@ -35,10 +35,14 @@ def replayed_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     return root, report
 
 
-def test_index_and_canned_questions_agree_with_the_replay_report(replayed_corpus: tuple[Path, Path], tmp_path: Path) -> None:
+def test_index_and_canned_questions_agree_with_the_replay_report(
+    replayed_corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
     root, report = replayed_corpus
     database = tmp_path / "corpus.duckdb"
-    built = run_cli("index", str(root), "-o", str(database), "--glob", "*.replay.jsonl", "--replay-report", str(report), "--json")
+    built = run_cli(
+        "index", str(root), "-o", str(database), "--glob", "*.replay.jsonl", "--replay-report", str(report), "--json"
+    )
     assert built.returncode == 0, built.stderr
     summary = json.loads(built.stdout)
     assert summary["journals"] == 11 and summary["unreadable"] == 0
@@ -48,7 +52,8 @@ def test_index_and_canned_questions_agree_with_the_replay_report(replayed_corpus
     assert grouped.returncode == 0, grouped.stderr
     rows = json.loads(grouped.stdout)["rows"]
     expected = {
-        (group["kind"], group["tool"], group["field"]): group["count"] for group in json.loads(report.read_text())["groups"]
+        (group["kind"], group["tool"], group["field"]): group["count"]
+        for group in json.loads(report.read_text())["groups"]
     }
     assert {(kind, tool, field): count for kind, tool, field, count, _ in rows} == expected
 
@@ -82,12 +87,33 @@ def test_hostile_text_is_stored_as_data_and_printed_escaped(tmp_path: Path) -> N
     corpus.mkdir()
     hostile = "\x1b]0;pwned\x07\x1b[2J[link=https://evil.example]x[/link]\u202e"
     with JournalWriter(corpus / "hostile.jsonl", run_id="r-1") as writer:
-        writer.append("run.started", {"agent": "m:a", "environment": {}, "harness": {}, "reducer_version": "1",
-                                      "snapshot_every": 0, "initial_state": {}})
-        writer.append("tool.call", {"call_id": "c1", "call_key": "sha256:" + "0" * 64, "tool": hostile, "arguments": {}},
-                      step_id="s1")
-        writer.append("tool.result", {"call_id": "c1", "call_key": "sha256:" + "0" * 64, "tool": hostile,
-                                      "error": {"type": hostile, "message": "boom"}, "duration_ms": 5}, step_id="s1")
+        writer.append(
+            "run.started",
+            {
+                "agent": "m:a",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": {},
+            },
+        )
+        writer.append(
+            "tool.call",
+            {"call_id": "c1", "call_key": "sha256:" + "0" * 64, "tool": hostile, "arguments": {}},
+            step_id="s1",
+        )
+        writer.append(
+            "tool.result",
+            {
+                "call_id": "c1",
+                "call_key": "sha256:" + "0" * 64,
+                "tool": hostile,
+                "error": {"type": hostile, "message": "boom"},
+                "duration_ms": 5,
+            },
+            step_id="s1",
+        )
     database = tmp_path / "corpus.duckdb"
     assert run_cli("index", str(corpus), "-o", str(database)).returncode == 0
     assert run_query(database, "SELECT tool FROM tool_calls").rows == [(hostile,)]

@@ -43,10 +43,16 @@ class Project:
 
 def run(project: Project, *args: str) -> pytest.RunResult:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *NO_SNAPSHOTS, *args], cwd=project.path,
-                          capture_output=True, text=True, timeout=300)
-    return pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), time.perf_counter() - started)
-
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *NO_SNAPSHOTS, *args],
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return pytest.RunResult(
+        done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), time.perf_counter() - started
+    )
 
 
 @pytest.fixture
@@ -66,14 +72,16 @@ def test_each_journal_is_a_test_and_a_divergence_fails_with_the_report(project: 
     journals(project, *CLEAN[:2], BEFORE_HISTORY[0])
     result = run(project, "-rf")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        f"*replay {BEFORE_HISTORY[0].name}*",
-        "Replay divergence at seq=7",
-        "expected: tool.call callKey=sha256:*",
-        "why: call_key differs: the tool name or arguments changed",
-        "*Item root?'arguments'??'include_history'? (True) added to dictionary.",
-        f"FAILED {BEFORE_HISTORY[0].name}::replay*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*replay {BEFORE_HISTORY[0].name}*",
+            "Replay divergence at seq=7",
+            "expected: tool.call callKey=sha256:*",
+            "why: call_key differs: the tool name or arguments changed",
+            "*Item root?'arguments'??'include_history'? (True) added to dictionary.",
+            f"FAILED {BEFORE_HISTORY[0].name}::replay*",
+        ]
+    )
 
 
 def test_inert_unless_switched_on(project: Project) -> None:
@@ -107,7 +115,9 @@ def test_sidecar_xfail(project: Project) -> None:
     result = run(project, "-rxX")  # -rf is not asked: the strict XPASS shows in FAILURES
     # the diverging journal is an expected failure; the clean one is a strict XPASS, so a fixed journal is noticed
     result.assert_outcomes(xfailed=1, failed=1)
-    result.stdout.fnmatch_lines([f"*replay {CLEAN[0].name}*", "?XPASS(strict)? expected to diverge", "*XFAIL*history lookups since v2*"])
+    result.stdout.fnmatch_lines(
+        [f"*replay {CLEAN[0].name}*", "?XPASS(strict)? expected to diverge", "*XFAIL*history lookups since v2*"]
+    )
 
 
 def test_sidecar_xfail_does_not_hide_a_broken_journal(project: Project) -> None:
@@ -118,7 +128,12 @@ def test_sidecar_xfail_does_not_hide_a_broken_journal(project: Project) -> None:
     (project.path / "typo.replay.toml").write_text('[replay]\nxfial = "oops"\n')
     result = run(project)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*Replay not started: the journal failed verification.*", "*typo.replay.toml: unknown key(s) ?'xfial'? in ?replay?*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*Replay not started: the journal failed verification.*",
+            "*typo.replay.toml: unknown key(s) ?'xfial'? in ?replay?*",
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
@@ -165,8 +180,8 @@ def test_under_xdist(project: Project) -> None:
 def test_the_readme_pyproject_settings(project: Project) -> None:
     """The [tool.pytest.ini_options] block of the README section, as written (agent path adapted)."""
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## Turn an incident into a regression test"):]
-    block = section[section.index("```toml\n# pyproject.toml") + len("```toml\n"):]
+    section = text[text.index("## Turn an incident into a regression test") :]
+    block = section[section.index("```toml\n# pyproject.toml") + len("```toml\n") :]
     block = block[: block.index("```")]
     project.makefile(".toml", pyproject=block.replace('["src"]', f'["{REPO}"]'))
     journals(project, CLEAN[0], BEFORE_HISTORY[0])
@@ -183,7 +198,9 @@ def test_a_tampered_journal_fails_verification(project: Project) -> None:
     (project.path / "tampered.replay.jsonl").write_bytes(data)
     result = run(project)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["Replay not started: the journal failed verification.", "verification failed (seq *modified_event*"])
+    result.stdout.fnmatch_lines(
+        ["Replay not started: the journal failed verification.", "verification failed (seq *modified_event*"]
+    )
     project.makeini(INI + "replay_journals_verify_chain = false\n")
     result = run(project)
     result.assert_outcomes(failed=1)  # still caught, now by the replay itself

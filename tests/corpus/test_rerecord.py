@@ -33,8 +33,17 @@ def test_rerecord_the_crm_incident_with_the_fixed_agent(tmp_path: Path) -> None:
     incident = copy_corpus(tmp_path / "in", [JOURNALS / "crm-incident.jsonl"]) / "crm-incident.jsonl"
     before = digest(incident)
     out = tmp_path / "crm-rerecorded.jsonl"
-    done = run_cli(str(incident), "--agent", "fixtures.agents.crm:agent", "--rerecord-from-divergence",
-                   "--config", str(CRM_CONFIG), "--out", str(out), "--json")
+    done = run_cli(
+        str(incident),
+        "--agent",
+        "fixtures.agents.crm:agent",
+        "--rerecord-from-divergence",
+        "--config",
+        str(CRM_CONFIG),
+        "--out",
+        str(out),
+        "--json",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout)
     assert result["divergence_seq"] == 144 and result["run_status"] == "ok" and result["events_written"] == 175
@@ -75,13 +84,21 @@ def test_matching_journal_has_nothing_to_rerecord(tmp_path: Path) -> None:
 def test_existing_out_is_never_overwritten(tmp_path: Path) -> None:
     out = tmp_path / "taken.jsonl"
     out.write_text("keep me")
-    done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(out))
+    done = run_cli(
+        str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(out)
+    )
     assert done.returncode == 2 and "already exists" in done.stderr
     assert out.read_text() == "keep me"
     done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--out", str(tmp_path / "x.jsonl"))
     assert done.returncode == 2 and "needs --config" in done.stderr
-    done = run_cli(str(BEFORE_HISTORY[0]), "--rerecord-from-divergence", "--config", str(tmp_path / "missing.toml"),
-                   "--out", str(tmp_path / "y.jsonl"))
+    done = run_cli(
+        str(BEFORE_HISTORY[0]),
+        "--rerecord-from-divergence",
+        "--config",
+        str(tmp_path / "missing.toml"),
+        "--out",
+        str(tmp_path / "y.jsonl"),
+    )
     assert done.returncode == 2 and "missing.toml" in done.stderr and not (tmp_path / "y.jsonl").exists()
 
 
@@ -113,7 +130,9 @@ def test_a_prefix_that_leaves_the_old_journal_is_stopped(tmp_path: Path) -> None
 def test_unreplayable_journal_and_bad_live_plugin(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_bytes(b"not json\n")
-    done = run_cli(str(garbage), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(tmp_path / "a.jsonl"))
+    done = run_cli(
+        str(garbage), "--rerecord-from-divergence", "--config", str(REFUND_CONFIG), "--out", str(tmp_path / "a.jsonl")
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Cannot re-record: the replay stopped before any divergence (error)" in done.stdout
     assert not (tmp_path / "a.jsonl").exists()

@@ -27,16 +27,33 @@ def on_event(event):
 
 
 def _config(tmp_path, stream=False):
-    return config_from_mapping({
-        "harness": {"random_seed": 1},
-        "plugins": [
-            {"id": "model", "type": "scripted-model", "options": {"policy": f"{__name__}:policy", "stream": stream, "version": "p-9"}},
-            {"id": "tools", "type": "python-tools", "options": {"provider": f"{__name__}:tools", "timeouts": {"echo": 0.5}}},
-            {"id": "notes", "type": "sqlite-memory", "options": {"path": "notes.sqlite"}},
-            {"id": "sessions", "type": "jsonl-session-store", "options": {"path": "sessions.jsonl"}, "depends_on": ["notes"]},
-            {"id": "watch", "type": "hook", "options": {"callback": f"{__name__}:on_event"}},
-        ],
-    }, source="builtin.toml", base_dir=tmp_path)
+    return config_from_mapping(
+        {
+            "harness": {"random_seed": 1},
+            "plugins": [
+                {
+                    "id": "model",
+                    "type": "scripted-model",
+                    "options": {"policy": f"{__name__}:policy", "stream": stream, "version": "p-9"},
+                },
+                {
+                    "id": "tools",
+                    "type": "python-tools",
+                    "options": {"provider": f"{__name__}:tools", "timeouts": {"echo": 0.5}},
+                },
+                {"id": "notes", "type": "sqlite-memory", "options": {"path": "notes.sqlite"}},
+                {
+                    "id": "sessions",
+                    "type": "jsonl-session-store",
+                    "options": {"path": "sessions.jsonl"},
+                    "depends_on": ["notes"],
+                },
+                {"id": "watch", "type": "hook", "options": {"callback": f"{__name__}:on_event"}},
+            ],
+        },
+        source="builtin.toml",
+        base_dir=tmp_path,
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -81,7 +98,9 @@ def test_unknown_memory_is_a_clear_error(tmp_path):
 
 
 def test_bad_plugin_options_are_clear(tmp_path):
-    config = config_from_mapping({"plugins": [{"id": "model", "type": "scripted-model", "options": {}}]}, source="m.toml")
+    config = config_from_mapping(
+        {"plugins": [{"id": "model", "type": "scripted-model", "options": {}}]}, source="m.toml"
+    )
     with pytest.raises(ValueError, match="options.policy must be 'module:attr'"):
         build_harness(config, journal=tmp_path / "x.jsonl")
     config = config_from_mapping({"plugins": [{"id": "mem", "type": "sqlite-memory"}]}, source="m.toml")

@@ -50,7 +50,9 @@ class _Model:
         chunks: list[dict[str, Any]] = []
         for text in self.texts:
             chunks.extend({"content": half} for half in _halves(f" {text} "))
-        chunks.append({"tool_calls": [{"index": 0, "id": "call-1", "name": "lookup", "arguments": json.dumps(self.arguments)}]})
+        chunks.append(
+            {"tool_calls": [{"index": 0, "id": "call-1", "name": "lookup", "arguments": json.dumps(self.arguments)}]}
+        )
         chunks.append({"finish_reason": "tool_calls"})
         return chunks
 
@@ -79,14 +81,21 @@ def _record(path: Path, rng: random.Random) -> list[Canary]:
 
     arguments = {"query": " ".join(texts), "config": _structured(canaries, rng), "keys": keyed, "documents": documents}
     model = _Model(texts, arguments)
-    harness = Harness(sink=JsonlSink(path, run_id="corpus"), run_id="corpus", model=model,  # type: ignore[arg-type]
-                      tools={"lookup": ToolSpec("lookup", lookup), "fail": ToolSpec("fail", fail)}, snapshot_every=3)
+    harness = Harness(
+        sink=JsonlSink(path, run_id="corpus"),
+        run_id="corpus",
+        model=model,  # type: ignore[arg-type]
+        tools={"lookup": ToolSpec("lookup", lookup), "fail": ToolSpec("fail", fail)},
+        snapshot_every=3,
+    )
     harness.use_reducer(_reduce, "corpus-1", {"initial": _structured(canaries, rng)})
     harness.start_run(agent="tests.harness.test_canary_corpus:agent")
     harness.receive_input(" ".join(texts), context={"documents": documents, **_structured(canaries, rng)})
     with harness.step():
         request = {"model": "m", "messages": [{"role": "user", "content": " ".join(texts)}]}
-        request.update({"headers": _structured(canaries, rng)["headers"], "metadata": _structured(canaries, rng)["metadata"]})
+        request.update(
+            {"headers": _structured(canaries, rng)["headers"], "metadata": _structured(canaries, rng)["metadata"]}
+        )
         response = harness.model(request, on_chunk=lambda delta: None)
         for call in response["tool_calls"]:
             harness.tool(call["name"], call["arguments"], call_id=call["id"])
@@ -114,8 +123,16 @@ def test_no_canary_reaches_the_journal_bytes(tmp_path: Path, seed: int) -> None:
     survivors = sorted({canary.name for canary in canaries for form in _forms(canary.secret) if form in raw})
     assert survivors == []
     kinds = {json.loads(line)["kind"] for line in raw.splitlines()}
-    assert {"input.received", "model.request", "model.response", "tool.call", "tool.result", "state.transition",
-            "state.snapshot", "run.ended"} <= kinds
+    assert {
+        "input.received",
+        "model.request",
+        "model.response",
+        "tool.call",
+        "tool.result",
+        "state.transition",
+        "state.snapshot",
+        "run.ended",
+    } <= kinds
     journal = open_journal(path)
     report = scan_journal(journal)
     journal.close()
@@ -138,8 +155,11 @@ def test_stream_chunks_still_join_to_the_recorded_text(tmp_path: Path) -> None:
 def test_a_secret_in_a_step_id_or_tool_name_stops_the_recording(tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4" * 5
     path = tmp_path / "stop.jsonl"
-    harness = Harness(sink=JsonlSink(path, run_id="stop"), run_id="stop",
-                      tools={f"deploy_{token}": ToolSpec(f"deploy_{token}", lambda: 1)})
+    harness = Harness(
+        sink=JsonlSink(path, run_id="stop"),
+        run_id="stop",
+        tools={f"deploy_{token}": ToolSpec(f"deploy_{token}", lambda: 1)},
+    )
     harness.start_run(agent="tests:none")
     with pytest.raises(SecretInMatchedFieldError, match="step_id holds a secret") as error:
         with harness.step(f"step-{token}"):
@@ -157,7 +177,9 @@ def test_base64_of_a_secret_is_caught_in_any_padding(tmp_path: Path) -> None:
     redactor = Redactor()
     for extra in ("", "x", "xy"):
         secret = base64.b64encode(f"{extra}password=hunter2hunter2".encode()).decode()
-        out = redactor.redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": f"blob {secret} end"})
+        out = redactor.redact(
+            "tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": f"blob {secret} end"}
+        )
         assert secret not in out["result"], extra
 
 
@@ -176,8 +198,11 @@ def test_a_secret_split_across_raw_server_sent_events_is_redacted_in_the_body_to
     out = Redactor().redact("model.response", {"request_hash": "h", **recorded})
     raw = orjson.dumps(out)
     assert secret[:9].encode() not in raw and secret[9:].encode() not in raw
-    deltas = [json.loads(line[5:])["choices"][0]["delta"]["content"]
-              for line in out["response"]["http"]["body_text"].splitlines() if line.startswith("data: {")]
+    deltas = [
+        json.loads(line[5:])["choices"][0]["delta"]["content"]
+        for line in out["response"]["http"]["body_text"].splitlines()
+        if line.startswith("data: {")
+    ]
     assert "".join(deltas) == out["response"]["content"] == "the DB_PASSWORD=[REDACTED:assignment] ok"
 
 
@@ -190,20 +215,68 @@ def test_a_secret_split_across_streamed_tool_call_arguments_is_redacted_in_the_r
     arguments = json.dumps({"user": "ada", "password": secret})
     pieces = [arguments[:20], arguments[20:34], arguments[34:]]  # the secret spans two fragments
     if shape == "openai":
+
         def event(data: dict) -> str:
             return "data: " + json.dumps(data) + "\n\n"
-        first = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                                                   "function": {"name": "login", "arguments": ""}}]}}]}
-        body = event(first) + "".join(
-            event({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}]})
-            for piece in pieces) + event({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}) + "data: [DONE]\n\n"
+
+        first = {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "login", "arguments": ""},
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+        body = (
+            event(first)
+            + "".join(
+                event(
+                    {
+                        "choices": [
+                            {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}
+                        ]
+                    }
+                )
+                for piece in pieces
+            )
+            + event({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+            + "data: [DONE]\n\n"
+        )
     else:
+
         def event(data: dict) -> str:
             return f"event: {data['type']}\ndata: " + json.dumps(data) + "\n\n"
-        body = event({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}) + event(
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "tu_1", "name": "login"}}) + "".join(
-            event({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}})
-            for piece in pieces) + event({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}})
+
+        body = (
+            event({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
+            + event(
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": "tu_1", "name": "login"},
+                }
+            )
+            + "".join(
+                event(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    }
+                )
+                for piece in pieces
+            )
+            + event({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}})
+        )
     recorded = recorded_response(200, [("content-type", "text/event-stream")], body.encode())
     assert recorded["response"]["tool_calls"][0]["arguments"]["password"] == secret
     out = Redactor().redact("model.response", {"request_hash": "h", **recorded})

@@ -14,7 +14,9 @@ RECORDER = "tests.harness.plugins_for_tests:Recorder"
 
 
 def _config(*entries, harness=None):
-    return config_from_mapping({"plugins": list(entries), **({"harness": harness} if harness else {})}, source="test.toml")
+    return config_from_mapping(
+        {"plugins": list(entries), **({"harness": harness} if harness else {})}, source="test.toml"
+    )
 
 
 def _entry(plugin_id, depends_on=(), **options):
@@ -49,16 +51,19 @@ def test_a_cycle_is_a_clear_error():
         PluginSet(config)
 
 
-@pytest.mark.parametrize("entries, message", [
-    ([_entry("a", ["ghost"])], "depends on unknown plugin id 'ghost'"),
-    ([_entry("a"), _entry("a")], "plugin id 'a' is used twice"),
-    ([{"id": "a", "type": "no-such-type"}], "unknown type 'no-such-type'"),
-    ([{"id": "a", "type": "tests.harness.plugins_for_tests:NotAPlugin"}], "does not implement an extension point"),
-    ([{"id": "a", "type": "nowhere.module:Thing"}], "cannot import module 'nowhere.module'"),
-    ([{"id": "a"}], "'type' must be a non-empty string"),
-    ([{"id": "a", "type": RECORDER, "enabled": "yes"}], "'enabled' must be true or false"),
-    ([{"id": "a", "type": RECORDER, "colour": 1}], "unknown key(s) ['colour']"),
-])
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        ([_entry("a", ["ghost"])], "depends on unknown plugin id 'ghost'"),
+        ([_entry("a"), _entry("a")], "plugin id 'a' is used twice"),
+        ([{"id": "a", "type": "no-such-type"}], "unknown type 'no-such-type'"),
+        ([{"id": "a", "type": "tests.harness.plugins_for_tests:NotAPlugin"}], "does not implement an extension point"),
+        ([{"id": "a", "type": "nowhere.module:Thing"}], "cannot import module 'nowhere.module'"),
+        ([{"id": "a"}], "'type' must be a non-empty string"),
+        ([{"id": "a", "type": RECORDER, "enabled": "yes"}], "'enabled' must be true or false"),
+        ([{"id": "a", "type": RECORDER, "colour": 1}], "unknown key(s) ['colour']"),
+    ],
+)
 def test_bad_entries_are_clear_errors(entries, message):
     with pytest.raises(ConfigError) as error:
         PluginSet(_config(*entries)).build()
@@ -123,6 +128,7 @@ def test_a_bad_entry_point_leaves_no_journal(tmp_path):
 
 def test_a_plugin_that_fails_to_stop_is_reported_after_all_stopped(tmp_path, monkeypatch):
     from replay_tui.harness import HarnessError
+
     from .plugins_for_tests import Recorder
 
     def broken_stop(self):

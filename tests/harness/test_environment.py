@@ -11,8 +11,17 @@ from replay_tui.harness import record_run
 
 from .helpers import CONFIGS, CRM_QUESTION, ROOT, events_of
 
-FIELDS = {"code_revision", "runtime", "lockfile_hash", "prompt_bundle_hash", "tool_schema_hash", "locale", "timezone",
-          "feature_flags", "plugin_versions"}
+FIELDS = {
+    "code_revision",
+    "runtime",
+    "lockfile_hash",
+    "prompt_bundle_hash",
+    "tool_schema_hash",
+    "locale",
+    "timezone",
+    "feature_flags",
+    "plugin_versions",
+}
 
 
 def test_run_started_carries_the_fingerprint(tmp_path):

@@ -19,7 +19,9 @@ NAMES = ["crm", "crm-incident", "inventory", "stocktake-long"]
 @pytest.fixture(scope="module")
 def rerecorded(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("journals")
-    done = subprocess.run([sys.executable, "-m", "fixtures.record", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "fixtures.record", "--out", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -83,12 +85,18 @@ def test_the_long_run_is_long(rerecorded):
 def test_the_incident_is_a_story(rerecorded):
     events = events_of(rerecorded / "crm-incident.jsonl")
     kinds = [e.kind for e in events]
-    assert kinds.count("tool.call") >= 20 and kinds.count("state.snapshot") >= 3 and kinds.count("state.transition") >= 40
+    assert (
+        kinds.count("tool.call") >= 20 and kinds.count("state.snapshot") >= 3 and kinds.count("state.transition") >= 40
+    )
     assert any(e.kind == "tool.result" and e.payload.get("error") for e in events)  # the rate limit
     assert events[-1].payload["output"].startswith("There were 390 ")  # the wrong answer (388 is right)
 
 
 def test_an_unknown_fixture_name_is_a_usage_error():
-    done = subprocess.run([sys.executable, "-m", "fixtures.record", "--only", "nope", "--out", "/nonexistent"],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "fixtures.record", "--only", "nope", "--out", "/nonexistent"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2 and "unknown fixture" in done.stderr

@@ -9,7 +9,13 @@ import time
 import pytest
 
 from replay_tui.harness import (
-    Harness, HarnessError, JsonlSink, RecordedToolError, RecordedToolTimeout, ToolSpec, error_from_payload,
+    Harness,
+    HarnessError,
+    JsonlSink,
+    RecordedToolError,
+    RecordedToolTimeout,
+    ToolSpec,
+    error_from_payload,
     error_to_payload,
 )
 from replay_tui.harness.replay_support import RecordedObservations, sources_for
@@ -60,20 +66,29 @@ def test_arguments_are_copied_at_call_time(tmp_path):
 
 
 def test_model_request_is_normalized_and_hashed(tmp_path):
-    model = Scripted({"content": "hi", "tool_calls": [], "finish_reason": "stop", "usage": {"prompt_tokens": 3}, "extra": 1})
+    model = Scripted(
+        {"content": "hi", "tool_calls": [], "finish_reason": "stop", "usage": {"prompt_tokens": 3}, "extra": 1}
+    )
     harness, journal = _harness(tmp_path, model=model)
     response = harness.model({"model": "m", "messages": ({"role": "user", "content": "q"},), "temperature": None})
     harness.end_run("ok")
     request, answer = [e for e in events_of(journal) if e.kind.startswith("model.")]
     assert request.payload["request"] == {"model": "m", "messages": [{"role": "user", "content": "q"}]}
     assert request.payload["request_hash"] == hash_value(request.payload["request"]) == answer.payload["request_hash"]
-    assert answer.payload["response"] == {"content": "hi", "tool_calls": [], "finish_reason": "stop", "usage": {"prompt_tokens": 3}}
+    assert answer.payload["response"] == {
+        "content": "hi",
+        "tool_calls": [],
+        "finish_reason": "stop",
+        "usage": {"prompt_tokens": 3},
+    }
     assert response == answer.payload["response"] and answer.parent_event_id == request.event_id
 
 
 def test_streamed_output_is_assembled_and_the_boundaries_kept(tmp_path):
     chunks = [
-        {"content": "Hel"}, {"content": "lo, "}, {"content": "world"},
+        {"content": "Hel"},
+        {"content": "lo, "},
+        {"content": "world"},
         {"tool_calls": [{"index": 0, "id": "t1", "name": "lookup", "arguments": '{"sk'}]},
         {"tool_calls": [{"index": 0, "arguments": 'u": "A-1"}'}]},
         {"finish_reason": "tool_calls", "usage": {"completion_tokens": 4}},
@@ -97,12 +112,26 @@ def test_streamed_output_is_assembled_and_the_boundaries_kept(tmp_path):
 
 def test_clock_random_and_uuid_are_recorded_observations(tmp_path):
     harness, journal = _harness(tmp_path, wall_clock=lambda: 1700000000.5, random_seed=3)
-    values = [harness.clock.now(), harness.clock.monotonic(), harness.random.random(), harness.random.randint(1, 6),
-              harness.random.choice(["x", "y", "z"]), harness.ids.uuid4(), harness.clock.utcnow().year]
+    values = [
+        harness.clock.now(),
+        harness.clock.monotonic(),
+        harness.random.random(),
+        harness.random.randint(1, 6),
+        harness.random.choice(["x", "y", "z"]),
+        harness.ids.uuid4(),
+        harness.clock.utcnow().year,
+    ]
     harness.end_run("ok")
     observed = [(e.kind, e.payload["source"], e.payload["value"]) for e in events_of(journal) if e.is_observation]
     assert [source for _, source, _ in observed] == [
-        "clock.wall", "clock.monotonic", "random.random", "random.randint", "random.choice", "uuid4", "clock.wall"]
+        "clock.wall",
+        "clock.monotonic",
+        "random.random",
+        "random.randint",
+        "random.choice",
+        "uuid4",
+        "clock.wall",
+    ]
     assert observed[0][2] == values[0] == 1700000000.5 and values[-1] == 2023
     assert observed[5][2] == values[5] and len(values[5]) == 36 and values[5][14] == "4"
     assert ["x", "y", "z"][observed[4][2]] == values[4]
@@ -122,7 +151,9 @@ def test_tool_errors_and_timeouts_are_recorded_and_raised(tmp_path):
         time.sleep(0.5)
         return "late"
 
-    harness, journal = _harness(tmp_path, tools={"broken": ToolSpec("broken", broken), "slow": ToolSpec("slow", slow, timeout_s=0.05)})
+    harness, journal = _harness(
+        tmp_path, tools={"broken": ToolSpec("broken", broken), "slow": ToolSpec("slow", slow, timeout_s=0.05)}
+    )
     with pytest.raises(ValueError, match="bad region"):
         harness.tool("broken", {"kind": "builtin"})
     with pytest.raises(RecordedToolError) as custom:
@@ -135,7 +166,10 @@ def test_tool_errors_and_timeouts_are_recorded_and_raised(tmp_path):
     harness.end_run("ok")
     errors = [e.payload["error"] for e in events_of(journal) if e.kind == "tool.result"]
     assert [(error["type"], error["timeout"]) for error in errors] == [
-        ("ValueError", False), ("tests.harness.test_harness_record.QuotaExceeded", False), ("TimeoutError", True)]
+        ("ValueError", False),
+        ("tests.harness.test_harness_record.QuotaExceeded", False),
+        ("TimeoutError", True),
+    ]
     assert verify_journal(journal).ok
 
 
@@ -199,7 +233,9 @@ def test_a_cancelled_call_still_fills_its_slot(tmp_path):
     async def quick():
         return "ok"
 
-    harness, journal = _harness(tmp_path, tools={"forever": ToolSpec("forever", forever), "quick": ToolSpec("quick", quick)})
+    harness, journal = _harness(
+        tmp_path, tools={"forever": ToolSpec("forever", forever), "quick": ToolSpec("quick", quick)}
+    )
 
     async def agent():
         stuck = asyncio.ensure_future(harness.atool("forever", {}))
@@ -231,7 +267,9 @@ def test_only_the_bus_assigns_seq(tmp_path):
         def emit(self, kind, payload, *, step_id, parent_event_id):
             event = super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
             if event.seq == 2:
-                super().emit("input.received", {"role": "x", "content": "sneaked in"}, step_id=None, parent_event_id=None)
+                super().emit(
+                    "input.received", {"role": "x", "content": "sneaked in"}, step_id=None, parent_event_id=None
+                )
             return event
 
     harness = Harness(sink=SkippingSink(tmp_path / "s.jsonl", run_id="s"), run_id="s")

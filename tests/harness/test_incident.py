@@ -16,7 +16,9 @@ def test_fixed_and_buggy_agree_until_the_step_23_tool_call(tmp_path):
     assert strip_agent(fixed[0]) == strip_agent(buggy[0])
 
     first_difference = next(
-        position for position in range(1, min(len(fixed), len(buggy))) if logical(fixed[position]) != logical(buggy[position])
+        position
+        for position in range(1, min(len(fixed), len(buggy)))
+        if logical(fixed[position]) != logical(buggy[position])
     )
     expected, actual = fixed[first_difference], buggy[first_difference]
     assert (actual.kind, actual.step_id) == ("tool.call", "step-23")
@@ -25,7 +27,9 @@ def test_fixed_and_buggy_agree_until_the_step_23_tool_call(tmp_path):
     # ... and that tool.call differs only in the extra argument (and so in its key)
     extra = {k: v for k, v in actual.payload["arguments"].items() if k not in expected.payload["arguments"]}
     assert extra == {"include_inactive": True}
-    assert {k: v for k, v in actual.payload["arguments"].items() if k != "include_inactive"} == expected.payload["arguments"]
+    assert {k: v for k, v in actual.payload["arguments"].items() if k != "include_inactive"} == expected.payload[
+        "arguments"
+    ]
     assert actual.payload["call_key"] != expected.payload["call_key"]
     assert {k: v for k, v in actual.payload.items() if k not in ("arguments", "call_key")} == {
         k: v for k, v in expected.payload.items() if k not in ("arguments", "call_key")
@@ -33,7 +37,9 @@ def test_fixed_and_buggy_agree_until_the_step_23_tool_call(tmp_path):
 
     # the condition is hidden in state: the step-22 retry was served by the legacy replica
     replica = [
-        event.step_id for event in buggy[:first_difference] if event.kind == "state.transition"
+        event.step_id
+        for event in buggy[:first_difference]
+        if event.kind == "state.transition"
         and any(op.get("path") == "/served_by" and op.get("value") == "replica-legacy" for op in event.payload["patch"])
     ]
     assert replica == ["step-22"]

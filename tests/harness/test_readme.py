@@ -31,7 +31,9 @@ def test_the_readme_agent_records_and_replays(tmp_path, monkeypatch):
     agent_lines = python[python.index("def agent") :].strip().splitlines()
     assert len(agent_lines) <= 10
 
-    command = next(line for lang, body in blocks if lang == "" for line in body.splitlines() if line.startswith("python -c"))
+    command = next(
+        line for lang, body in blocks if lang == "" for line in body.splitlines() if line.startswith("python -c")
+    )
     code = re.search(r'python -c "(.*)"$', command).group(1)
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -43,8 +45,11 @@ def test_the_readme_agent_records_and_replays(tmp_path, monkeypatch):
 
     monkeypatch.syspath_prepend(str(tmp_path))
     source = RecordedObservations(recorded)
-    harness = harness_for_recording(recorded[0], sink=JsonlSink(tmp_path / "replay.jsonl", run_id=recorded[0].run_id),
-                                    observation_sources=sources_for(source, OBSERVATION_KINDS))
+    harness = harness_for_recording(
+        recorded[0],
+        sink=JsonlSink(tmp_path / "replay.jsonl", run_id=recorded[0].run_id),
+        observation_sources=sources_for(source, OBSERVATION_KINDS),
+    )
     outcome = run_agent("my_agent:agent", harness, ["Lisbon"])
     assert outcome.output == recorded[-1].payload["output"]
     assert [logical(e) for e in events_of(tmp_path / "replay.jsonl")] == [logical(e) for e in recorded]

@@ -28,7 +28,12 @@ def test_an_agent_that_prints_a_tool_result_replays_to_a_match(tmp_path: Path) -
     outcome = record_run(config, "tests.harness.order_agent:agent", ["go"], journal=journal)
     assert outcome.status == "ok", outcome
     assert json.loads(journal.read_text().splitlines()[-1])["payload"]["output"] == "{'a': 2, 'z': 1}"
-    done = subprocess.run([sys.executable, "-m", "replay_tui", "replay", str(journal), "--json", "--agent-path", str(REPO)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "replay_tui", "replay", str(journal), "--json", "--agent-path", str(REPO)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["status"] == "match"

@@ -27,7 +27,9 @@ def redactor() -> Redactor:
 
 
 @pytest.mark.parametrize("filler", [0, 2000])
-@pytest.mark.parametrize("key", ["raw_token", "x_api_key", "clientSecret", "password", "API-KEY", "sessionId", "Authorization"])
+@pytest.mark.parametrize(
+    "key", ["raw_token", "x_api_key", "clientSecret", "password", "API-KEY", "sessionId", "Authorization"]
+)
 def test_key_name_rules(redactor, key, filler):
     arguments = {"nested": {key: "s3cr3t-value"}, "keep": "me", "filler": "x" * filler}
     out = redactor.redact("tool.call", {"tool": "t", "arguments": arguments})
@@ -59,27 +61,43 @@ def test_bearer_and_url_credentials_in_free_text(redactor):
 
 
 def test_headers_dropped_and_capture_allowlist(redactor):
-    request = {"model": "m", "messages": [], "headers": {"Authorization": "x", "X-Api-Key": "y", "Accept": "json"},
-               "api_key_for_debug_only": "zzz", "proxy": {"url": "http://proxy"}}
+    request = {
+        "model": "m",
+        "messages": [],
+        "headers": {"Authorization": "x", "X-Api-Key": "y", "Accept": "json"},
+        "api_key_for_debug_only": "zzz",
+        "proxy": {"url": "http://proxy"},
+    }
     out = redactor.redact("model.request", {"request": request})
     assert out["request"]["headers"] == {"Accept": "json"}
     assert set(out["request"]) == {"model", "messages", "headers"}  # not captured: dropped
 
 
 def test_jsonpath_replacements_and_custom_rules():
-    rules = RedactionRules.from_config({
-        "replace": [
-            {"path": "$.request.metadata.user_email", "value": "[email]"},
-            {"path": "$.arguments.rows[*].ssn", "kind": "tool.call"},
-            {"path": "$..phone"},
-        ],
-        "key_names": ["internal_ref"],
-        "drop_headers": ["X-Tenant"],
-        "capture": {"model.request": ["model", "messages", "metadata", "headers"]},
-    })
+    rules = RedactionRules.from_config(
+        {
+            "replace": [
+                {"path": "$.request.metadata.user_email", "value": "[email]"},
+                {"path": "$.arguments.rows[*].ssn", "kind": "tool.call"},
+                {"path": "$..phone"},
+            ],
+            "key_names": ["internal_ref"],
+            "drop_headers": ["X-Tenant"],
+            "capture": {"model.request": ["model", "messages", "metadata", "headers"]},
+        }
+    )
     redactor = Redactor(rules)
-    out = redactor.redact("model.request", {"request": {"model": "m", "messages": [], "metadata": {"user_email": "a@b.c", "internal_ref": "R-1"},
-                                                        "headers": {"x-tenant": "acme"}}})
+    out = redactor.redact(
+        "model.request",
+        {
+            "request": {
+                "model": "m",
+                "messages": [],
+                "metadata": {"user_email": "a@b.c", "internal_ref": "R-1"},
+                "headers": {"x-tenant": "acme"},
+            }
+        },
+    )
     assert out["request"]["metadata"] == {"user_email": "[email]", "internal_ref": REDACTED}
     assert out["request"]["headers"] == {}
     args = {"rows": [{"ssn": "123-45-6789", "name": "A", "contact": {"phone": "555"}}]}
@@ -94,7 +112,10 @@ def test_max_body_bytes_truncates_with_a_marker():
 
 
 def test_redaction_never_mutates_the_input(redactor):
-    payload = {"tool": "t", "arguments": {"password": "p", "text": "AKIA" + "A" * 16, "headers": {"Authorization": "x"}}}
+    payload = {
+        "tool": "t",
+        "arguments": {"password": "p", "text": "AKIA" + "A" * 16, "headers": {"Authorization": "x"}},
+    }
     before = copy.deepcopy(payload)
     redactor.redact("tool.call", payload)
     assert payload == before
@@ -105,14 +126,17 @@ def test_untouched_payload_is_returned_as_is(redactor):
     assert redactor.redact("tool.call", payload) is payload
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"nonsense": 1}, "unknown key"),
-    ({"max_body_bytes": 3}, "max_body_bytes"),
-    ({"detectors": ["no-such"]}, "unknown detector"),
-    ({"extra_detectors": {"bad": 1}}, "extra_detectors"),
-    ({"replace": [{"path": "request.x"}]}, "must start with '$'"),
-    ({"extra_detectors": {"bad": "("}}, None),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"nonsense": 1}, "unknown key"),
+        ({"max_body_bytes": 3}, "max_body_bytes"),
+        ({"detectors": ["no-such"]}, "unknown detector"),
+        ({"extra_detectors": {"bad": 1}}, "extra_detectors"),
+        ({"replace": [{"path": "request.x"}]}, "must start with '$'"),
+        ({"extra_detectors": {"bad": "("}}, None),
+    ],
+)
 def test_bad_redaction_config_is_a_clear_error(table, message):
     with pytest.raises(RedactionConfigError) as error:
         Redactor(RedactionRules.from_config(table))
@@ -137,8 +161,13 @@ def test_redaction_happens_before_hashing_and_writing(tmp_path):
     model = _Echo()
     harness = Harness(sink=JsonlSink(journal, run_id="r"), run_id="r", model=model)  # type: ignore[arg-type]
     harness.start_run(agent="tests:none")
-    harness.model({"model": "m", "messages": [{"role": "user", "content": f"token {secret}"}],
-                   "headers": {"Authorization": "Bearer " + secret}})
+    harness.model(
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": f"token {secret}"}],
+            "headers": {"Authorization": "Bearer " + secret},
+        }
+    )
     harness.end_run("ok", {"api_token": secret})
     raw = journal.read_bytes()
     assert secret.encode() not in raw
@@ -156,13 +185,15 @@ def test_redaction_from_a_config_file_is_used_by_the_harness(tmp_path):
     assert out["arguments"]["customer_ssn"] == REDACTED
 
 
-
-
 _secretish = st.sampled_from([c.text for c in detector_canaries()] + ["plain words", "token", "key=value", "://x"])
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8) | _secretish,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["a", "raw_token", "note", "headers", "clientSecret", "usage"]), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["a", "raw_token", "note", "headers", "clientSecret", "usage"]), children, max_size=4
+        )
+    ),
     max_leaves=20,
 )
 
@@ -186,7 +217,10 @@ def test_model_usage_token_counts_are_not_redacted() -> None:
         "completion_tokens_details": {"reasoning_tokens": 3},
         "cache_read_input_tokens": 5,
     }
-    payload = {"request_hash": "sha256:" + "0" * 64, "response": {"content": "ok", "usage": usage, "access_token": "abc123"}}
+    payload = {
+        "request_hash": "sha256:" + "0" * 64,
+        "response": {"content": "ok", "usage": usage, "access_token": "abc123"},
+    }
     redacted = Redactor().redact("model.response", payload)
     assert redacted["response"]["usage"] == usage
     assert redacted["response"]["access_token"] != "abc123"

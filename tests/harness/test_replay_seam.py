@@ -10,10 +10,10 @@ import json
 
 import pytest
 
+from fixtures.agents import crm_backend, inventory_backend
 from replay_tui.harness import JsonlSink, ObservationMissing, PluginSet, load_config, run_agent
 from replay_tui.harness.replay_support import RecordedObservations, harness_for_recording, sources_for
 from replay_tui.journal.model import CLOCK_READ, MODEL_RESPONSE, OBSERVATION_KINDS, RANDOM_DRAW, TOOL_RESULT
-from fixtures.agents import crm_backend, inventory_backend
 
 from .helpers import CONFIGS, ROOT, events_of, logical
 
@@ -28,7 +28,10 @@ def _replay(tmp_path, recorded, *, kinds, entry_point=None, **live):
     source = RecordedObservations(recorded)
     out = tmp_path / "replay.jsonl"
     harness = harness_for_recording(
-        recorded[0], sink=JsonlSink(out, run_id=recorded[0].run_id), observation_sources=sources_for(source, kinds), **live
+        recorded[0],
+        sink=JsonlSink(out, run_id=recorded[0].run_id),
+        observation_sources=sources_for(source, kinds),
+        **live,
     )
     outcome = run_agent(entry_point or recorded[0].payload["agent"], harness, _inputs(recorded))
     return outcome, events_of(out), source
@@ -50,8 +53,15 @@ def test_recorded_errors_and_timeouts_are_raised_again_in_replay(tmp_path):
     assert {(error["type"], error["timeout"]) for error in errors} == {("KeyError", False), ("TimeoutError", True)}
     _, replayed, _ = _replay(tmp_path, recorded, kinds=OBSERVATION_KINDS)
     # the agent saw the same exceptions: its failure summary in state and its answer are unchanged
-    first_answer = next(e for e in replayed if e.kind == MODEL_RESPONSE and "Could not check" in (e.payload["response"]["content"] or ""))
-    assert "Q-404" in first_answer.payload["response"]["content"] and "C-102" in first_answer.payload["response"]["content"]
+    first_answer = next(
+        e
+        for e in replayed
+        if e.kind == MODEL_RESPONSE and "Could not check" in (e.payload["response"]["content"] or "")
+    )
+    assert (
+        "Q-404" in first_answer.payload["response"]["content"]
+        and "C-102" in first_answer.payload["response"]["content"]
+    )
 
 
 def test_fixed_code_against_the_incident_stops_at_step_23(tmp_path):
@@ -128,16 +138,20 @@ def test_a_missing_observation_in_parallel_calls_stops_the_run_without_hanging(t
     kept = [e for e in recorded if not (e.kind == TOOL_RESULT and e.payload["call_key"] == dropped.payload["call_key"])]
     source = RecordedObservations(kept)
     out = tmp_path / "replay.jsonl"
-    harness = harness_for_recording(recorded[0], sink=JsonlSink(out, run_id=recorded[0].run_id),
-                                    observation_sources=sources_for(source, OBSERVATION_KINDS))
+    harness = harness_for_recording(
+        recorded[0],
+        sink=JsonlSink(out, run_id=recorded[0].run_id),
+        observation_sources=sources_for(source, OBSERVATION_KINDS),
+    )
     with pytest.raises(ObservationMissing) as stopped:
         run_agent(recorded[0].payload["agent"], harness, _inputs(recorded))
     assert stopped.value.key == dropped.payload["call_key"]
     replayed = events_of(out)
     assert all(e.kind != "run.ended" for e in replayed)
     # the first lookup's result was written in turn; nothing after the missing one
-    assert [e.payload["call_id"] for e in replayed if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"] == [
-        results[0].payload["call_id"]]
+    assert [
+        e.payload["call_id"] for e in replayed if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"
+    ] == [results[0].payload["call_id"]]
 
 
 def test_a_sink_that_stops_the_run_mid_parallel_writes_nothing_after(tmp_path):
@@ -153,8 +167,11 @@ def test_a_sink_that_stops_the_run_mid_parallel_writes_nothing_after(tmp_path):
             return super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
 
     out = tmp_path / "replay.jsonl"
-    harness = harness_for_recording(recorded[0], sink=StoppingSink(out, run_id=recorded[0].run_id),
-                                    observation_sources=sources_for(RecordedObservations(recorded), OBSERVATION_KINDS))
+    harness = harness_for_recording(
+        recorded[0],
+        sink=StoppingSink(out, run_id=recorded[0].run_id),
+        observation_sources=sources_for(RecordedObservations(recorded), OBSERVATION_KINDS),
+    )
     with pytest.raises(StopRun, match="divergence found by the sink"):
         run_agent(recorded[0].payload["agent"], harness, _inputs(recorded))
     assert events_of(out)[-1].seq == first_result.seq - 1

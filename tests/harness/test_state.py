@@ -46,8 +46,14 @@ def test_diff_is_the_same_under_another_hash_seed():
         "print(json.dumps(diff({k: 1 for k in 'abcdefghij'}, {k: 2 for k in 'abcdefghijklm'})))"
     )
     outputs = {
-        subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
-                       capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout
         for seed in ("1", "2", "3")
     }
     assert len(outputs) == 1

@@ -55,10 +55,14 @@ def test_a_path_without_jsonl_suffix_is_a_shard_directory_with_the_default_size(
 
 
 def test_transport_plugin_options_are_checked(tmp_path):
-    config = config_from_mapping({"plugins": [{"id": "j", "type": "jsonl", "options": {"fsync": "sometimes"}}]}, source="t.toml")
+    config = config_from_mapping(
+        {"plugins": [{"id": "j", "type": "jsonl", "options": {"fsync": "sometimes"}}]}, source="t.toml"
+    )
     with pytest.raises(ValueError, match="fsync must be never, always or close"):
         build_harness(config, journal=tmp_path / "x.jsonl")
-    config = config_from_mapping({"plugins": [{"id": "j", "type": "jsonl", "options": {"fsync": "always", "rotate_bytes": 4096}}]})
+    config = config_from_mapping(
+        {"plugins": [{"id": "j", "type": "jsonl", "options": {"fsync": "always", "rotate_bytes": 4096}}]}
+    )
     with build_harness(config, journal=tmp_path / "shards", run_id="p") as recording:
         _fill(recording.harness.sink, 50)
     assert verify_journal(tmp_path / "shards").ok

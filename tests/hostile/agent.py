@@ -49,8 +49,10 @@ def agent(h: Harness, question: str) -> Any:
         response = h.model({"model": "hostile", "messages": messages})
         call = response["tool_calls"][0]
         result = h.tool(call["name"], call["arguments"], call_id=call["id"])
-        messages += [{"role": "assistant", "content": None, "tool_calls": response["tool_calls"]},
-                     {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result, sort_keys=True)}]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": response["tool_calls"]},
+            {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result, sort_keys=True)},
+        ]
     with h.step():
         return h.model({"model": "hostile", "messages": messages})["content"]
 
@@ -61,7 +63,9 @@ def deep_agent(h: Harness, question: str) -> Any:
         response = h.model({"model": "deep", "messages": messages})
         call = response["tool_calls"][0]
         result = h.tool(call["name"], call["arguments"], call_id=call["id"])
-        messages += [{"role": "assistant", "content": None, "tool_calls": response["tool_calls"]},
-                     {"role": "tool", "tool_call_id": call["id"], "content": "ok" if result else "empty"}]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": response["tool_calls"]},
+            {"role": "tool", "tool_call_id": call["id"], "content": "ok" if result else "empty"},
+        ]
     with h.step():
         return h.model({"model": "deep", "messages": messages})["content"]

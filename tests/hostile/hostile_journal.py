@@ -45,8 +45,11 @@ def write_hostile_journal(path: Path, *, variant: str = "") -> Path:
             {
                 "agent": AGENT,
                 "environment": {"runtime": ATTACK, "timezone": "UTC", "feature_flags": {KEY: True}},
-                "harness": {"version": "0.1.0", "plugins": [{"id": ATTACK, "type": "tools", "version": "1"}],
-                            "config_hash": None},
+                "harness": {
+                    "version": "0.1.0",
+                    "plugins": [{"id": ATTACK, "type": "tools", "version": "1"}],
+                    "config_hash": None,
+                },
                 "reducer_version": "1",
                 "snapshot_every": 3,
                 "initial_state": copy.deepcopy(state),
@@ -56,33 +59,66 @@ def write_hostile_journal(path: Path, *, variant: str = "") -> Path:
         for step in (1, 2):
             step_id = f"{STEP}-{step}"
             request = {"model": ATTACK, "messages": [{"role": "user", "content": ATTACK}], KEY: ATTACK}
-            request_id = writer.append("model.request", {"request_hash": hash_value(request), "request": request},
-                                       step_id=step_id, parent_event_id=root).event_id
+            request_id = writer.append(
+                "model.request",
+                {"request_hash": hash_value(request), "request": request},
+                step_id=step_id,
+                parent_event_id=root,
+            ).event_id
             arguments = {KEY: ATTACK + variant if step == 2 else ATTACK, "n": step}
-            response = {"content": ATTACK, "tool_calls": [{"id": ATTACK, "name": TOOL, "arguments": arguments}],
-                        "finish_reason": ATTACK, "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
-            response_id = writer.append("model.response", {"request_hash": hash_value(request), "response": response},
-                                        step_id=step_id, parent_event_id=request_id).event_id
+            response = {
+                "content": ATTACK,
+                "tool_calls": [{"id": ATTACK, "name": TOOL, "arguments": arguments}],
+                "finish_reason": ATTACK,
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            }
+            response_id = writer.append(
+                "model.response",
+                {"request_hash": hash_value(request), "response": response},
+                step_id=step_id,
+                parent_event_id=request_id,
+            ).event_id
             key = call_key_of(TOOL, arguments)
-            call_id = writer.append("tool.call", {"call_id": ATTACK, "call_key": key, "tool": TOOL,
-                                                  "arguments": arguments},
-                                    step_id=step_id, parent_event_id=response_id).event_id
+            call_id = writer.append(
+                "tool.call",
+                {"call_id": ATTACK, "call_key": key, "tool": TOOL, "arguments": arguments},
+                step_id=step_id,
+                parent_event_id=response_id,
+            ).event_id
             outcome: dict[str, Any] = (
-                {"result": {KEY: ATTACK, "rows": [ATTACK]}} if step == 1
+                {"result": {KEY: ATTACK, "rows": [ATTACK]}}
+                if step == 1
                 else {"error": {"type": ATTACK, "message": ATTACK, "code": ATTACK, "timeout": False}}
             )
-            result_id = writer.append("tool.result", {"call_id": ATTACK, "call_key": key, "tool": TOOL,
-                                                      "duration_ms": 12, **outcome},
-                                      step_id=step_id, parent_event_id=call_id).event_id
-            patch = [{"op": "add", "path": "/notes/-", "value": ATTACK},
-                     {"op": "add", "path": "/" + KEY.replace("~", "~0").replace("/", "~1") + str(step), "value": ATTACK}]
+            result_id = writer.append(
+                "tool.result",
+                {"call_id": ATTACK, "call_key": key, "tool": TOOL, "duration_ms": 12, **outcome},
+                step_id=step_id,
+                parent_event_id=call_id,
+            ).event_id
+            patch = [
+                {"op": "add", "path": "/notes/-", "value": ATTACK},
+                {"op": "add", "path": "/" + KEY.replace("~", "~0").replace("/", "~1") + str(step), "value": ATTACK},
+            ]
             before = hash_value(state)
             state = jsonpatch.apply_patch(state, patch, in_place=False)
-            writer.append("state.transition", {"cause_seq": writer.last_seq, "before_hash": before,
-                                               "after_hash": hash_value(state), "reducer_version": "1", "patch": patch},
-                          step_id=step_id, parent_event_id=result_id)
+            writer.append(
+                "state.transition",
+                {
+                    "cause_seq": writer.last_seq,
+                    "before_hash": before,
+                    "after_hash": hash_value(state),
+                    "reducer_version": "1",
+                    "patch": patch,
+                },
+                step_id=step_id,
+                parent_event_id=result_id,
+            )
             writer.append("state.snapshot", {"state_hash": hash_value(state), "state": state}, step_id=step_id)
             writer.append("clock.read", {"source": ATTACK, "value": ATTACK}, step_id=step_id)
-        writer.append("run.ended", {"status": "error", "output": ATTACK, "error": {"type": ATTACK, "message": ATTACK}},
-                      parent_event_id=root)
+        writer.append(
+            "run.ended",
+            {"status": "error", "output": ATTACK, "error": {"type": ATTACK, "message": ATTACK}},
+            parent_event_id=root,
+        )
     return path

@@ -27,14 +27,25 @@ LEVELS = 1_015  # + event, payload and field: the line nests just under the read
 
 def write_deep(path: Path, leaf: Any) -> Path:
     with JournalWriter(path, run_id="run-deep", fsync="never") as writer:
-        writer.append("run.started", {"agent": "m:a", "environment": {"deep": nested(LEVELS, leaf)},
-                                      "harness": {"version": "0", "plugins": [], "config_hash": None},
-                                      "reducer_version": "1", "snapshot_every": 50, "initial_state": {}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "m:a",
+                "environment": {"deep": nested(LEVELS, leaf)},
+                "harness": {"version": "0", "plugins": [], "config_hash": None},
+                "reducer_version": "1",
+                "snapshot_every": 50,
+                "initial_state": {},
+            },
+        )
         arguments = {"a": nested(LEVELS, leaf)}
         key = call_key_of("t", arguments)
         writer.append("tool.call", {"call_id": "c", "call_key": key, "tool": "t", "arguments": arguments}, step_id="s1")
-        writer.append("tool.result", {"call_id": "c", "call_key": key, "tool": "t", "result": nested(LEVELS, leaf),
-                                      "duration_ms": 1}, step_id="s1")
+        writer.append(
+            "tool.result",
+            {"call_id": "c", "call_key": key, "tool": "t", "result": nested(LEVELS, leaf), "duration_ms": 1},
+            step_id="s1",
+        )
         writer.append("run.ended", {"status": "ok", "output": nested(LEVELS, leaf)})
     return path
 
@@ -62,8 +73,9 @@ def deep_divergence(tmp_path: Path) -> Path:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "replay_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "replay_tui", *args], cwd=REPO, capture_output=True, text=True, timeout=180
+    )
 
 
 def test_the_deep_journals_are_valid(deep_pair: tuple[Path, Path], deep_divergence: Path) -> None:
@@ -84,8 +96,15 @@ def test_diff_of_deep_journals(deep_pair: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["stats"], ["stats", "--json"], ["scan"], ["verify"], ["export", "--format", "md", "-o", "-"],
-             ["export", "--format", "html", "-o", "-"]]
+    "args",
+    [
+        ["stats"],
+        ["stats", "--json"],
+        ["scan"],
+        ["verify"],
+        ["export", "--format", "md", "-o", "-"],
+        ["export", "--format", "html", "-o", "-"],
+    ],
 )
 def test_every_read_command_on_a_deep_journal(deep_pair: tuple[Path, Path], args: list[str]) -> None:
     result = run_cli(args[0], str(deep_pair[0]), *args[1:])
@@ -123,8 +142,11 @@ async def test_the_app_renders_deep_events(deep_pair: tuple[Path, Path]) -> None
 async def test_the_app_compares_deep_journals(deep_pair: tuple[Path, Path]) -> None:
     app = CompareApp(*deep_pair)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: "aligning" not in str(app.screen.query_one("#compare-summary").render()),
-                         what="the alignment")
+        await wait_until(
+            pilot,
+            lambda: "aligning" not in str(app.screen.query_one("#compare-summary").render()),
+            what="the alignment",
+        )
         assert "First differing" in str(app.screen.query_one("#compare-summary").render())
         await pilot.press("down")
         await pilot.pause()

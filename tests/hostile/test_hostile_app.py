@@ -68,8 +68,9 @@ async def test_stats_help_and_presenter(hostile: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         await pilot.press("s")
-        await wait_until(pilot, lambda: "collecting" not in str(app.screen.query_one("#stats-status").render()),
-                         what="the stats")
+        await wait_until(
+            pilot, lambda: "collecting" not in str(app.screen.query_one("#stats-status").render()), what="the stats"
+        )
         assert "\\x1b]52;" in check_screen(app, "stats")
         await pilot.press("escape")
         await pilot.press("question_mark")
@@ -83,8 +84,11 @@ async def test_stats_help_and_presenter(hostile: Path) -> None:
         await pilot.pause()
         await pilot.press("p")
         await wait_until(pilot, lambda: app.screen is not screen, what="the presenter")
-        await wait_until(pilot, lambda: "following" not in str(app.screen.query_one("#presenter-chain-text").render()),
-                         what="the presenter's chain")
+        await wait_until(
+            pilot,
+            lambda: "following" not in str(app.screen.query_one("#presenter-chain-text").render()),
+            what="the presenter's chain",
+        )
         check_screen(app, "presenter")
         await pilot.press("escape")
         await pilot.pause()
@@ -143,8 +147,11 @@ async def test_divergence_view_of_a_hostile_edit(recorded_hostile: Path, tmp_pat
 async def test_compare_two_hostile_journals(hostile: Path, hostile_variant: Path) -> None:
     app = CompareApp(hostile, hostile_variant)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: "aligning" not in str(app.screen.query_one("#compare-summary").render()),
-                         what="the alignment")
+        await wait_until(
+            pilot,
+            lambda: "aligning" not in str(app.screen.query_one("#compare-summary").render()),
+            what="the alignment",
+        )
         await pilot.pause(0.1)
         assert "First differing" in check_screen(app, "compare")
         for _ in range(8):

@@ -68,12 +68,23 @@ def test_scan_paths_built_from_hostile_keys_are_escaped(tmp_path: Path) -> None:
 
     path = tmp_path / "secrets.jsonl"
     with JournalWriter(path, run_id="run-secret", fsync="never") as writer:
-        writer.append("run.started", {"agent": "m:a", "environment": {}, "reducer_version": "1", "snapshot_every": 50,
-                                      "harness": {"version": "0", "plugins": [], "config_hash": None},
-                                      "initial_state": {}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "m:a",
+                "environment": {},
+                "reducer_version": "1",
+                "snapshot_every": 50,
+                "harness": {"version": "0", "plugins": [], "config_hash": None},
+                "initial_state": {},
+            },
+        )
         arguments = {KEY: {"aws": "AKIAIOSFODNN7EXAMPLE", "token": "ghp_" + "a1B2" * 9}}
-        writer.append("tool.call", {"call_id": "c", "call_key": call_key_of(TOOL, arguments), "tool": TOOL,
-                                    "arguments": arguments}, step_id="s")
+        writer.append(
+            "tool.call",
+            {"call_id": "c", "call_key": call_key_of(TOOL, arguments), "tool": TOOL, "arguments": arguments},
+            step_id="s",
+        )
         writer.append("run.ended", {"status": "ok", "output": None})
     out = check(run_cli("scan", str(path)), "scan", (1,))
     assert "key[/bold]\\x1b]52;" in out  # the finding's path names the hostile key, escaped
@@ -132,8 +143,14 @@ def test_replay_divergence_on_hostile_text_is_escaped(recorded_hostile: Path, tm
 def test_verify_and_replay_error_messages_name_hostile_files_safely(tmp_path: Path) -> None:
     broken = tmp_path / "broken\x1b]0;T\x07.jsonl"  # the file name is hostile too
     broken.write_bytes(b'{"not": "an event \x1b]0;T\x07"}\n')
-    for args in (["verify", str(broken)], ["stats", str(broken)], ["replay", str(broken)], ["scan", str(broken)],
-                 ["export", str(broken), "--format", "md", "-o", "-"], ["diff", str(broken), str(broken)]):
+    for args in (
+        ["verify", str(broken)],
+        ["stats", str(broken)],
+        ["replay", str(broken)],
+        ["scan", str(broken)],
+        ["export", str(broken), "--format", "md", "-o", "-"],
+        ["diff", str(broken), str(broken)],
+    ):
         check(run_cli(*args), " ".join(args[:1]), (0, 1, 2))  # stats skips the unreadable line
 
 

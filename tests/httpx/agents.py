@@ -13,7 +13,10 @@ from replay_tui.harness.httpx_transport import http_client
 
 def agent(h: Harness, task: Mapping[str, Any]) -> Any:
     with http_client(h, httpx_module=httpx, base_url=task["base_url"]) as client:
-        response = client.post("/v1/chat/completions", json={"model": "local", "messages": [{"role": "user", "content": task["question"]}]},
-                               headers={"authorization": f"Bearer {os.environ.get('PLAIN_API_TOKEN', 'none')}"})
+        response = client.post(
+            "/v1/chat/completions",
+            json={"model": "local", "messages": [{"role": "user", "content": task["question"]}]},
+            headers={"authorization": f"Bearer {os.environ.get('PLAIN_API_TOKEN', 'none')}"},
+        )
         response.raise_for_status()
         return response.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"]

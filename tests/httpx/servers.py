@@ -26,7 +26,10 @@ def weather_policy(request: Mapping[str, Any]) -> dict[str, Any]:
     if last["role"] == "tool":
         return {"content": f"The weather: {last['content']}."}
     city = str(last["content"]).rsplit(" ", 1)[-1].strip("?.")
-    return {"content": "Let me check.", "tool_calls": [{"id": "call_w1", "name": "weather", "arguments": {"city": city}}]}
+    return {
+        "content": "Let me check.",
+        "tool_calls": [{"id": "call_w1", "name": "weather", "arguments": {"city": city}}],
+    }
 
 
 @dataclass
@@ -49,7 +52,11 @@ def harness_messages_from_openai(body: Mapping[str, Any]) -> list[dict[str, Any]
         converted = {"role": message["role"], "content": message.get("content")}
         if message.get("tool_calls"):
             converted["tool_calls"] = [
-                {"id": call["id"], "name": call["function"]["name"], "arguments": json.loads(call["function"]["arguments"] or "{}")}
+                {
+                    "id": call["id"],
+                    "name": call["function"]["name"],
+                    "arguments": json.loads(call["function"]["arguments"] or "{}"),
+                }
                 for call in message["tool_calls"]
             ]
         if message.get("tool_call_id"):
@@ -67,7 +74,11 @@ def harness_messages_from_anthropic(body: Mapping[str, Any]) -> list[dict[str, A
             continue
         for block in content or ():
             if block.get("type") == "tool_result":
-                text = block["content"] if isinstance(block["content"], str) else "".join(part.get("text", "") for part in block["content"])
+                text = (
+                    block["content"]
+                    if isinstance(block["content"], str)
+                    else "".join(part.get("text", "") for part in block["content"])
+                )
                 messages.append({"role": "tool", "content": text, "tool_call_id": block["tool_use_id"]})
             elif block.get("type") == "text":
                 messages.append({"role": message["role"], "content": block["text"]})
@@ -119,24 +130,48 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.state.usage_details:
             usage["prompt_tokens_details"] = {"cached_tokens": 0}
             usage["completion_tokens_details"] = {"reasoning_tokens": 0}
-        wire_calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-                      for c in calls]
+        wire_calls = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
+            for c in calls
+        ]
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": answer.get("content")}
             if wire_calls:
                 message["tool_calls"] = wire_calls
-            completion = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1764460800, "model": body.get("model"),
-                          "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}], "usage": usage}
+            completion = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1764460800,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": usage,
+            }
             self._send(200, "application/json", json.dumps(completion).encode())
             return
         events = []
-        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1764460800, "model": body.get("model")}
-        events.append({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+        base = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1764460800,
+            "model": body.get("model"),
+        }
+        events.append(
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+        )
         for word in _words(answer.get("content") or ""):
             events.append({**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]})
         for index, call in enumerate(wire_calls):
             arguments = call["function"]["arguments"]
-            head = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": arguments[:5]}}
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": arguments[:5]},
+            }
             events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [head]}, "finish_reason": None}]})
             tail = {"index": index, "function": {"arguments": arguments[5:]}}
             events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [tail]}, "finish_reason": None}]})
@@ -153,31 +188,83 @@ class _Handler(BaseHTTPRequestHandler):
         blocks: list[dict[str, Any]] = []
         if answer.get("content"):
             blocks.append({"type": "text", "text": answer["content"]})
-        blocks += [{"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]} for call in calls]
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"), "content": blocks,
-                   "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}}
+        blocks += [
+            {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]} for call in calls
+        ]
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 7},
+        }
         if not body.get("stream"):
             self._send(200, "application/json", json.dumps(message).encode())
             return
         events: list[tuple[str, dict[str, Any]]] = [
-            ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None,
-                                                                     "usage": {"input_tokens": 11, "output_tokens": 1}}}),
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        **message,
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": {"input_tokens": 11, "output_tokens": 1},
+                    },
+                },
+            ),
         ]
         for index, block in enumerate(blocks):
             if block["type"] == "text":
-                events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}))
+                events.append(
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                    )
+                )
                 for word in _words(block["text"]):
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": word}}))
+                    events.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "text_delta", "text": word},
+                            },
+                        )
+                    )
             else:
                 start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-                events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}))
+                events.append(
+                    ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+                )
                 text = json.dumps(block["input"])
                 for part in (text[:4], text[4:]):
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                           "delta": {"type": "input_json_delta", "partial_json": part}}))
+                    events.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": part},
+                            },
+                        )
+                    )
             events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                         "usage": {"output_tokens": 7}}))
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 7},
+                },
+            )
+        )
         events.append(("message_stop", {"type": "message_stop"}))
         data = "".join(f"event: {name}\ndata: {json.dumps(event)}\n\n" for name, event in events)
         self._send(200, "text/event-stream", data.encode())

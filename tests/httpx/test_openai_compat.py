@@ -23,13 +23,16 @@ QUESTION = "Please refund order A-101, it arrived broken."
 
 def refund_config(base_url: str, **options: object):
     model = {"base_url": base_url, "model": "local-model", **options}
-    return config_from_mapping({
-        "harness": {"random_seed": 2026, "clock": {"frozen_at": "2026-11-20T08:00:00Z"}},
-        "plugins": [
-            {"id": "model", "type": "openai-compatible", "options": model},
-            {"id": "shop", "type": "python-tools", "options": {"provider": "fixtures.corpus.agents:tools"}},
-        ],
-    }, base_dir=REPO)
+    return config_from_mapping(
+        {
+            "harness": {"random_seed": 2026, "clock": {"frozen_at": "2026-11-20T08:00:00Z"}},
+            "plugins": [
+                {"id": "model", "type": "openai-compatible", "options": model},
+                {"id": "shop", "type": "python-tools", "options": {"provider": "fixtures.corpus.agents:tools"}},
+            ],
+        },
+        base_dir=REPO,
+    )
 
 
 def events(journal: Path):
@@ -38,7 +41,9 @@ def events(journal: Path):
 
 
 def replay_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "replay_tui", "replay", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "replay_tui", "replay", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture
@@ -53,8 +58,12 @@ def refund_server():
 @pytest.mark.parametrize("stream", [False, True])
 def test_records_an_agent_with_tools(tmp_path: Path, refund_server: LLMServer, stream: bool) -> None:
     journal = tmp_path / "refund.jsonl"
-    outcome = record_run(refund_config(refund_server.url + "/v1", stream=stream, params={"temperature": 0}),
-                         "fixtures.corpus.agents:agent", [QUESTION], journal=journal)
+    outcome = record_run(
+        refund_config(refund_server.url + "/v1", stream=stream, params={"temperature": 0}),
+        "fixtures.corpus.agents:agent",
+        [QUESTION],
+        journal=journal,
+    )
     assert outcome.status == "ok"
     assert outcome.output["answer"] == "Refund R-101 issued: 116.5 EUR."
     # on the wire: OpenAI tool schema, assistant tool calls with JSON-text arguments, tool_call_id, stream flag
@@ -85,12 +94,20 @@ def test_model_live_experiment_against_a_local_server(tmp_path: Path) -> None:
     try:
         config = tmp_path / "local-model.toml"
         config.write_text(
-            "[[plugins]]\nid = \"model\"\ntype = \"openai-compatible\"\n"
-            f"options = {{ base_url = \"{server.url}/v1\", model = \"crm-local\", stream = true }}\n"
+            '[[plugins]]\nid = "model"\ntype = "openai-compatible"\n'
+            f'options = {{ base_url = "{server.url}/v1", model = "crm-local", stream = true }}\n'
         )
         out = tmp_path / "model-live.jsonl"
-        done = replay_cli(str(REPO / "fixtures" / "journals" / "crm.jsonl"), "--mode", "model-live",
-                          "--model-config", str(config), "--out", str(out), "--json")
+        done = replay_cli(
+            str(REPO / "fixtures" / "journals" / "crm.jsonl"),
+            "--mode",
+            "model-live",
+            "--model-config",
+            str(config),
+            "--out",
+            str(out),
+            "--json",
+        )
         result = json.loads(done.stdout)
         assert done.returncode == 1, done.stdout[-2000:]
         assert result["status"] == "diverged" and result["experiment"]["mode"] == "model-live"
@@ -105,7 +122,9 @@ def test_model_live_experiment_against_a_local_server(tmp_path: Path) -> None:
 
 def test_http_error_is_recorded_as_the_model_error(tmp_path: Path, refund_server: LLMServer) -> None:
     journal = tmp_path / "err.jsonl"
-    outcome = record_run(refund_config(refund_server.url + "/wrong"), "fixtures.corpus.agents:agent", [QUESTION], journal=journal)
+    outcome = record_run(
+        refund_config(refund_server.url + "/wrong"), "fixtures.corpus.agents:agent", [QUESTION], journal=journal
+    )
     assert outcome.status == "error"
     response = next(e for e in events(journal) if e.kind == "model.response")
     error = response.payload["error"]
@@ -119,7 +138,9 @@ def test_bad_options_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
             pass
     monkeypatch.delenv("LOCAL_MODEL_KEY", raising=False)
     with pytest.raises(ValueError, match="LOCAL_MODEL_KEY"):
-        with build_harness(refund_config("http://127.0.0.1:9/v1", api_key_env="LOCAL_MODEL_KEY"), journal="/nonexistent/x.jsonl"):
+        with build_harness(
+            refund_config("http://127.0.0.1:9/v1", api_key_env="LOCAL_MODEL_KEY"), journal="/nonexistent/x.jsonl"
+        ):
             pass
 
 
@@ -129,15 +150,19 @@ def test_the_readme_model_config(tmp_path: Path, refund_server: LLMServer, monke
     from replay_tui.replay.hosts import hosts_in_config
 
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## Record your agent in five minutes"):]
-    block = section[section.index("```toml\n") + len("```toml\n"):]
+    section = text[text.index("## Record your agent in five minutes") :]
+    block = section[section.index("```toml\n") + len("```toml\n") :]
     block = block[: block.index("```")]
     original = tmp_path / "readme.toml"
     original.write_text(block)
     assert hosts_in_config(original) == ["127.0.0.1:8000"]
     config = tmp_path / "model.toml"
-    config.write_text(block.replace("http://127.0.0.1:8000/v1", refund_server.url + "/v1") + (
-        '\n[[plugins]]\nid = "shop"\ntype = "python-tools"\noptions = { provider = "fixtures.corpus.agents:tools" }\n'))
+    config.write_text(
+        block.replace("http://127.0.0.1:8000/v1", refund_server.url + "/v1")
+        + (
+            '\n[[plugins]]\nid = "shop"\ntype = "python-tools"\noptions = { provider = "fixtures.corpus.agents:tools" }\n'
+        )
+    )
     key = "sk-readmeCANARY0123456789abcdefghijkl"
     monkeypatch.setenv("LLM_KEY", key)
     journal = tmp_path / "readme.jsonl"

@@ -29,20 +29,37 @@ CASES = [
 
 def tools_config(module: str):
     return config_from_mapping(
-        {"plugins": [{"id": "tools", "type": "python-tools", "options": {"provider": f"fixtures.agents.{module}:tools"}}]},
+        {
+            "plugins": [
+                {"id": "tools", "type": "python-tools", "options": {"provider": f"fixtures.agents.{module}:tools"}}
+            ]
+        },
         base_dir=REPO,
     )
 
 
-def record(tmp_path: Path, module: str, entry: str, base_url: str, name: str = "run.jsonl", question: str = "What is the weather in Lisbon?"):
+def record(
+    tmp_path: Path,
+    module: str,
+    entry: str,
+    base_url: str,
+    name: str = "run.jsonl",
+    question: str = "What is the weather in Lisbon?",
+):
     journal = tmp_path / name
-    outcome = record_run(tools_config(module), f"fixtures.agents.{module}:{entry}", [{"question": question, "base_url": base_url}],
-                         journal=journal)
+    outcome = record_run(
+        tools_config(module),
+        f"fixtures.agents.{module}:{entry}",
+        [{"question": question, "base_url": base_url}],
+        journal=journal,
+    )
     return journal, outcome
 
 
 def replay(journal: Path, **spec: object):
-    return ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(REPO)], **spec), timeout_s=120, cwd=str(REPO)).run()
+    return ReplayRunner(
+        ReplaySpec(journal=str(journal), sys_path=[str(REPO)], **spec), timeout_s=120, cwd=str(REPO)
+    ).run()
 
 
 def events(journal: Path):
@@ -51,8 +68,9 @@ def events(journal: Path):
 
 
 @pytest.mark.parametrize(("module", "entry", "suffix"), CASES)
-def test_sdk_agent_records_and_replays_with_the_network_off(tmp_path: Path, llm_server: LLMServer, api_keys: None,
-                                                             module: str, entry: str, suffix: str) -> None:
+def test_sdk_agent_records_and_replays_with_the_network_off(
+    tmp_path: Path, llm_server: LLMServer, api_keys: None, module: str, entry: str, suffix: str
+) -> None:
     journal, outcome = record(tmp_path, module, entry, llm_server.url + suffix)
     assert (outcome.status, outcome.output) == ("ok", "The weather: sunny, 21 C.")
     assert verify_journal(journal).ok
@@ -62,9 +80,19 @@ def test_sdk_agent_records_and_replays_with_the_network_off(tmp_path: Path, llm_
     assert any(key in value for name, value in sent.items() if name in ("authorization", "x-api-key"))
     # ...and never into the journal: no key, no auth header, no cookie
     data = journal.read_bytes()
-    for secret in (OPENAI_KEY.encode(), ANTHROPIC_KEY.encode(), b"CANARY", b"authorization", b"x-api-key", b"Bearer", b"session=abcdef"):
+    for secret in (
+        OPENAI_KEY.encode(),
+        ANTHROPIC_KEY.encode(),
+        b"CANARY",
+        b"authorization",
+        b"x-api-key",
+        b"Bearer",
+        b"session=abcdef",
+    ):
         assert secret not in data
-    scan = subprocess.run([sys.executable, "-m", "replay_tui", "scan", str(journal)], capture_output=True, text=True, timeout=60)
+    scan = subprocess.run(
+        [sys.executable, "-m", "replay_tui", "scan", str(journal)], capture_output=True, text=True, timeout=60
+    )
     assert scan.returncode == 0, scan.stdout  # the secret scan finds nothing redaction missed
     kinds = [event.kind for event in events(journal)]
     assert kinds.count("model.request") == kinds.count("model.response") == 2
@@ -83,7 +111,9 @@ def test_sdk_agent_records_and_replays_with_the_network_off(tmp_path: Path, llm_
     assert len(llm_server.state.received) == heard
 
 
-def test_request_hash_does_not_depend_on_the_key(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_request_hash_does_not_depend_on_the_key(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hashes = []
     for index, key in enumerate(("sk-first-key-0123456789abcdefghij", "sk-other-key-0123456789abcdefghij")):
         monkeypatch.setenv("OPENAI_API_KEY", key)
@@ -119,8 +149,12 @@ def test_plain_httpx_client(tmp_path: Path, llm_server: LLMServer, monkeypatch: 
     journal = tmp_path / "plain.jsonl"
     token = "sk-plainCANARY0123456789abcdefghij"
     monkeypatch.setenv("PLAIN_API_TOKEN", token)
-    outcome = record_run(config, "tests.httpx.agents:agent", [{"question": "Weather in Oslo?", "base_url": llm_server.url}],
-                         journal=journal)
+    outcome = record_run(
+        config,
+        "tests.httpx.agents:agent",
+        [{"question": "Weather in Oslo?", "base_url": llm_server.url}],
+        journal=journal,
+    )
     assert (outcome.status, outcome.output) == ("ok", "weather")
     assert llm_server.state.received[0].headers["authorization"] == f"Bearer {token}"
     assert token.encode() not in journal.read_bytes()
@@ -134,25 +168,48 @@ def test_recorded_request_keeps_body_fields_and_drops_attempt_headers() -> None:
     from replay_tui.harness.httpx_transport import exchange_from_payload, recorded_request, recorded_response
 
     request = recorded_request(
-        "post", "http://127.0.0.1:9/v1/chat/completions",
-        [("Authorization", "Bearer x"), ("X-Stainless-Retry-Count", "1"), ("Idempotency-Key", "abc"), ("Content-Type", "application/json")],
+        "post",
+        "http://127.0.0.1:9/v1/chat/completions",
+        [
+            ("Authorization", "Bearer x"),
+            ("X-Stainless-Retry-Count", "1"),
+            ("Idempotency-Key", "abc"),
+            ("Content-Type", "application/json"),
+        ],
         orjson.dumps({"model": "m", "messages": [], "temperature": 0.2, "stream": False}),
     )
     assert request == {
-        "model": "m", "messages": [], "stream": False,
-        "params": {"http": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions"}, "body": {"temperature": 0.2}},
-        "headers": {"authorization": "Bearer x", "content-type": "application/json"},  # the harness redactor drops the first
+        "model": "m",
+        "messages": [],
+        "stream": False,
+        "params": {
+            "http": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions"},
+            "body": {"temperature": 0.2},
+        },
+        "headers": {
+            "authorization": "Bearer x",
+            "content-type": "application/json",
+        },  # the harness redactor drops the first
     }
     body = b"\x00\x01binary"
-    payload = {"request_hash": "sha256:" + "0" * 64, **recorded_response(200, [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip")], body)}
+    payload = {
+        "request_hash": "sha256:" + "0" * 64,
+        **recorded_response(200, [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip")], body),
+    }
     exchange = exchange_from_payload(payload)
-    assert (exchange.status, exchange.body, exchange.headers) == (200, body, [("content-type", "application/octet-stream")])
+    assert (exchange.status, exchange.body, exchange.headers) == (
+        200,
+        body,
+        [("content-type", "application/octet-stream")],
+    )
     with pytest.raises(ValueError, match="not recorded by the httpx transport"):
         exchange_from_payload({"response": {"content": "hi"}})
     assert httpx  # the plain module is the test extra's, used by tests.httpx.agents
 
 
-def test_concurrent_async_requests_replay_in_the_recorded_order(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
+def test_concurrent_async_requests_replay_in_the_recorded_order(
+    tmp_path: Path, llm_server: LLMServer, api_keys: None
+) -> None:
     journal, outcome = record(tmp_path, "sdk_anthropic", "parallel_agent", llm_server.url)
     assert (outcome.status, outcome.output) == ("ok", ["Lisbon", "Oslo"])
     kinds = [event.kind for event in events(journal) if event.kind.startswith("model.")]
@@ -164,13 +221,17 @@ def test_concurrent_async_requests_replay_in_the_recorded_order(tmp_path: Path, 
 def test_the_readme_sdk_config(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
     """The README's SDK config block: records the fixture agent, keeps the usage details."""
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## Record your agent in five minutes"):]
-    block = section[section.index("```toml\n# sdk_agent.toml") + len("```toml\n"):]
+    section = text[text.index("## Record your agent in five minutes") :]
+    block = section[section.index("```toml\n# sdk_agent.toml") + len("```toml\n") :]
     config = tmp_path / "sdk_agent.toml"
     config.write_text(block[: block.index("```")])
     journal = tmp_path / "sdk.jsonl"
-    outcome = record_run(config, "fixtures.agents.sdk_openai:agent", [{"question": "Weather in Lisbon?", "base_url": llm_server.url + "/v1"}],
-                         journal=journal)
+    outcome = record_run(
+        config,
+        "fixtures.agents.sdk_openai:agent",
+        [{"question": "Weather in Lisbon?", "base_url": llm_server.url + "/v1"}],
+        journal=journal,
+    )
     assert outcome.status == "ok", outcome.error
     usage = next(e for e in events(journal) if e.kind == "model.response").payload["response"]["usage"]
     assert usage["prompt_tokens_details"] == {"cached_tokens": 0}

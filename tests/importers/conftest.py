@@ -34,8 +34,15 @@ def produce(tmp_path: Path, llm_server: LLMServer) -> Produce:
     def run(fmt: str, name: str, **env: str) -> Path:
         out = tmp_path / name
         child_env = {**os.environ, **env, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-m", "fixtures.imports.producers", fmt, str(out), llm_server.url],
-                              check=False, cwd=REPO, env=child_env, capture_output=True, text=True, timeout=180)
+        done = subprocess.run(
+            [sys.executable, "-m", "fixtures.imports.producers", fmt, str(out), llm_server.url],
+            check=False,
+            cwd=REPO,
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return out
 

@@ -16,8 +16,17 @@ def test_live_agents_sdk_run(produce: Produce, tmp_path: Path) -> None:
     trace = produce("openai-agents", "run.agents.jsonl")
     [result] = import_trace(trace, tmp_path / "run.jsonl")
     events = events_of(result.path)
-    assert kinds(events) == ["run.started", "input.received", "model.request", "model.response", "tool.call", "tool.result",
-                             "model.request", "model.response", "run.ended"]
+    assert kinds(events) == [
+        "run.started",
+        "input.received",
+        "model.request",
+        "model.response",
+        "tool.call",
+        "tool.result",
+        "model.request",
+        "model.response",
+        "run.ended",
+    ]
     imported = events[0]["payload"]["imported"]
     assert imported["format"] == "openai-agents" and imported["detail"]["workflow_name"] == "Agent workflow"
     assert result.fidelity["label"] == "replayable (model and tools)"
@@ -40,14 +49,21 @@ def test_responses_api_run_is_view_only(produce: Produce, tmp_path: Path) -> Non
     assert result.fidelity["replayable"] is False
     assert result.fidelity["reason"].startswith("no message content captured")
     events = events_of(result.path)
-    assert [event["payload"]["response"]["response_id"] for event in of_kind(events, "model.response")] == ["resp_1", "resp_2"]
-    assert [event["payload"]["text"] for event in of_kind(events, "note")] == ["handoff from weather-agent to summary-agent"]
+    assert [event["payload"]["response"]["response_id"] for event in of_kind(events, "model.response")] == [
+        "resp_1",
+        "resp_2",
+    ]
+    assert [event["payload"]["text"] for event in of_kind(events, "note")] == [
+        "handoff from weather-agent to summary-agent"
+    ]
 
 
 def test_bad_line_names_file_and_line(tmp_path: Path) -> None:
     lines = (SAMPLES / "weather.agents.jsonl").read_text().splitlines()
     bad = tmp_path / "bad.agents.jsonl"
     bad.write_text("\n".join(lines[:2] + [lines[2][:40]]) + "\n")
-    with pytest.raises(TraceImportError, match=r"bad\.agents\.jsonl: line 3: one JSON object of an Agents SDK trace export"):
+    with pytest.raises(
+        TraceImportError, match=r"bad\.agents\.jsonl: line 3: one JSON object of an Agents SDK trace export"
+    ):
         import_trace(bad, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()

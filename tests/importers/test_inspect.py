@@ -30,9 +30,21 @@ def test_json_log(tmp_path: Path) -> None:
 def _check_weather_sample(log: Path, tmp_path: Path) -> None:
     [result] = import_trace(log, tmp_path / "run.jsonl")
     events = events_of(result.path)
-    assert kinds(events) == ["run.started", "input.received", "state.transition", "state.transition", "model.request",
-                             "model.response", "tool.call", "tool.result", "model.request", "model.response",
-                             "state.transition", "note", "run.ended"]
+    assert kinds(events) == [
+        "run.started",
+        "input.received",
+        "state.transition",
+        "state.transition",
+        "model.request",
+        "model.response",
+        "tool.call",
+        "tool.result",
+        "model.request",
+        "model.response",
+        "state.transition",
+        "note",
+        "run.ended",
+    ]
     imported = events[0]["payload"]["imported"]
     assert imported["format"] == "inspect" and imported["detail"]["sample_id"] == 1 and imported["detail"]["epoch"] == 1
     assert events[1]["payload"]["content"] == "What is the weather in Oslo?"
@@ -62,11 +74,16 @@ def test_zip_missing_a_sample_member_names_it(tmp_path: Path) -> None:
                 target.writestr(info.filename, source.read(info.filename))
     with pytest.raises(TraceImportError) as caught:
         import_trace(broken, tmp_path / "out.jsonl")
-    assert str(caught.value) == f"{broken}: samples/1_epoch_1.json: a sample member that summaries.json lists (the zip is missing it)"
+    assert (
+        str(caught.value)
+        == f"{broken}: samples/1_epoch_1.json: a sample member that summaries.json lists (the zip is missing it)"
+    )
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_several_samples_and_epochs_become_a_directory_of_journals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_several_samples_and_epochs_become_a_directory_of_journals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = json.loads(_json_log(tmp_path).read_text())
     second = json.loads(json.dumps(log["samples"][0]))
     second["epoch"] = 2

@@ -22,7 +22,9 @@ def test_every_format_opens_as_a_cached_journal(sample: str) -> None:
     assert resolved.imported is not None and resolved.imported["file_name"] == sample
     assert resolved.path.is_file() and resolved.path.is_relative_to(imports_cache_dir())
     again = resolve_source(str(SAMPLES / sample))
-    assert again.path == resolved.path and again.path.stat().st_mtime_ns == resolved.path.stat().st_mtime_ns  # the cache
+    assert (
+        again.path == resolved.path and again.path.stat().st_mtime_ns == resolved.path.stat().st_mtime_ns
+    )  # the cache
 
 
 def test_journals_and_missing_paths_pass_through(tmp_path: Path) -> None:
@@ -96,16 +98,26 @@ def test_detection_reads_keys_not_words_inside_values(tmp_path: Path) -> None:
 
     journal = tmp_path / "talks-about-otlp.jsonl"
     with JournalWriter(journal, run_id="r") as writer:
-        writer.append("run.started", {"agent": "m:a", "environment": {}, "harness": {}, "reducer_version": "none",
-                                      "snapshot_every": 10, "initial_state": {"note": '{"resourceSpans": [], "object": "trace"}'}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "m:a",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "none",
+                "snapshot_every": 10,
+                "initial_state": {"note": '{"resourceSpans": [], "object": "trace"}'},
+            },
+        )
     assert detect_format(journal) == "journal" and resolve_source(str(journal)).path == journal
     pretty = tmp_path / "pretty.json"
     pretty.write_text(json.dumps(json.loads((SAMPLES / "weather.otlp.jsonl").read_text().splitlines()[0]), indent=2))
     assert detect_format(pretty) == "otlp"
 
 
-def test_an_unwritable_cache_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unwritable_cache_is_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))

@@ -13,8 +13,17 @@ from replay_tui.importers import TraceImportError, import_trace
 from .conftest import REPO, SAMPLES, Produce
 from .helpers import events_of, kinds, of_kind
 
-WEATHER_RUN = ["run.started", "input.received", "model.request", "model.response", "tool.call", "tool.result",
-               "model.request", "model.response", "run.ended"]
+WEATHER_RUN = [
+    "run.started",
+    "input.received",
+    "model.request",
+    "model.response",
+    "tool.call",
+    "tool.result",
+    "model.request",
+    "model.response",
+    "run.ended",
+]
 
 
 def test_live_otlp_with_content_on_spans(produce: Produce, tmp_path: Path) -> None:
@@ -31,7 +40,11 @@ def test_live_otlp_with_content_on_spans(produce: Produce, tmp_path: Path) -> No
     assert first["payload"]["request"]["model"] == "gpt-4.1-mini"
     assert first["payload"]["request"]["params"] == {"temperature": 0}
     assert [m["role"] for m in first["payload"]["request"]["messages"]] == ["system", "user"]
-    assert second["payload"]["request"]["messages"][-1] == {"role": "tool", "content": "snow, -3 C", "tool_call_id": "call_w1"}
+    assert second["payload"]["request"]["messages"][-1] == {
+        "role": "tool",
+        "content": "snow, -3 C",
+        "tool_call_id": "call_w1",
+    }
     answer = of_kind(events, "model.response")[0]["payload"]["response"]
     assert answer["tool_calls"] == [{"id": "call_w1", "name": "weather", "arguments": {"city": "Oslo"}}]
     assert answer["finish_reason"] == "tool_calls" and answer["usage"] == {"input_tokens": 11, "output_tokens": 7}
@@ -52,7 +65,11 @@ def test_content_only_in_log_events_is_joined_by_trace_and_span(produce: Produce
     assert kinds(events) == WEATHER_RUN
     assert of_kind(events, "model.response")[1]["payload"]["response"]["content"] == "The weather: snow, -3 C."
     # the tool spans carry their arguments and result only with content on spans
-    assert result.fidelity == {"replayable": False, "label": "view-only", "reason": "a tool call without its arguments or result"}
+    assert result.fidelity == {
+        "replayable": False,
+        "label": "view-only",
+        "reason": "a tool call without its arguments or result",
+    }
 
 
 def test_no_content_captured_is_view_only(produce: Produce, tmp_path: Path) -> None:
@@ -62,7 +79,9 @@ def test_no_content_captured_is_view_only(produce: Produce, tmp_path: Path) -> N
     assert events_of(result.path)[0]["payload"]["imported"]["fidelity"]["label"] == "view-only"
 
 
-def test_imported_run_replays_on_the_agent_rewritten_on_the_harness(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_imported_run_replays_on_the_agent_rewritten_on_the_harness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "weather.jsonl"
     assert main(["import", str(SAMPLES / "weather.otlp.jsonl"), "-o", str(out)]) == 0
     code = main(["replay", str(out), "--agent", "fixtures.imports.agents:weather_agent", "--agent-path", str(REPO)])
@@ -94,11 +113,30 @@ def test_log_content_after_a_span_with_content_still_joins(tmp_path: Path) -> No
     import orjson
 
     request = orjson.loads((REPO / "fixtures" / "imports" / "weather.otlp.jsonl").read_bytes().splitlines()[0])
-    chat = next(span for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"] if span["name"].startswith("chat"))
+    chat = next(
+        span for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"] if span["name"].startswith("chat")
+    )
     instructions = orjson.dumps([{"type": "text", "content": "Answer in French."}]).decode()
-    log = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{
-        "traceId": chat["traceId"], "spanId": chat["spanId"], "eventName": "gen_ai.client.inference.operation.details",
-        "attributes": [{"key": "gen_ai.system_instructions", "value": {"stringValue": instructions}}]}]}]}]}
+    log = {
+        "resourceLogs": [
+            {
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "traceId": chat["traceId"],
+                                "spanId": chat["spanId"],
+                                "eventName": "gen_ai.client.inference.operation.details",
+                                "attributes": [
+                                    {"key": "gen_ai.system_instructions", "value": {"stringValue": instructions}}
+                                ],
+                            }
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     trace = tmp_path / "late-log.otlp.jsonl"
     trace.write_bytes(orjson.dumps(request) + b"\n" + orjson.dumps(log) + b"\n")
     [result] = import_trace(trace, tmp_path / "run.jsonl")

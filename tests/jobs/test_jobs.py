@@ -65,7 +65,9 @@ def group_members(pgid: int) -> list[int]:
 
 def test_child_jobs_give_the_same_answers_as_the_library(incident: Path, tmp_path: Path) -> None:
     chain = run_job(VerifyJob(), VerifyRequest(str(incident)))
-    assert chain.status == "verified" and chain.summary == verify_journal(incident).to_json().get("summary", chain.summary)
+    assert chain.status == "verified" and chain.summary == verify_journal(incident).to_json().get(
+        "summary", chain.summary
+    )
     assert run_job(SecretScanJob(), SecretScanRequest(str(incident), 10_000)) == []
     out = tmp_path / "report.md"
     summary = run_job(ExportJob(), ExportRequest(str(incident), str(out), "md"))
@@ -83,8 +85,9 @@ def test_bad_input_is_a_job_error_naming_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(name for name, job in JOBS.items() if job.in_child))
-def test_cancelling_a_child_job_mid_run_leaves_no_process_of_its_group(name: str, big_journal: Path,
-                                                                       tmp_path: Path) -> None:
+def test_cancelling_a_child_job_mid_run_leaves_no_process_of_its_group(
+    name: str, big_journal: Path, tmp_path: Path
+) -> None:
     requests: dict[str, Any] = {
         "verify": VerifyRequest(str(big_journal)),
         "secret-scan": SecretScanRequest(str(big_journal), BIG_EVENTS),
@@ -136,8 +139,12 @@ def test_progress_is_throttled_and_the_last_step_always_arrives() -> None:
 
 def test_a_child_jobs_progress_reaches_the_caller_throttled(big_journal: Path) -> None:
     heard: list[tuple[int, int]] = []
-    seqs = JobRun(SecretScanJob(), SecretScanRequest(str(big_journal), BIG_EVENTS),
-                  progress=lambda done, total: heard.append((done, total)), every_s=0.0).result()
+    seqs = JobRun(
+        SecretScanJob(),
+        SecretScanRequest(str(big_journal), BIG_EVENTS),
+        progress=lambda done, total: heard.append((done, total)),
+        every_s=0.0,
+    ).result()
     assert seqs == []
     assert heard and all(total == BIG_EVENTS for _done, total in heard)
     assert [done for done, _total in heard] == sorted(done for done, _total in heard)
@@ -195,8 +202,11 @@ def test_the_replay_job_runs_the_sandboxed_replay_and_cancels_it() -> None:
 
     spec = ReplaySpec(journal=str(LONG_RUN), progress_interval_s=0)
     heard: list[tuple[int, int]] = []
-    outcome = run_job(ReplayJob(), ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO)),
-                      progress=lambda done, total: heard.append((done, total)))
+    outcome = run_job(
+        ReplayJob(),
+        ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO)),
+        progress=lambda done, total: heard.append((done, total)),
+    )
     assert outcome.status == "match", outcome.headline()
     assert heard and heard[-1][0] == heard[-1][1] == outcome.total
 
@@ -207,8 +217,12 @@ def test_the_replay_job_runs_the_sandboxed_replay_and_cancels_it() -> None:
         if done >= 200:
             run.cancel()
 
-    run = JobRun(ReplayJob(), ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO), on_runner=runners.append),
-                 progress=cancel_midway, every_s=0.0)
+    run = JobRun(
+        ReplayJob(),
+        ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO), on_runner=runners.append),
+        progress=cancel_midway,
+        every_s=0.0,
+    )
     with pytest.raises(JobCancelled):
         run.result()
     pgid = runners[0].pid

@@ -26,10 +26,19 @@ def _payloads(step: int) -> list[tuple[str, dict[str, Any]]]:
                 },
             },
         ),
-        ("tool.call", {"call_id": f"call-{step}", "call_key": call_key, "tool": "customer_query", "arguments": arguments}),
+        (
+            "tool.call",
+            {"call_id": f"call-{step}", "call_key": call_key, "tool": "customer_query", "arguments": arguments},
+        ),
         (
             "tool.result",
-            {"call_id": f"call-{step}", "call_key": call_key, "tool": "customer_query", "result": {"rows": step}, "duration_ms": 12.5},
+            {
+                "call_id": f"call-{step}",
+                "call_key": call_key,
+                "tool": "customer_query",
+                "result": {"rows": step},
+                "duration_ms": 12.5,
+            },
         ),
     ]
 

@@ -107,7 +107,14 @@ def test_a_deep_but_parseable_event_is_written_read_and_verified(tmp_path: Path)
     with JournalWriter(path, run_id="deep") as writer:
         writer.append(
             "run.started",
-            {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 0, "initial_state": deep},
+            {
+                "agent": "a:b",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 0,
+                "initial_state": deep,
+            },
         )
     report = verify_journal(path)
     assert report.ok, report.to_text()

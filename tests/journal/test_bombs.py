@@ -69,7 +69,11 @@ def _run_measured(code: str, *args: str) -> tuple[int, float, float, str]:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", _PEAK_AT_EXIT + code, *args],
-        cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, timeout=180, check=False,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=180,
+        check=False,
     )
     seconds = time.monotonic() - started
     output = (done.stdout + done.stderr).decode(errors="replace")

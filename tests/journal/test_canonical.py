@@ -33,14 +33,38 @@ def test_jcs_vector(name: str) -> None:
 
 # Every region where orjson's and JCS's spellings differ, and their edges.
 SPECIAL_FLOATS = [
-    -0.0, 0.0, 1.0, -3.0, 100.0, 1.5, 0.1 + 0.2, 2.0**53, -1e300, 5e-324,
-    1e15, 1e16, 1.5e16, 9.999999999999999e20, 1e20, 1e21, 1.5e22,
-    1e-5, 9.99e-6, 1.2345e-6, 1e-6, 9.9e-7, 1e-7, 1.5e-7, 1e-60,
+    -0.0,
+    0.0,
+    1.0,
+    -3.0,
+    100.0,
+    1.5,
+    0.1 + 0.2,
+    2.0**53,
+    -1e300,
+    5e-324,
+    1e15,
+    1e16,
+    1.5e16,
+    9.999999999999999e20,
+    1e20,
+    1e21,
+    1.5e22,
+    1e-5,
+    9.99e-6,
+    1.2345e-6,
+    1e-6,
+    9.9e-7,
+    1e-7,
+    1.5e-7,
+    1e-60,
 ]
 # Characters across the BMP (including U+E000..U+FFFF, which sort differently in
 # UTF-16 and UTF-8), the astral planes and the C0 controls; no lone surrogates.
 characters = st.characters(blacklist_categories=("Cs",))
-keys = st.one_of(st.text(characters, max_size=6), st.sampled_from(["", "a", "\ue000", "\U0001f600", "\x1f", "é", "\uffff"]))
+keys = st.one_of(
+    st.text(characters, max_size=6), st.sampled_from(["", "a", "\ue000", "\U0001f600", "\x1f", "é", "\uffff"])
+)
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -94,7 +118,9 @@ def test_long_and_deeply_nested_containers() -> None:
         assert canonical_json_of_parsed(value) == rfc8785.dumps(value)
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 2**53, -(2**53), "\ud800", {1: "x"}, {"a": object()}])
+@pytest.mark.parametrize(
+    "value", [float("nan"), float("inf"), -float("inf"), 2**53, -(2**53), "\ud800", {1: "x"}, {"a": object()}]
+)
 def test_values_without_a_canonical_form_are_refused(value: object) -> None:
     with pytest.raises(CanonicalizationError):
         canonical_json(value)

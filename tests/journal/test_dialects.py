@@ -21,13 +21,62 @@ from replay_tui.journal.hashing import sha256_hex
 from .sample import write_sample_journal
 
 TYPE_DATA_LINES = [
-    {"type": "session_started", "event_id": "e1", "session_id": "s-9", "seq": 1, "ts": "2026-11-01T10:00:00Z", "data": {"agent": "crm-bot"}},
-    {"type": "user_message", "event_id": "e2", "session_id": "s-9", "seq": 2, "ts": "2026-11-01T10:00:01Z", "data": {"content": "active customers east?"}},
-    {"type": "model_request", "event_id": "e3", "session_id": "s-9", "seq": 3, "ts": "2026-11-01T10:00:02Z", "data": {"model": "m", "messages": []}},
-    {"type": "model_response", "event_id": "e4", "session_id": "s-9", "seq": 4, "ts": "2026-11-01T10:00:03Z", "data": {"content": None, "tool_calls": [{"id": "c1", "name": "customer_query"}]}},
-    {"type": "tool_invocation", "event_id": "e5", "session_id": "s-9", "seq": 5, "ts": "2026-11-01T10:00:04Z", "data": {"tool": "customer_query", "input": {"region": "east"}, "output": {"rows": 3}, "duration_ms": 40}},
-    {"type": "tool_invocation", "event_id": "e6", "session_id": "s-9", "seq": 6, "ts": "2026-11-01T10:00:05Z", "data": {"tool": "customer_query", "input": {"region": "west"}, "error": "timeout after 30s"}},
-    {"type": "session_ended", "event_id": "e7", "session_id": "s-9", "seq": 7, "ts": "2026-11-01T10:00:06Z", "data": {"status": "ok", "output": "3 customers"}},
+    {
+        "type": "session_started",
+        "event_id": "e1",
+        "session_id": "s-9",
+        "seq": 1,
+        "ts": "2026-11-01T10:00:00Z",
+        "data": {"agent": "crm-bot"},
+    },
+    {
+        "type": "user_message",
+        "event_id": "e2",
+        "session_id": "s-9",
+        "seq": 2,
+        "ts": "2026-11-01T10:00:01Z",
+        "data": {"content": "active customers east?"},
+    },
+    {
+        "type": "model_request",
+        "event_id": "e3",
+        "session_id": "s-9",
+        "seq": 3,
+        "ts": "2026-11-01T10:00:02Z",
+        "data": {"model": "m", "messages": []},
+    },
+    {
+        "type": "model_response",
+        "event_id": "e4",
+        "session_id": "s-9",
+        "seq": 4,
+        "ts": "2026-11-01T10:00:03Z",
+        "data": {"content": None, "tool_calls": [{"id": "c1", "name": "customer_query"}]},
+    },
+    {
+        "type": "tool_invocation",
+        "event_id": "e5",
+        "session_id": "s-9",
+        "seq": 5,
+        "ts": "2026-11-01T10:00:04Z",
+        "data": {"tool": "customer_query", "input": {"region": "east"}, "output": {"rows": 3}, "duration_ms": 40},
+    },
+    {
+        "type": "tool_invocation",
+        "event_id": "e6",
+        "session_id": "s-9",
+        "seq": 6,
+        "ts": "2026-11-01T10:00:05Z",
+        "data": {"tool": "customer_query", "input": {"region": "west"}, "error": "timeout after 30s"},
+    },
+    {
+        "type": "session_ended",
+        "event_id": "e7",
+        "session_id": "s-9",
+        "seq": 7,
+        "ts": "2026-11-01T10:00:06Z",
+        "data": {"status": "ok", "output": "3 customers"},
+    },
 ]
 
 
@@ -41,12 +90,21 @@ def test_type_data_journal_maps_onto_v1_kinds(tmp_path: Path) -> None:
     assert journal.dialect == "type-data" and journal.has_hash_chain is False
     kinds = [journal.event(p).kind for p in range(len(journal))]
     assert kinds == [
-        "run.started", "input.received", "model.request", "model.response",
-        "tool.call", "tool.result", "tool.call", "tool.result", "run.ended",
+        "run.started",
+        "input.received",
+        "model.request",
+        "model.response",
+        "tool.call",
+        "tool.result",
+        "tool.call",
+        "tool.result",
+        "run.ended",
     ]
     assert [journal.event(p).seq for p in range(len(journal))] == list(range(1, 10))
     result = journal.event(5)
-    assert result.payload["result"] == {"rows": 3} and result.payload["call_key"] == journal.event(4).payload["call_key"]
+    assert (
+        result.payload["result"] == {"rows": 3} and result.payload["call_key"] == journal.event(4).payload["call_key"]
+    )
     assert journal.event(7).payload["error"]["message"] == "timeout after 30s"
 
 
@@ -104,7 +162,14 @@ def test_v0_journal_is_migrated_and_its_chain_verifies(tmp_path: Path) -> None:
         v0.append(old)
     assert v1[4]["kind"] == "tool.result"
     v0[4]["kind"] = "tool_error"
-    v0[4]["payload"] = {"call_id": "call-1", "call_key": v1[4]["payload"]["call_key"], "tool": "customer_query", "error_type": "TimeoutError", "message": "slow", "timeout": True}
+    v0[4]["payload"] = {
+        "call_id": "call-1",
+        "call_key": v1[4]["payload"]["call_key"],
+        "tool": "customer_query",
+        "error_type": "TimeoutError",
+        "message": "slow",
+        "timeout": True,
+    }
     path = _jsonl(tmp_path / "v0.jsonl", _rehash(v0))
 
     report = verify_journal(path)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gzip
-import json
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -152,7 +152,9 @@ def test_empty_lines_are_faults_not_index_entries_and_short_ones_are_shown(tmp_p
             assert len(journal) == len(lines) - 2  # the two empty lines have no entry; "{}" is shown
             results = list(journal.events())
             assert isinstance(results[3], JournalError) and results[3].line == 6  # lines keep their numbers
-            assert [event.seq for event in results if not isinstance(event, JournalError)] == list(range(1, len(lines) - 2))
+            assert [event.seq for event in results if not isinstance(event, JournalError)] == list(
+                range(1, len(lines) - 2)
+            )
             assert journal.line_origin(4) == (str(bad), 7)
             count, errors = journal.skipped_lines()
             assert count == 2 and [error.line for error in errors] == [4, 5]

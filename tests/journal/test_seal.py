@@ -42,7 +42,9 @@ def _rewrite(target: Path, events: list[dict[str, Any]], *, signer_key: Path | N
         target, run_id=events[0]["run_id"], signer=load_private_key(signer_key) if signer_key else None
     ) as writer:
         for event in events:
-            writer.append(event["kind"], event["payload"], step_id=event["step_id"], parent_event_id=event["parent_event_id"])
+            writer.append(
+                event["kind"], event["payload"], step_id=event["step_id"], parent_event_id=event["parent_event_id"]
+            )
     return target
 
 
@@ -88,7 +90,9 @@ def test_the_harness_seals_a_recording_and_verify_checks_it(tmp_path: Path, keys
 
 @pytest.fixture()
 def sealed(tmp_path: Path, keys: dict[str, Path]) -> Path:
-    return write_sample_journal(tmp_path / "sealed.jsonl", steps=3, signer=load_private_key(keys["alice"]), checkpoint_every=5)
+    return write_sample_journal(
+        tmp_path / "sealed.jsonl", steps=3, signer=load_private_key(keys["alice"]), checkpoint_every=5
+    )
 
 
 def _verify(path: Path, keys: dict[str, Path], name: str = "alice"):
@@ -109,8 +113,12 @@ def test_a_rewritten_chain_is_caught_by_the_signature(tmp_path: Path, sealed: Pa
     forged = _rewrite(tmp_path / "forged.jsonl", events)
     # The forger copies the original seal, and even points it at the new chain head.
     original_seal = _events(sealed)[-1]["payload"]
-    with JournalWriter(tmp_path / "tail.jsonl", run_id="run-test", start_after=(len(events), _events(forged)[-1]["event_hash"])) as writer:
-        writer.append("run.sealed", {**original_seal, "head_seq": len(events), "head_hash": _events(forged)[-1]["event_hash"]})
+    with JournalWriter(
+        tmp_path / "tail.jsonl", run_id="run-test", start_after=(len(events), _events(forged)[-1]["event_hash"])
+    ) as writer:
+        writer.append(
+            "run.sealed", {**original_seal, "head_seq": len(events), "head_hash": _events(forged)[-1]["event_hash"]}
+        )
     forged.write_bytes(forged.read_bytes() + (tmp_path / "tail.jsonl").read_bytes())
     assert verify_journal(forged).ok  # the chain alone cannot tell: it was re-hashed end to end
     report = _verify(forged, keys)
@@ -118,7 +126,9 @@ def test_a_rewritten_chain_is_caught_by_the_signature(tmp_path: Path, sealed: Pa
     assert "signature does not match" in report.faults[0].message and report.faults[0].seq == len(events) + 1
 
 
-def test_a_seal_that_does_not_sign_the_event_before_it_is_a_fault_even_without_a_key(tmp_path: Path, sealed: Path) -> None:
+def test_a_seal_that_does_not_sign_the_event_before_it_is_a_fault_even_without_a_key(
+    tmp_path: Path, sealed: Path
+) -> None:
     events = _events(sealed)
     events = events[:3] + events[4:]  # drop one event; the copied seals still name the old heads
     forged = _rewrite(tmp_path / "forged.jsonl", events)
@@ -151,7 +161,9 @@ def test_events_after_the_seal_are_a_fault(tmp_path: Path, sealed: Path, keys: d
     events = [event for event in _events(sealed) if event["kind"] != "chain.checkpoint"]
     seal = events.pop()
     last = _events(sealed)[-1]
-    with JournalWriter(tmp_path / "more.jsonl", run_id="run-test", start_after=(last["seq"], last["event_hash"])) as writer:
+    with JournalWriter(
+        tmp_path / "more.jsonl", run_id="run-test", start_after=(last["seq"], last["event_hash"])
+    ) as writer:
         writer.append("input.received", {"role": "user", "content": "and one more thing"})
     grown = tmp_path / "grown.jsonl"
     grown.write_bytes(sealed.read_bytes() + (tmp_path / "more.jsonl").read_bytes())
@@ -163,7 +175,10 @@ def test_events_after_the_seal_are_a_fault(tmp_path: Path, sealed: Path, keys: d
 def test_a_bad_signing_key_is_a_config_error_before_anything_is_recorded(tmp_path: Path, keys: dict[str, Path]) -> None:
     from replay_tui.harness.config import ConfigError
 
-    for key, expected in (("missing-key", "cannot read the private key"), (f"{keys['alice']}.pub", "is not a PEM private key")):
+    for key, expected in (
+        ("missing-key", "cannot read the private key"),
+        (f"{keys['alice']}.pub", "is not a PEM private key"),
+    ):
         config = tmp_path / "probe.toml"
         config.write_text(PROBE_CONFIG.read_text().replace("[harness]\n", f'[harness]\nsigning_key = "{key}"\n', 1))
         journal = tmp_path / "never.jsonl"

@@ -99,9 +99,16 @@ def _append_after(lines: list[bytes], kind: str, payload: dict) -> list[bytes]:
     """A well-formed, correctly chained event after the last line (a forger appending to a finished run)."""
     last = orjson.loads(lines[-1])
     event = {
-        "schema_version": 1, "run_id": last["run_id"], "seq": last["seq"] + 1, "event_id": f"x:{last['seq'] + 1}",
-        "kind": kind, "step_id": None, "parent_event_id": None, "recorded_at": "2026-11-30T00:00:00Z",
-        "payload": payload, "prev_event_hash": last["event_hash"],
+        "schema_version": 1,
+        "run_id": last["run_id"],
+        "seq": last["seq"] + 1,
+        "event_id": f"x:{last['seq'] + 1}",
+        "kind": kind,
+        "step_id": None,
+        "parent_event_id": None,
+        "recorded_at": "2026-11-30T00:00:00Z",
+        "payload": payload,
+        "prev_event_hash": last["event_hash"],
     }
     event["event_hash"] = event_hash_of(event)
     return [*lines, orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"]
@@ -150,7 +157,9 @@ def test_all_lists_every_fault(tmp_path: Path, lines: list[bytes], capsys: pytes
 
 
 def test_all_stops_after_too_many_faults_in_a_row(tmp_path: Path, lines: list[bytes]) -> None:
-    path = _write(tmp_path, [*lines[:3], b"{" + b"x" * 40 + b"\n"] * 1 + [b"not an event at all, but long enough\n"] * 3000)
+    path = _write(
+        tmp_path, [*lines[:3], b"{" + b"x" * 40 + b"\n"] * 1 + [b"not an event at all, but long enough\n"] * 3000
+    )
     report = verify_journal(path, all_faults=True)
     assert report.faults_capped and report.faults[-1].kind == "too_many_faults"
     assert len(report.faults) == 1001
@@ -160,7 +169,6 @@ def test_every_fault_kind_is_documented_in_the_readme() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     missing = [kind for kind in FAULT_KINDS if f"`{kind}`" not in readme]
     assert not missing, f"README's list of faults lacks {missing}"
-
 
 
 # -- parallel ranges give the sequential answer ------------------------------------
@@ -177,7 +185,11 @@ def _tampered_cases(lines: list[bytes]) -> dict[str, list[bytes]]:
     for _ in range(len(lines)):  # as many events again after the end: a range boundary falls among them
         long_after_end = _append_after(long_after_end, "clock.read", {"source": "time.time", "value": 1})
     return {
-        "clean": lines, "open": lines[:-1], "after_end": after_end, "duplicate": duplicate, "several": several,
+        "clean": lines,
+        "open": lines[:-1],
+        "after_end": after_end,
+        "duplicate": duplicate,
+        "several": several,
         "long_after_end": long_after_end,
     }
 
@@ -196,9 +208,13 @@ def test_parallel_ranges_stitch_to_the_sequential_answer(
         parallel = verify_journal(path, workers=4, all_faults=all_faults)
         monkeypatch.setattr(verify_module, "PARALLEL_MIN_BYTES", 32 * 1024 * 1024)
         assert parallel.workers > 1
-        assert [(f.kind, f.line, f.seq) for f in parallel.faults] == [(f.kind, f.line, f.seq) for f in sequential.faults], name
+        assert [(f.kind, f.line, f.seq) for f in parallel.faults] == [
+            (f.kind, f.line, f.seq) for f in sequential.faults
+        ], name
         assert (parallel.closed, parallel.ended_seq, parallel.last_seq) == (
-            sequential.closed, sequential.ended_seq, sequential.last_seq
+            sequential.closed,
+            sequential.ended_seq,
+            sequential.last_seq,
         ), name
 
 
@@ -242,10 +258,16 @@ def test_replay_reports_a_duplicate_key_with_and_without_the_chain_check(tmp_pat
     for extra in ([], ["--no-verify-hash-chain"]):
         done = subprocess.run(
             [sys.executable, "-m", "replay_tui", "replay", str(edited), "--agent", agent, *extra],
-            capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[2], timeout=180,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parents[2],
+            timeout=180,
         )
         assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
-        assert f"seq {target + 1}" in done.stdout and "duplicate" in done.stdout and "'result'" in done.stdout, done.stdout
+        assert f"seq {target + 1}" in done.stdout and "duplicate" in done.stdout and "'result'" in done.stdout, (
+            done.stdout
+        )
 
 
 def test_all_keeps_checking_after_a_gap_at_the_end_of_a_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,13 +15,41 @@ from replay_tui.journal import Event, open_journal
 
 TOKEN = "Bearer sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 LINES = [
-    {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": "t1", "data": {"agent": "bot", "tenant": "acme"}},
-    {"type": "user_message", "event_id": "e2", "session_id": "s", "seq": 2, "ts": "t2", "parent_event_id": "e1",
-     "data": {"content": "hi", "headers": {"Authorization": TOKEN}}},
-    {"type": "model_response", "event_id": "e3", "session_id": "s", "seq": 3, "ts": "t3", "parent_event_id": "e2",
-     "trace_id": "tr-77", "data": {"content": "calling", "tool_calls": [], "latency_ms": 812}},
-    {"type": "tool_invocation", "event_id": "e4", "session_id": "s", "seq": 4, "ts": "t4", "data": {
-        "tool": "lookup", "input": {"q": "x"}, "output": {"n": 1}, "parent_id": "e3", "cache": "hit"}},
+    {
+        "type": "session_started",
+        "event_id": "e1",
+        "session_id": "s",
+        "seq": 1,
+        "ts": "t1",
+        "data": {"agent": "bot", "tenant": "acme"},
+    },
+    {
+        "type": "user_message",
+        "event_id": "e2",
+        "session_id": "s",
+        "seq": 2,
+        "ts": "t2",
+        "parent_event_id": "e1",
+        "data": {"content": "hi", "headers": {"Authorization": TOKEN}},
+    },
+    {
+        "type": "model_response",
+        "event_id": "e3",
+        "session_id": "s",
+        "seq": 3,
+        "ts": "t3",
+        "parent_event_id": "e2",
+        "trace_id": "tr-77",
+        "data": {"content": "calling", "tool_calls": [], "latency_ms": 812},
+    },
+    {
+        "type": "tool_invocation",
+        "event_id": "e4",
+        "session_id": "s",
+        "seq": 4,
+        "ts": "t4",
+        "data": {"tool": "lookup", "input": {"q": "x"}, "output": {"n": 1}, "parent_id": "e3", "cache": "hit"},
+    },
     {"type": "session_ended", "event_id": "e5", "session_id": "s", "seq": 5, "ts": "t5", "data": {"status": "ok"}},
 ]
 

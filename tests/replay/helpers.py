@@ -39,7 +39,9 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def rechained_copy(source: Path, target: Path, edit: Callable[[list[dict[str, Any]]], Iterator[dict[str, Any]] | list[dict[str, Any]]]) -> Path:
+def rechained_copy(
+    source: Path, target: Path, edit: Callable[[list[dict[str, Any]]], Iterator[dict[str, Any]] | list[dict[str, Any]]]
+) -> Path:
     """A copy written through the real writer, same run id, after ``edit`` changed the events.
 
     The chain of the copy verifies: only replay can tell what was changed.
@@ -54,7 +56,9 @@ def rechained_copy(source: Path, target: Path, edit: Callable[[list[dict[str, An
     return target
 
 
-def replay(journal: Path, *, timeout_s: float = 60, env: dict[str, str] | None = None, on_progress=None, **spec: Any) -> ReplayOutcome:
+def replay(
+    journal: Path, *, timeout_s: float = 60, env: dict[str, str] | None = None, on_progress=None, **spec: Any
+) -> ReplayOutcome:
     """Strict replay (or an experiment) of ``journal`` in the real child process; ``env`` names are passed in."""
     spec.setdefault("pass_env", sorted(env or {}))
     runner = ReplayRunner(

@@ -65,7 +65,9 @@ def test_tools_live_stops_at_an_unseen_request_and_shows_which_observation_chang
 
 
 def test_tools_live_with_unchanged_tools_matches(recorded, tmp_path):
-    outcome = replay(recorded, mode="tools-live", tools_config=str(AGENTS / "probe.toml"), out=str(tmp_path / "same.jsonl"))
+    outcome = replay(
+        recorded, mode="tools-live", tools_config=str(AGENTS / "probe.toml"), out=str(tmp_path / "same.jsonl")
+    )
     assert outcome.status == MATCH and outcome.experiment["identical"]
     assert {call["kind"] for call in outcome.live_calls} == {"tool.result"}
 
@@ -75,9 +77,9 @@ def test_experiments_reach_only_the_hosts_named_in_the_live_config(tmp_path):
     try:
         config = tmp_path / "networked.toml"
         config.write_text(
-            "[[plugins]]\nid = \"tools\"\ntype = \"python-tools\"\n"
-            f"options = {{ provider = \"tests.replay.agents.probe:networked_tools\", "
-            f"base_url = \"http://127.0.0.1:{service.port}/v1\", other_port = {mirror.port} }}\n"
+            '[[plugins]]\nid = "tools"\ntype = "python-tools"\n'
+            f'options = {{ provider = "tests.replay.agents.probe:networked_tools", '
+            f'base_url = "http://127.0.0.1:{service.port}/v1", other_port = {mirror.port} }}\n'
         )
         assert hosts_in_config(config) == [f"127.0.0.1:{service.port}"]
         journal = record_probe(tmp_path / "networked.jsonl", config=_with_model(config, tmp_path))
@@ -92,7 +94,9 @@ def test_experiments_reach_only_the_hosts_named_in_the_live_config(tmp_path):
         assert outcome.isolation.network_namespace and "broker" in outcome.isolation.reason
         results = [e["payload"]["result"] for e in lines_of(tmp_path / "live.jsonl") if e["kind"] == "tool.result"]
         assert results and all(r["service"] and not r["mirror"] for r in results)
-        assert not any(r["raw_service"] for r in results)  # past the guard there is no network, even to the allowed host
+        assert not any(
+            r["raw_service"] for r in results
+        )  # past the guard there is no network, even to the allowed host
         recorded = [e["payload"]["result"] for e in lines_of(journal) if e["kind"] == "tool.result"]
         assert all(r["raw_service"] for r in recorded)  # while recording, the raw path did reach it
     finally:

@@ -109,7 +109,12 @@ def test_uninstall_restores_the_socket_module(listener):
 
 @pytest.mark.parametrize(
     ("entry", "expected"),
-    [("api.example.com", ("api.example.com", None)), ("h:443", ("h", 443)), ("[::1]:8080", ("::1", 8080)), ("::1", ("::1", None))],
+    [
+        ("api.example.com", ("api.example.com", None)),
+        ("h:443", ("h", 443)),
+        ("[::1]:8080", ("::1", 8080)),
+        ("::1", ("::1", None)),
+    ],
 )
 def test_split_host_port(entry, expected):
     assert split_host_port(entry) == expected

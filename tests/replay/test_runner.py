@@ -66,7 +66,9 @@ def test_timeout_kills_the_child_and_its_process_group(journal):
     assert time.monotonic() - started < 10
     assert outcome.status == TIMEOUT and outcome.exit_code == 1
     assert "timed out after 1.5 s" in outcome.to_text()
-    scratch = next(m.group(1) for line in outcome.stderr_tail if (m := re.search(r"grandchild pid \d+ cwd (\S+)", line)))
+    scratch = next(
+        m.group(1) for line in outcome.stderr_tail if (m := re.search(r"grandchild pid \d+ cwd (\S+)", line))
+    )
     deadline = time.monotonic() + 5
     while _running_in(scratch) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -117,7 +119,11 @@ def test_child_reports_isolation_and_starts_fast(journal):
 def test_import_time_connection_is_refused_and_reported(journal, listener, isolation):
     env = dict(os.environ, REPLAY_TEST_PORT=str(listener.port))
     outcome = runner_for(
-        journal, "tests.replay.agents.connect_at_import:agent", timeout_s=30, env=env, isolation=isolation,
+        journal,
+        "tests.replay.agents.connect_at_import:agent",
+        timeout_s=30,
+        env=env,
+        isolation=isolation,
         pass_env=["REPLAY_TEST_PORT"],
     ).run()
     assert outcome.error["kind"] == "agent_import" and "reached=False" in outcome.error["message"]
@@ -148,8 +154,22 @@ def test_protocol_lines_round_trip_and_reject_garbage():
 
 def test_a_journal_of_another_harness_is_refused_with_a_reason(tmp_path):
     lines = [
-        {"type": "session_started", "event_id": "e1", "session_id": "s", "seq": 1, "ts": "2026-11-01T10:00:00Z", "data": {"agent": "bot"}},
-        {"type": "session_ended", "event_id": "e2", "session_id": "s", "seq": 2, "ts": "2026-11-01T10:00:01Z", "data": {"status": "ok"}},
+        {
+            "type": "session_started",
+            "event_id": "e1",
+            "session_id": "s",
+            "seq": 1,
+            "ts": "2026-11-01T10:00:00Z",
+            "data": {"agent": "bot"},
+        },
+        {
+            "type": "session_ended",
+            "event_id": "e2",
+            "session_id": "s",
+            "seq": 2,
+            "ts": "2026-11-01T10:00:01Z",
+            "data": {"status": "ok"},
+        },
     ]
     other = tmp_path / "other.jsonl"
     other.write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -84,7 +84,9 @@ class Targets:
         for parent in ("/run", "/var/lib"):  # /run: hidden; /var/lib: visible read-only, only seccomp stops it
             if os.access(parent, os.W_OK):
                 self.unix_dirs.append(Path(tempfile.mkdtemp(prefix="replay-tui-test-", dir=parent)))
-        self.unix = [Listener(socket.AF_UNIX, socket.SOCK_STREAM, str(folder / "agent.sock")) for folder in self.unix_dirs]
+        self.unix = [
+            Listener(socket.AF_UNIX, socket.SOCK_STREAM, str(folder / "agent.sock")) for folder in self.unix_dirs
+        ]
         for folder in self.unix_dirs:
             folder.chmod(0o755)
             (folder / "agent.sock").chmod(0o777)  # reachable by anyone: only the sandbox may stop it
@@ -103,7 +105,9 @@ class Targets:
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_probe(tmp_path_factory.mktemp("hostile") / "probe.jsonl", entry_point=HOSTILE)  # no attack while recording
+    return record_probe(
+        tmp_path_factory.mktemp("hostile") / "probe.jsonl", entry_point=HOSTILE
+    )  # no attack while recording
 
 
 @pytest.fixture
@@ -130,7 +134,9 @@ def attack(journal: Path, targets: Targets, tmp_path: Path, name: str, mechanism
         "HOSTILE_SECRET_NAME": SECRET_NAME,
     }
     secret = f"sk-{uuid.uuid4().hex}"
-    spec = ReplaySpec(journal=str(journal), agent=HOSTILE, sys_path=[str(REPO)], isolation=mechanism, pass_env=sorted(hostile_env))
+    spec = ReplaySpec(
+        journal=str(journal), agent=HOSTILE, sys_path=[str(REPO)], isolation=mechanism, pass_env=sorted(hostile_env)
+    )
     runner = ReplayRunner(spec, timeout_s=60, cwd=str(REPO), env={**os.environ, **hostile_env, SECRET_NAME: secret})
     before = journal.read_bytes()
     outcome = runner.run()
@@ -139,7 +145,9 @@ def attack(journal: Path, targets: Targets, tmp_path: Path, name: str, mechanism
     assert targets.seen() == {key: 0 for key in targets.seen()}, f"a listener was reached: {targets.seen()}\n{output}"
     assert not (tmp_path / "escaped.txt").exists() and not (REPO / "hostile-marker.txt").exists()
     assert secret not in output and "SECRET SEEN" not in output
-    assert not any(word in line for line in output.splitlines() if line.startswith("ATTACK") for word in ESCAPED), output
+    assert not any(word in line for line in output.splitlines() if line.startswith("ATTACK") for word in ESCAPED), (
+        output
+    )
     return outcome
 
 
@@ -148,8 +156,19 @@ def said(outcome: ReplayOutcome, name: str) -> str:
 
 
 NETWORK_ATTACKS = [
-    "setns-parent", "setns-init", "raw-socket", "raw-socket-ipv6", "udp", "ctypes-connect", "dns", "curl",
-    "python-c", "os-system", "multiprocessing-fork", "multiprocessing-spawn", "reload-socket",
+    "setns-parent",
+    "setns-init",
+    "raw-socket",
+    "raw-socket-ipv6",
+    "udp",
+    "ctypes-connect",
+    "dns",
+    "curl",
+    "python-c",
+    "os-system",
+    "multiprocessing-fork",
+    "multiprocessing-spawn",
+    "reload-socket",
 ]
 
 
@@ -164,7 +183,9 @@ def test_no_way_back_to_the_network(journal, targets, tmp_path, name, mechanism)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_setns_fails_because_capabilities_are_gone(journal, targets, tmp_path, mechanism):
     outcome = attack(journal, targets, tmp_path, "setns-parent", mechanism)
-    assert "setns refused" in said(outcome, "setns-parent") or "refused: PermissionError" in said(outcome, "setns-parent")
+    assert "setns refused" in said(outcome, "setns-parent") or "refused: PermissionError" in said(
+        outcome, "setns-parent"
+    )
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -213,7 +234,9 @@ def test_every_layer_holds_as_root_and_the_scratch_dir_goes(journal, tmp_path, m
     layers = {layer["name"]: layer["in_force"] for layer in outcome.isolation.sandbox["layers"]}
     assert layers == {name: True for name in ALL_LAYERS}
     assert outcome.isolation.sandbox["mechanism"] == mechanism and outcome.isolation.network_namespace
-    assert not [path for path in Path(tempfile.gettempdir()).glob("replay-tui-scratch-*") if str(os.getpid()) in path.name]
+    assert not [
+        path for path in Path(tempfile.gettempdir()).glob("replay-tui-scratch-*") if str(os.getpid()) in path.name
+    ]
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -243,19 +266,30 @@ def test_require_isolation_makes_a_missing_layer_exit_2(journal):
     outcome = ReplayRunner(spec, timeout_s=60, cwd=str(REPO)).run()
     assert outcome.exit_code == 2 and outcome.error["kind"] == "isolation"
     assert "network namespace" in outcome.error["message"]
-    relaxed = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(REPO)], isolation="guard-only"), timeout_s=60, cwd=str(REPO)).run()
+    relaxed = ReplayRunner(
+        ReplaySpec(journal=str(journal), sys_path=[str(REPO)], isolation="guard-only"), timeout_s=60, cwd=str(REPO)
+    ).run()
     assert relaxed.status == MATCH and "MISSING: network namespace" in relaxed.to_text()
 
 
 def test_the_environment_is_an_allowlist():
-    source = {"PATH": "/bin", "LANG": "C.UTF-8", "LC_ALL": "C", "OPENAI_API_KEY": "sk-x", "AWS_SECRET_ACCESS_KEY": "y", "MINE": "z"}
+    source = {
+        "PATH": "/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "OPENAI_API_KEY": "sk-x",
+        "AWS_SECRET_ACCESS_KEY": "y",
+        "MINE": "z",
+    }
     env = child_environment(source, ["MINE"], "/tmp/scratch")
     assert env["HOME"] == "/tmp/scratch" and env["MINE"] == "z" and env["LC_ALL"] == "C"
     assert "OPENAI_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
 
 
 def test_no_verify_hash_chain_is_said_in_the_report(journal):
-    outcome = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(REPO)], verify_hash_chain=False), timeout_s=60, cwd=str(REPO)).run()
+    outcome = ReplayRunner(
+        ReplaySpec(journal=str(journal), sys_path=[str(REPO)], verify_hash_chain=False), timeout_s=60, cwd=str(REPO)
+    ).run()
     assert outcome.status == MATCH and outcome.verification is None
     assert "hash chain: not verified (--no-verify-hash-chain)" in outcome.to_text()
     checked = ReplayRunner(ReplaySpec(journal=str(journal), sys_path=[str(REPO)]), timeout_s=60, cwd=str(REPO)).run()
@@ -273,7 +307,10 @@ def test_the_cli_lists_the_layers_and_takes_the_sandbox_options(journal, capsys,
     assert "--require-isolation: missing sandbox layer(s): network namespace" in capsys.readouterr().out
     monkeypatch.setenv("HOSTILE_ATTACK", "read-secret")
     monkeypatch.setenv(SECRET_NAME, "sk-from-the-cli")
-    assert main(["replay", str(journal), "--agent", HOSTILE, "--pass-env", "HOSTILE_ATTACK", "--no-verify-hash-chain"]) == 0
+    assert (
+        main(["replay", str(journal), "--agent", HOSTILE, "--pass-env", "HOSTILE_ATTACK", "--no-verify-hash-chain"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "hash chain: not verified (--no-verify-hash-chain)" in out and "sk-from-the-cli" not in out
 

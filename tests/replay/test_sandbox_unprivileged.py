@@ -62,7 +62,9 @@ def test_every_attack_fails_as_an_unprivileged_user(mechanism: str) -> None:
     if python is None or not world_readable(str(REPO / "replay_tui" / "replay" / "sandbox.py")):
         pytest.skip("no Python (or no checkout) that an unprivileged user can read on this machine")
     listener = LoopbackListener()
-    visible = Path(tempfile.mkdtemp(prefix="replay-tui-unpriv-", dir="/var/lib" if os.access("/var/lib", os.W_OK) else None))
+    visible = Path(
+        tempfile.mkdtemp(prefix="replay-tui-unpriv-", dir="/var/lib" if os.access("/var/lib", os.W_OK) else None)
+    )
     scratch = Path(tempfile.mkdtemp(prefix="replay-tui-scratch-"))
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -73,8 +75,18 @@ def test_every_attack_fails_as_an_unprivileged_user(mechanism: str) -> None:
         os.chown(scratch, NOBODY, NOBODY)
         marker = visible / "escaped.txt"
         netns = os.stat("/proc/self/ns/net").st_ino
-        command = [python, str(PROBE), "launch", mechanism, str(scratch), str(netns), str(os.getpid()),
-                   str(listener.port), str(visible / "agent.sock"), str(marker)]
+        command = [
+            python,
+            str(PROBE),
+            "launch",
+            mechanism,
+            str(scratch),
+            str(netns),
+            str(os.getpid()),
+            str(listener.port),
+            str(visible / "agent.sock"),
+            str(marker),
+        ]
         if os.getuid() == 0:
             command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}

@@ -211,7 +211,9 @@ def test_divergence_report_has_the_design_shape(recorded, tmp_path):
     chain = outcome.divergence.causal_chain
     assert chain[0].kind == "input.received" and chain[-1].seq == target
     assert [ref.kind for ref in chain[-3:]] == ["model.request", "model.response", "tool.call"]
-    assert outcome.to_json()["divergence"]["payload_diff"]["dictionary_item_removed"] == {"root['arguments']['fresh']": True}
+    assert outcome.to_json()["divergence"]["payload_diff"]["dictionary_item_removed"] == {
+        "root['arguments']['fresh']": True
+    }
 
 
 def test_replay_with_a_different_agent_entry_point_is_compared_on_behaviour(recorded):
@@ -222,7 +224,9 @@ def test_replay_with_a_different_agent_entry_point_is_compared_on_behaviour(reco
 def test_recorded_tool_errors_are_raised_again_as_the_recorded_type(recorded):
     """The probe's second lookup raised KeyError and the agent catches exactly KeyError: if replay
     raised anything else, the agent would fail and run.ended would diverge."""
-    errors = [e["payload"]["error"] for e in lines_of(recorded) if e["kind"] == "tool.result" and e["payload"].get("error")]
+    errors = [
+        e["payload"]["error"] for e in lines_of(recorded) if e["kind"] == "tool.result" and e["payload"].get("error")
+    ]
     assert [error["type"] for error in errors] == ["KeyError"]
     outcome = replay(recorded)
     assert outcome.status == MATCH

@@ -64,10 +64,20 @@ def attacks(tcp_port: int, unix_path: str, marker: str, parent_pid: int) -> dict
 def main(argv: list[str]) -> int:
     phase, mechanism, scratch, host_netns, parent_pid, tcp_port, unix_path, marker = argv[1:9]
     policy = SandboxPolicy(
-        scratch=scratch, mechanism=mechanism, host_netns=int(host_netns), parent_pid=int(parent_pid), environment_scrubbed=True
+        scratch=scratch,
+        mechanism=mechanism,
+        host_netns=int(host_netns),
+        parent_pid=int(parent_pid),
+        environment_scrubbed=True,
     )  # the test starts the probe with a two-variable environment
     if phase == "launch" and mechanism == BWRAP:
-        command = bwrap_command(policy, bwrap_path() or "bwrap") + ["--", sys.executable, os.path.abspath(__file__), "inside", *argv[2:]]
+        command = bwrap_command(policy, bwrap_path() or "bwrap") + [
+            "--",
+            sys.executable,
+            os.path.abspath(__file__),
+            "inside",
+            *argv[2:],
+        ]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         sys.stdout.write(done.stdout)
         sys.stderr.write(done.stderr)

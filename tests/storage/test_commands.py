@@ -18,8 +18,9 @@ CORPUS = REPO / "fixtures" / "corpus" / "journals"
 
 
 def run_cli(env: dict[str, str], *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "replay_tui", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "replay_tui", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
+    )
 
 
 def test_verify_and_replay_a_journal_in_a_bucket(s3_env: dict[str, str], bucket: str) -> None:
@@ -32,7 +33,9 @@ def test_verify_and_replay_a_journal_in_a_bucket(s3_env: dict[str, str], bucket:
     replayed = run_cli(s3_env, "replay", url, "--json")
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["status"] == "match"
-    diverged = run_cli(s3_env, "replay", f"s3://{bucket}/runs/crm-incident.jsonl", "--agent", "fixtures.agents.crm:agent")
+    diverged = run_cli(
+        s3_env, "replay", f"s3://{bucket}/runs/crm-incident.jsonl", "--agent", "fixtures.agents.crm:agent"
+    )
     assert diverged.returncode == 1 and "seq=144" in diverged.stdout
     for output in (verified, replayed, diverged):
         assert s3_env["AWS_SECRET_ACCESS_KEY"] not in output.stdout + output.stderr

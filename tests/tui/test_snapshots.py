@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tui_helpers import SIZE, make_app, settle
 from journal_factory import write_incident
+from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.tui.launch import DEMO_JOURNAL, demo_journal_path
 

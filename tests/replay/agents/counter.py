@@ -40,7 +40,9 @@ class CounterAgent(StepAgent):
         return state
 
     def step(self, h: Harness, state: dict[str, Any]) -> Done | None:
-        response = h.model({"model": "counter", "messages": [{"role": "user", "content": f"{state['done']}/{state['goal']}"}]})
+        response = h.model(
+            {"model": "counter", "messages": [{"role": "user", "content": f"{state['done']}/{state['goal']}"}]}
+        )
         if not response["tool_calls"]:
             return Done(output=response["content"])
         for call in response["tool_calls"]:

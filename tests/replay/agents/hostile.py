@@ -104,7 +104,9 @@ def _dns() -> str:
     return f"resolved {len(answers)} addresses, none reachable"
 
 
-PY_CONNECT = "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=2); print('CONNECTED')"
+PY_CONNECT = (
+    "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=2); print('CONNECTED')"
+)
 
 
 def _python_c() -> str:
@@ -119,7 +121,7 @@ def _curl() -> str:
 
 
 def _os_system() -> str:
-    code = os.system(f"{sys.executable} -c \"{PY_CONNECT}\" {os.environ['HOSTILE_TCP']} >&2")
+    code = os.system(f'{sys.executable} -c "{PY_CONNECT}" {os.environ["HOSTILE_TCP"]} >&2')
     return f"exit status {code}"
 
 

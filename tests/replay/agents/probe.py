@@ -111,9 +111,16 @@ class StepProbe(StepAgent):
             return {**state, "messages": state["messages"] + [{"role": "user", "content": event.payload["content"]}]}
         if event.kind == "model.response" and event.payload.get("response", {}).get("tool_calls"):
             calls = event.payload["response"]["tool_calls"]
-            return {**state, "messages": state["messages"] + [{"role": "assistant", "content": None, "tool_calls": calls}]}
+            return {
+                **state,
+                "messages": state["messages"] + [{"role": "assistant", "content": None, "tool_calls": calls}],
+            }
         if event.kind == "tool.result":
-            content = event.payload.get("result") if not event.payload.get("error") else {"error": event.payload["error"]["message"]}
+            content = (
+                event.payload.get("result")
+                if not event.payload.get("error")
+                else {"error": event.payload["error"]["message"]}
+            )
             message = {"role": "tool", "tool_call_id": event.payload["call_id"], "content": json.dumps(content)}
             return {**state, "messages": state["messages"] + [message], "lookups": state["lookups"] + 1}
         return state
