@@ -47,36 +47,18 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import orjson
 
+from ..journal.http_shape import (
+    IGNORED_HEADER_PREFIXES,
+    IGNORED_REQUEST_HEADERS,
+    IGNORED_RESPONSE_HEADERS,
+    TOP_LEVEL_FIELDS,
+)
 from .openai_compat import chunks_from_chat_completion_stream, iter_sse, response_from_chat_completion
 from .seam import error_from_payload, error_to_payload
 from .streaming import assemble_stream
 
 if TYPE_CHECKING:
     from .harness import Harness
-
-#: Request body fields kept at the top of the recorded request (the harness's own request
-#: shape); every other body field goes under ``params.body``.
-TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
-#: Request headers that describe the attempt or the machine, not the request.
-IGNORED_REQUEST_HEADERS = frozenset(
-    {
-        "host",
-        "content-length",
-        "connection",
-        "accept-encoding",
-        "user-agent",
-        "idempotency-key",
-        "transfer-encoding",
-        "keep-alive",
-        "te",
-        "upgrade",
-    }
-)
-IGNORED_HEADER_PREFIXES = ("x-stainless-",)
-#: Response headers that belong to the bytes on the wire (the body is kept decoded).
-IGNORED_RESPONSE_HEADERS = frozenset(
-    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
-)
 
 
 @dataclass(frozen=True)

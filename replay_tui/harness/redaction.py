@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..journal import detectors
+from ..journal.http_shape import CREDENTIAL_HEADERS
 from .jsonpath import JsonPath, JsonPathError, parse_jsonpath
 from .streaming import Edit, remap_boundaries, resplit_sse, resplit_sse_arguments, split_stream
 
@@ -42,18 +43,7 @@ BODY_FIELD: Mapping[str, str] = {
 DEFAULT_CAPTURE: Mapping[str, tuple[str, ...]] = {
     "model.request": ("model", "system", "messages", "tools", "tool_choice", "params", "headers", "metadata", "stream"),
 }
-DEFAULT_DROP_HEADERS = (
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-    "api-key",
-    "x-auth-token",
-    "x-goog-api-key",
-    "anthropic-api-key",
-    "openai-api-key",
-)
+DEFAULT_DROP_HEADERS = CREDENTIAL_HEADERS
 
 #: The payload fields that hold user data, per kind; the rest is the harness's own.
 REDACTED_FIELDS: Mapping[str, tuple[str, ...]] = {

@@ -22,44 +22,20 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from ..journal.http_shape import (
+    CREDENTIAL_HEADERS,
+    IGNORED_HEADER_PREFIXES,
+    IGNORED_REQUEST_HEADERS,
+    IGNORED_RESPONSE_HEADERS,
+    TOP_LEVEL_FIELDS,
+)
 from .errors import TraceImportError
 from .messages import parse_arguments
 from .records import EndRecord, ModelRecord, Record, ToolRecord
 
 MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
-TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
-#: Credentials: dropped on import.
-SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "x-api-key",
-        "api-key",
-        "openai-organization",
-        "openai-project",
-        "anthropic-api-key",
-    }
-)
-#: Headers that describe the attempt or the machine (as the httpx transport leaves them out).
-IGNORED_REQUEST_HEADERS = frozenset(
-    {
-        "host",
-        "content-length",
-        "connection",
-        "accept-encoding",
-        "user-agent",
-        "idempotency-key",
-        "transfer-encoding",
-        "keep-alive",
-        "te",
-        "upgrade",
-    }
-)
-IGNORED_RESPONSE_HEADERS = frozenset(
-    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
-)
+#: Credentials: dropped on import (the organisation and project ids too: they name the account).
+SECRET_HEADERS = frozenset(CREDENTIAL_HEADERS) | {"openai-organization", "openai-project"}
 
 
 def load_cassette(path: Path) -> list[Any]:
@@ -112,7 +88,7 @@ def _headers(raw: Any, ignored: frozenset[str]) -> dict[str, str]:
     kept: dict[str, str] = {}
     for name, values in (raw or {}).items():
         lower = str(name).lower()
-        if lower in SECRET_HEADERS or lower in ignored or lower.startswith("x-stainless-"):
+        if lower in SECRET_HEADERS or lower in ignored or lower.startswith(IGNORED_HEADER_PREFIXES):
             continue
         kept[lower] = ", ".join(str(value) for value in values) if isinstance(values, list) else str(values)
     return dict(sorted(kept.items()))

@@ -1,0 +1,46 @@
+"""How an HTTP exchange with a model API is recorded: one shape for the harness's httpx
+transport (which records it live) and the vcrpy importer (which reads it from a cassette),
+so a cassette imports to the same request hash the transport records."""
+
+from __future__ import annotations
+
+#: Request body fields kept at the top of the recorded request (the harness's own request
+#: shape); every other body field goes under ``params.body``.
+TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
+
+#: Request headers that describe the attempt or the machine, not the request.
+IGNORED_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "accept-encoding",
+        "user-agent",
+        "idempotency-key",
+        "transfer-encoding",
+        "keep-alive",
+        "te",
+        "upgrade",
+    }
+)
+#: SDK telemetry headers (retry counts, OS and runtime versions): they vary from run to run.
+IGNORED_HEADER_PREFIXES = ("x-stainless-",)
+
+#: Response headers that belong to the bytes on the wire (the body is kept decoded).
+IGNORED_RESPONSE_HEADERS = frozenset(
+    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+)
+
+#: Headers that carry credentials: never recorded (redaction drops them by default, import drops them always).
+CREDENTIAL_HEADERS = (
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-goog-api-key",
+    "anthropic-api-key",
+    "openai-api-key",
+)
