@@ -101,6 +101,8 @@ def _patch_text(patch: list[Any], shown: int) -> str:
 
 
 def _short(kind: str, payload: dict[str, Any]) -> str:
+    # Deliberate twin of _report below: the same kinds in the same order, worded for a one-line row
+    # (short hashes, no prose); keep the two in step when a kind is added.
     if kind == RUN_STARTED:
         return f"agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:
@@ -146,6 +148,7 @@ def _short(kind: str, payload: dict[str, Any]) -> str:
 
 
 def _report(kind: str, payload: dict[str, Any]) -> str:
+    # Deliberate twin of _short above, worded for the incident report's prose.
     if kind == RUN_STARTED:
         return f"run started: agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:
