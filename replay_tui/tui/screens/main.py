@@ -7,7 +7,6 @@ may read many events runs in a thread worker and reports back by message.
 
 from __future__ import annotations
 
-import threading
 import time
 from array import array
 
@@ -63,7 +62,6 @@ from ..widgets.timeline import Timeline
 from .prompt import PromptScreen
 
 FIRST_BATCH_BYTES = 256 * 1024
-FIRST_PAINT_WAIT_S = 0.5  # at most this long: indexing never waits on a screen that does not paint
 BATCH_BYTES = 8 * 1024 * 1024
 PROGRESS_EVERY_S = 0.1
 FILTER_PROGRESS_S = 0.2
@@ -172,7 +170,6 @@ class MainScreen(Screen[None]):
         self.header.set_first_event(None, self.journal.path.name)
         self.header.set_chain("checking", "checked after indexing…")
         self.timeline.focus()
-        self._first_painted = threading.Event()  # the indexer holds its big batches until the first rows are drawn
         self.index_journal()
 
     @property
@@ -196,8 +193,6 @@ class MainScreen(Screen[None]):
             # One small batch first so the first screen does not wait for a big one.
             self.journal.index(cancelled=lambda: worker.is_cancelled or len(self.journal) > 0, batch_bytes=FIRST_BATCH_BYTES)
             self.post_message(IndexProgress(len(self.journal), self.journal.line_count, self.journal.known_bytes()))
-            if len(self.journal):  # the GIL goes to the first paint, not to the next batch
-                self._first_painted.wait(FIRST_PAINT_WAIT_S)
             self.journal.index(progress=progress, cancelled=lambda: worker.is_cancelled, batch_bytes=BATCH_BYTES)
         except JournalError as error:
             self.post_message(IndexFinished(len(self.journal), time.perf_counter() - started, str(error)))
@@ -240,7 +235,6 @@ class MainScreen(Screen[None]):
         if self._have_first or len(self.journal) == 0:
             return
         self._have_first = True
-        self.call_after_refresh(self._first_painted.set)
         first = self.journal.try_event(0)
         self.query_one(RunHeader).set_first_event(first if isinstance(first, Event) else None, self.journal.path.name)
         if self.start_seq is not None:
