@@ -78,20 +78,43 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
     (
         "Moving",
         (
-            Action("cursor", "j,k,down,up", "Next / previous event", "next / previous event", "widget",
-                   label="j / k / ↓ / ↑"),
+            Action(
+                "cursor",
+                "j,k,down,up",
+                "Next / previous event",
+                "next / previous event",
+                "widget",
+                label="j / k / ↓ / ↑",
+            ),
             Action("first", "g,home", "First event", "first event", "timeline"),
             Action("last", "G,end", "Last event", "last event", "timeline"),
             Action("page", "pagedown,space,pageup", "Page", "a page down / up", "widget"),
             Action("goto", "colon", "Go to seq", "go to a seq"),
-            Action("goto_time", "T", "Go to time", "go to a time: +MM:SS from the run's start, HH:MM[:SS] that day, "
-                   "or a full RFC 3339 time", "timeline"),
-            Action("scroll_sideways", "left,right,h,l", "Sideways", "scroll the timeline's summaries left / right "
-                   "(in a state pane or the event: ← / → scroll long lines)", "widget", label="← / → (h / l)"),
-            Action("toggle_wrap", "o", "Wrap", "in a state pane or the event: wrap long lines, or one line each",
-                   "widget"),
-            Action("panes", "tab,shift+tab", "Next pane", "next / previous pane (timeline, tree, state before, "
-                   "state after, event)", "widget"),
+            Action(
+                "goto_time",
+                "T",
+                "Go to time",
+                "go to a time: +MM:SS from the run's start, HH:MM[:SS] that day, or a full RFC 3339 time",
+                "timeline",
+            ),
+            Action(
+                "scroll_sideways",
+                "left,right,h,l",
+                "Sideways",
+                "scroll the timeline's summaries left / right (in a state pane or the event: ← / → scroll long lines)",
+                "widget",
+                label="← / → (h / l)",
+            ),
+            Action(
+                "toggle_wrap", "o", "Wrap", "in a state pane or the event: wrap long lines, or one line each", "widget"
+            ),
+            Action(
+                "panes",
+                "tab,shift+tab",
+                "Next pane",
+                "next / previous pane (timeline, tree, state before, state after, event)",
+                "widget",
+            ),
         ),
     ),
     (
@@ -99,88 +122,208 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
         (
             Action("search", "slash", "Search", "search: words and field filters (below); all must match"),
             Action("search_next", "n", "Next hit", "next search hit (wraps)", palette_title="Next search hit"),
-            Action("search_previous", "N", "Previous hit", "previous search hit (wraps)", palette_title="Previous search hit"),
-            Action("filter", "ampersand", "Filter", "filter: show only the events that match (escape shows all)", palette_title="Filter the timeline"),
-            Action("next_error", "e", "Next error", "next error (tool error, model error, failed run, unreadable line)"),
+            Action(
+                "search_previous",
+                "N",
+                "Previous hit",
+                "previous search hit (wraps)",
+                palette_title="Previous search hit",
+            ),
+            Action(
+                "filter",
+                "ampersand",
+                "Filter",
+                "filter: show only the events that match (escape shows all)",
+                palette_title="Filter the timeline",
+            ),
+            Action(
+                "next_error", "e", "Next error", "next error (tool error, model error, failed run, unreadable line)"
+            ),
             Action("previous_error", "E", "Previous error", "previous error"),
-            Action("divergence", "d", "First divergence",
-                   "first divergence of the last replay: jump there and open the divergence view"),
-            Action("watch_next", "w", "Watch path / next change",
-                   "watch the state path under the cursor in a state pane; jump to its next change", palette_title="Watch path: next change"),
-            Action("watch_previous", "W", "Previous change", "previous change of the watched path", palette_title="Watch path: previous change"),
-            Action("cancel_search", "escape", "Cancel / clear",
-                   "cancel a replay; else stop a search or filter; else clear the filter; else the highlight",
-                   show=False, palette_title="Clear filter or highlight"),
+            Action(
+                "divergence",
+                "d",
+                "First divergence",
+                "first divergence of the last replay: jump there and open the divergence view",
+            ),
+            Action(
+                "watch_next",
+                "w",
+                "Watch path / next change",
+                "watch the state path under the cursor in a state pane; jump to its next change",
+                palette_title="Watch path: next change",
+            ),
+            Action(
+                "watch_previous",
+                "W",
+                "Previous change",
+                "previous change of the watched path",
+                palette_title="Watch path: previous change",
+            ),
+            Action(
+                "cancel_search",
+                "escape",
+                "Cancel / clear",
+                "cancel a replay; else stop a search or filter; else clear the filter; else the highlight",
+                show=False,
+                palette_title="Clear filter or highlight",
+            ),
         ),
     ),
     (
         "Replay (the agent runs in a network-isolated child process, never in the app)",
         (
             Action("replay", "r", "Replay", "strict replay of this journal: progress, elapsed time; escape cancels"),
-            Action("replay_dialog", "R", "Replay with…", "replay with a chosen agent entry point, import path and "
-                   "timeout", show=False),
-            Action("experiments", "x", "Experiment",
-                   "experiment: model-live or tools-live with a chosen harness config, then compare"),
-            Action("replay_report", "v", "Replay report",
-                   "report of the last run: isolation, environment differences, child stderr", show=False),
-            Action("compare_last", "c", "Compare experiment",
-                   "compare the recorded and the experiment's trajectories", show=False),
+            Action(
+                "replay_dialog",
+                "R",
+                "Replay with…",
+                "replay with a chosen agent entry point, import path and timeout",
+                show=False,
+            ),
+            Action(
+                "experiments",
+                "x",
+                "Experiment",
+                "experiment: model-live or tools-live with a chosen harness config, then compare",
+            ),
+            Action(
+                "replay_report",
+                "v",
+                "Replay report",
+                "report of the last run: isolation, environment differences, child stderr",
+                show=False,
+            ),
+            Action(
+                "compare_last",
+                "c",
+                "Compare experiment",
+                "compare the recorded and the experiment's trajectories",
+                show=False,
+            ),
         ),
     ),
     (
         "Time and grouping",
         (
-            Action("toggle_time", "i", "Time column", "time column: offset from the run's start and how long each "
-                   "event took (a tool's duration, else the gap since the event before)", "timeline"),
-            Action("toggle_fold_steps", "z", "Fold by step", "fold / unfold the timeline by step: one row per run of "
-                   "a step's events, with their count and duration", "timeline"),
+            Action(
+                "toggle_time",
+                "i",
+                "Time column",
+                "time column: offset from the run's start and how long each "
+                "event took (a tool's duration, else the gap since the event before)",
+                "timeline",
+            ),
+            Action(
+                "toggle_fold_steps",
+                "z",
+                "Fold by step",
+                "fold / unfold the timeline by step: one row per run of a step's events, with their count and duration",
+                "timeline",
+            ),
         ),
     ),
     (
         "Copying (to the terminal's clipboard, OSC 52)",
         (
-            Action("copy_value", "y", "Copy value", "copy the value under the cursor (state panes, event), or in "
-                   "the timeline the event's payload, as JSON", "app", show=False),
-            Action("copy_path", "Y", "Copy JSON path", "copy the JSON path (RFC 6901 pointer) of the value under "
-                   "the cursor in a state pane or the event", "app", show=False),
-            Action("reveal_secret", "u", "Reveal secret", "values the secret scan flags are masked in every pane: u "
-                   "unmasks the one under the cursor on purpose (the header then says secrets shown), u again masks it",
-                   "widget"),
-            Action("copy_line", "ctrl+y", "Copy raw line", "copy the event's line as the journal holds it", "app",
-                   show=False),
+            Action(
+                "copy_value",
+                "y",
+                "Copy value",
+                "copy the value under the cursor (state panes, event), or in the timeline the event's payload, as JSON",
+                "app",
+                show=False,
+            ),
+            Action(
+                "copy_path",
+                "Y",
+                "Copy JSON path",
+                "copy the JSON path (RFC 6901 pointer) of the value under the cursor in a state pane or the event",
+                "app",
+                show=False,
+            ),
+            Action(
+                "reveal_secret",
+                "u",
+                "Reveal secret",
+                "values the secret scan flags are masked in every pane: u "
+                "unmasks the one under the cursor on purpose (the header then says secrets shown), u again masks it",
+                "widget",
+            ),
+            Action(
+                "copy_line",
+                "ctrl+y",
+                "Copy raw line",
+                "copy the event's line as the journal holds it",
+                "app",
+                show=False,
+            ),
         ),
     ),
     (
         "Panes",
         (
-            Action("fold", "enter,f", "Fold", "fold or unfold the value under the cursor (state panes, event)",
-                   "widget"),
-            Action("unfold_all", "F", "Unfold event", "unfold everything in the event", show=False, palette_title="Unfold the event"),
-            Action("tree_select", "enter", "Select", "in the tree: select that event in the timeline; expanding a "
-                   "node loads its effects", "widget", label="enter (tree)"),
+            Action(
+                "fold", "enter,f", "Fold", "fold or unfold the value under the cursor (state panes, event)", "widget"
+            ),
+            Action(
+                "unfold_all",
+                "F",
+                "Unfold event",
+                "unfold everything in the event",
+                show=False,
+                palette_title="Unfold the event",
+            ),
+            Action(
+                "tree_select",
+                "enter",
+                "Select",
+                "in the tree: select that event in the timeline; expanding a node loads its effects",
+                "widget",
+                label="enter (tree)",
+            ),
         ),
     ),
     (
         "Following and walkthroughs",
         (
-            Action("toggle_follow", "f", "Follow",
-                   "follow the journal as it grows (sticks to the end until you move up; G sticks again)", palette_title="Follow the journal"),
+            Action(
+                "toggle_follow",
+                "f",
+                "Follow",
+                "follow the journal as it grows (sticks to the end until you move up; G sticks again)",
+                palette_title="Follow the journal",
+            ),
             Action("toggle_bookmark", "m", "Bookmark", "bookmark the event under the cursor, or remove its bookmark"),
             Action("edit_note", "a", "Note", "add or edit the note on the event under the cursor"),
             Action("next_bookmark", "apostrophe", "Next bookmark", "go to the next bookmark"),
-            Action("presenter", "p", "Present",
-                   "presenter mode: the bookmarks in order, each note large, its causal chain (→ ← escape)", palette_title="Presenter mode"),
+            Action(
+                "presenter",
+                "p",
+                "Present",
+                "presenter mode: the bookmarks in order, each note large, its causal chain (→ ← escape)",
+                palette_title="Presenter mode",
+            ),
             Action("stats", "s", "Stats", "stats: kinds, model usage, tool latency, errors, longest steps"),
-            Action("export_report", "", "Export incident report",
-                   "write the incident report (HTML or Markdown) next to the journal or elsewhere",
-                   label="ctrl+p → Export"),
+            Action(
+                "export_report",
+                "",
+                "Export incident report",
+                "write the incident report (HTML or Markdown) next to the journal or elsewhere",
+                label="ctrl+p → Export",
+            ),
         ),
     ),
     (
         "Other",
         (
-            Action("next_theme", "t", "Next theme", "next theme (dark, light, high-contrast); ctrl+p → theme to pick "
-                   "any", "app"),
+            Action(
+                "next_theme",
+                "t",
+                "Next theme",
+                "next theme (dark, light, high-contrast); ctrl+p → theme to pick any",
+                "app",
+            ),
             Action("command_palette", "ctrl+p", "Palette", "command palette: every action above", "widget"),
             Action("help", "question_mark", "Help", "this help", "app"),
             Action("quit", "q", "Quit", "quit", "app", palette=False),
@@ -255,16 +398,17 @@ def load_keymap(path: Path, *, required: bool = False) -> dict[str, str]:
         raise KeymapError(f"{path}: not valid TOML ({error})") from None
     table = document.get("keymap", {})
     if not isinstance(table, dict):
-        raise KeymapError(f"{path}: [keymap] must be a table of action = \"keys\" lines")
+        raise KeymapError(f'{path}: [keymap] must be a table of action = "keys" lines')
     known = {action.id for action in all_actions() if action.owner in ("screen", "app") and action.keys}
     keymap: dict[str, str] = {}
     for name, value in table.items():
         if name not in known:
-            raise KeymapError(f"{path}: [keymap] {name!r} is not an action that can be rebound; known: "
-                              + ", ".join(sorted(known)))
+            raise KeymapError(
+                f"{path}: [keymap] {name!r} is not an action that can be rebound; known: " + ", ".join(sorted(known))
+            )
         if isinstance(value, list) and all(isinstance(key, str) for key in value):
             value = ",".join(value)
         if not isinstance(value, str) or not value.strip() or any(not key.strip() for key in value.split(",")):
-            raise KeymapError(f"{path}: [keymap] {name}: expected keys like \"ctrl+f\" or \"r,f5\", got {value!r}")
+            raise KeymapError(f'{path}: [keymap] {name}: expected keys like "ctrl+f" or "r,f5", got {value!r}')
         keymap[name] = value.replace(" ", "")
     return keymap

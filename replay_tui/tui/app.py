@@ -136,8 +136,13 @@ class ReplayApp(App[None]):
     ) -> None:
         """Every toast of the app (screens and controllers call this one) may quote journal text:
         it is shown escaped and as plain text, never as markup."""
-        super().notify(safe(str(message), multiline=True), title=safe_line(str(title)), severity=severity,
-                       timeout=timeout, markup=False)
+        super().notify(
+            safe(str(message), multiline=True),
+            title=safe_line(str(title)),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -28,7 +28,10 @@ EXIT_USAGE = 2
 def demo_journal_path() -> Path | None:
     """The bundled demo: in an installed wheel, else in the checkout's fixtures."""
     package = Path(replay_tui.__file__).parent
-    for candidate in (package / "_bundled" / "journals" / DEMO_JOURNAL, package.parent / "fixtures" / "journals" / DEMO_JOURNAL):
+    for candidate in (
+        package / "_bundled" / "journals" / DEMO_JOURNAL,
+        package.parent / "fixtures" / "journals" / DEMO_JOURNAL,
+    ):
         if candidate.is_file():
             return candidate
     return None
@@ -39,7 +42,9 @@ def resolve_journal(argument: str | None) -> Path:
     if argument is None:
         demo = demo_journal_path()
         if demo is None:
-            raise ValueError(f"no journal given and the bundled demo {DEMO_JOURNAL} is not installed; pass a journal path")
+            raise ValueError(
+                f"no journal given and the bundled demo {DEMO_JOURNAL} is not installed; pass a journal path"
+            )
         return demo
     from ..replay.storage import is_url
 
@@ -132,7 +137,14 @@ def launch_app(args: argparse.Namespace) -> int:
     agent = getattr(args, "agent", None)
     if agent is None and args.journal is None:
         agent = DEMO_AGENT  # the recorded fixtures.agents module exists only in a checkout
-    app = ReplayApp(journal, start_seq=args.seq, theme=theme, follow=bool(getattr(args, "follow", False)), replay_agent=agent, keymap=keymap)
+    app = ReplayApp(
+        journal,
+        start_seq=args.seq,
+        theme=theme,
+        follow=bool(getattr(args, "follow", False)),
+        replay_agent=agent,
+        keymap=keymap,
+    )
     try:
         app.run()
     finally:

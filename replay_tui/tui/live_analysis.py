@@ -112,7 +112,9 @@ class LiveAnalysis:
             generation = self.generation
         from ..analysis.secrets import scan_event
 
-        flagged = [event.seq for event in self.journal.events(start, end) if isinstance(event, Event) and scan_event(event)]
+        flagged = [
+            event.seq for event in self.journal.events(start, end) if isinstance(event, Event) and scan_event(event)
+        ]
         with self._lock:
             if generation != self.generation:
                 return []
@@ -120,7 +122,9 @@ class LiveAnalysis:
         return flagged
 
     # -- stats --------------------------------------------------------------
-    def stats(self, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> RunStats | None:
+    def stats(
+        self, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None
+    ) -> RunStats | None:
         """Collect the events not collected yet; the stats so far, or None when cancelled."""
         from ..analysis.stats import PROGRESS_EVERY, StatsCollector
 
@@ -141,7 +145,9 @@ class LiveAnalysis:
                         return None
             return collector.result()
 
-    def render_stats(self, width: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None) -> tuple[RunStats, Group] | None:
+    def render_stats(
+        self, width: int, *, progress: ProgressCallback | None = None, cancelled: CancelCheck | None = None
+    ) -> tuple[RunStats, Group] | None:
         """Stats and their rendering, made under the lock so a later collect cannot change them mid-render."""
         from ..analysis.stats_render import render_stats
 

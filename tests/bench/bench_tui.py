@@ -143,8 +143,9 @@ def first_row_on_terminal(argv: list[str | Path], needle: bytes, timeout: float 
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
     environment = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(SIZE[0]), "LINES": str(SIZE[1])}
     started = time.perf_counter()
-    process = subprocess.Popen([str(part) for part in argv], stdin=slave, stdout=slave, stderr=slave, env=environment,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        [str(part) for part in argv], stdin=slave, stdout=slave, stderr=slave, env=environment, start_new_session=True
+    )
     os.close(slave)
     drawn, seen = b"", None
     try:
@@ -159,7 +160,7 @@ def first_row_on_terminal(argv: list[str | Path], needle: bytes, timeout: float 
             except OSError:
                 break
             drawn += chunk
-            if needle in ANSI.sub(b"", drawn[-(1 << 20):]):
+            if needle in ANSI.sub(b"", drawn[-(1 << 20) :]):
                 seen = time.perf_counter()
     finally:
         process.kill()
@@ -401,9 +402,12 @@ def start_up_figures(path: Path, runs: int, toolong: Path | None = None) -> dict
     for _ in range(3 * runs):  # imports are short and a loaded machine moves them most: more samples
         ours_import.append(import_seconds("import replay_tui.tui.app"))
         textual_import.append(import_seconds("import textual.app, textual.widgets"))
-    print(f"end to end (process start to first row, pty): replay-tui {[round(x, 3) for x in ours_e2e]}, "
-          f"toolong {[round(x, 3) for x in theirs_e2e]}; import: app {[round(x, 3) for x in ours_import]}, "
-          f"Textual {[round(x, 3) for x in textual_import]}; load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"end to end (process start to first row, pty): replay-tui {[round(x, 3) for x in ours_e2e]}, "
+        f"toolong {[round(x, 3) for x in theirs_e2e]}; import: app {[round(x, 3) for x in ours_import]}, "
+        f"Textual {[round(x, 3) for x in textual_import]}; load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     ours, theirs = statistics.median(ours_e2e), statistics.median(theirs_e2e) if theirs_e2e else None
     return {
         "first_frame_end_to_end_s": round(ours, 4),
@@ -420,10 +424,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3, help="first-frame runs of each app (median)")
-    parser.add_argument("--replay-events", type=int, default=100_000, help="size of the run replayed while keys are timed")
+    parser.add_argument(
+        "--replay-events", type=int, default=100_000, help="size of the run replayed while keys are timed"
+    )
     parser.add_argument("--skip-replay", action="store_true", help="leave out the keys-during-a-replay runs")
-    parser.add_argument("--start-only", action="store_true",
-                        help="only start-up: end to end on a pty beside toolong, and import time beside Textual's")
+    parser.add_argument(
+        "--start-only",
+        action="store_true",
+        help="only start-up: end to end on a pty beside toolong, and import time beside Textual's",
+    )
     parser.add_argument("--child", choices=["first-frame", "full", "during-replay"], help=argparse.SUPPRESS)
     parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -439,10 +448,13 @@ def main() -> None:
         print(json.dumps(start_up_figures(path, args.runs)))
         return
     full = child_json([*me, "--child", "full"])
-    print(f"replay-tui: first frame {full['first_frame_s']:.3f} s ({full['events_at_first_frame']:,} events indexed then), "
-          f"index {full['index_s']:.2f} s, keys p50 {full['key_p50_ms']:.1f} ms p95 {full['key_p95_ms']:.1f} ms "
-          f"{full['per_key_p95_ms']}, peak RSS {full['peak_rss_mb']:.0f} MB; j during a full-journal search p95 "
-          f"{full['key_p95_during_search_ms']:.1f} ms (search still running at the end: {full['search_ran_throughout']})", flush=True)
+    print(
+        f"replay-tui: first frame {full['first_frame_s']:.3f} s ({full['events_at_first_frame']:,} events indexed then), "
+        f"index {full['index_s']:.2f} s, keys p50 {full['key_p50_ms']:.1f} ms p95 {full['key_p95_ms']:.1f} ms "
+        f"{full['per_key_p95_ms']}, peak RSS {full['peak_rss_mb']:.0f} MB; j during a full-journal search p95 "
+        f"{full['key_p95_during_search_ms']:.1f} ms (search still running at the end: {full['search_ran_throughout']})",
+        flush=True,
+    )
 
     toolong = ensure_toolong()
     ours, theirs = [full["first_frame_s"]], []
@@ -458,14 +470,20 @@ def main() -> None:
     runs = []
     for _ in range(args.runs if replayed is not None else 0):  # the machine's load moves a 2 s window: median
         run = child_json([sys.executable, __file__, "--journal", replayed, "--child", "during-replay"])
-        print(f"keys during a {run['replay_events']:,}-event replay ({run['replay_status']}, {run['replaying_s']:.1f} s): "
-              f"p50 {run['key_p50_during_replay_ms']:.1f} ms p95 {run['key_p95_during_replay_ms']:.1f} ms "
-              f"({run['samples']} samples); the same keys with no replay: p95 {run['key_p95_same_keys_no_replay_ms']:.1f} ms", flush=True)
+        print(
+            f"keys during a {run['replay_events']:,}-event replay ({run['replay_status']}, {run['replaying_s']:.1f} s): "
+            f"p50 {run['key_p50_during_replay_ms']:.1f} ms p95 {run['key_p95_during_replay_ms']:.1f} ms "
+            f"({run['samples']} samples); the same keys with no replay: p95 {run['key_p95_same_keys_no_replay_ms']:.1f} ms",
+            flush=True,
+        )
         runs.append(run)
     during = sorted(runs, key=lambda run: run["key_p95_during_replay_ms"])[len(runs) // 2] if runs else {}
     first_frame = statistics.median(ours)
     toolong_first = statistics.median(theirs) if theirs else None
-    print(f"first frame runs: replay-tui {[round(x, 3) for x in ours]}, toolong {[round(x, 3) for x in theirs]}", flush=True)
+    print(
+        f"first frame runs: replay-tui {[round(x, 3) for x in ours]}, toolong {[round(x, 3) for x in theirs]}",
+        flush=True,
+    )
     figures = {
         "events": full["events"],
         "first_frame_s": round(first_frame, 4),

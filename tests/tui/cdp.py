@@ -17,9 +17,17 @@ from typing import Any
 from websockets.sync.client import connect
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-default-apps", "--disable-extensions", "--window-size=1600,1000",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--window-size=1600,1000",
 ]
 
 
@@ -42,9 +50,17 @@ class Browser:
         chromium = chromium_path()
         assert chromium is not None
         self.process = subprocess.Popen(
-            [chromium, *FLAGS, f"--user-data-dir={self.profile.name}", f"--remote-debugging-port={self.port}",
-             "--remote-debugging-address=127.0.0.1", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HOME": self.profile.name},
+            [
+                chromium,
+                *FLAGS,
+                f"--user-data-dir={self.profile.name}",
+                f"--remote-debugging-port={self.port}",
+                "--remote-debugging-address=127.0.0.1",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "HOME": self.profile.name},
         )
         deadline = time.monotonic() + 60
         targets: list[dict[str, Any]] = []

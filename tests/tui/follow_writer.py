@@ -33,8 +33,17 @@ def main() -> int:
     parser.add_argument("--secret-every", type=int, default=0)
     args = parser.parse_args()
     writer = JournalWriter(args.path, run_id="run-follow", fsync="never", rotate_bytes=args.rotate_bytes)
-    writer.append("run.started", {"agent": "tests.follow:agent", "environment": {"runtime": "python"}, "harness": {"version": "0"},
-                                  "reducer_version": "1", "snapshot_every": 1000, "initial_state": {}})
+    writer.append(
+        "run.started",
+        {
+            "agent": "tests.follow:agent",
+            "environment": {"runtime": "python"},
+            "harness": {"version": "0"},
+            "reducer_version": "1",
+            "snapshot_every": 1000,
+            "initial_state": {},
+        },
+    )
     if args.go:
         while not Path(args.go).exists():
             time.sleep(0.01)
@@ -52,9 +61,23 @@ def main() -> int:
             arguments["api_key"] = FAKE_KEY
         key = call_key_of("customer_query", arguments)
         if index % 2 == 0:
-            event = writer.append("tool.call", {"call_id": f"c{index}", "call_key": key, "tool": "customer_query", "arguments": arguments}, step_id=step)
+            event = writer.append(
+                "tool.call",
+                {"call_id": f"c{index}", "call_key": key, "tool": "customer_query", "arguments": arguments},
+                step_id=step,
+            )
         else:
-            event = writer.append("tool.result", {"call_id": f"c{index - 1}", "call_key": key, "tool": "customer_query", "result": {"ok": True, "n": index}, "duration_ms": 3}, step_id=step)
+            event = writer.append(
+                "tool.result",
+                {
+                    "call_id": f"c{index - 1}",
+                    "call_key": key,
+                    "tool": "customer_query",
+                    "result": {"ok": True, "n": index},
+                    "duration_ms": 3,
+                },
+                step_id=step,
+            )
         seqs.append(event.seq)
         times.append(time.monotonic())
     writer.close()

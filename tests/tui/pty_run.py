@@ -18,11 +18,24 @@ from pathlib import Path
 class PtyProcess:
     """A child on the slave side of a pty of ``columns`` x ``rows``; ``screen`` is every byte it wrote."""
 
-    def __init__(self, argv: Sequence[str], *, cwd: Path | None = None, columns: int = 160, rows: int = 45,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        columns: int = 160,
+        rows: int = 45,
+        env: dict[str, str] | None = None,
+    ) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-        environment = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows), **(env or {})}
+        environment = {
+            **os.environ,
+            "TERM": "xterm-256color",
+            "COLUMNS": str(columns),
+            "LINES": str(rows),
+            **(env or {}),
+        }
         environment.pop("TEXTUAL", None)
         self.process = subprocess.Popen(
             list(argv), stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=environment, start_new_session=True

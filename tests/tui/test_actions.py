@@ -35,7 +35,7 @@ def test_keymap_file(tmp_path: Path) -> None:
     path.write_text('[keymap]\nsearhc = "ctrl+f"\n')
     with pytest.raises(KeymapError, match=r"keymap.toml: \[keymap\] 'searhc' is not an action"):
         load_keymap(path)
-    path.write_text('[keymap]\nsearch = 3\n')
+    path.write_text("[keymap]\nsearch = 3\n")
     with pytest.raises(KeymapError, match="expected keys like"):
         load_keymap(path)
     path.write_text("[keymap\n")
@@ -45,9 +45,9 @@ def test_keymap_file(tmp_path: Path) -> None:
     assert default_keymap_path({"REPLAY_TUI_KEYMAP": str(path)}) == path
 
 
-def test_a_bad_keymap_file_stops_the_launch_with_its_name(tmp_path: Path, incident_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_keymap_file_stops_the_launch_with_its_name(
+    tmp_path: Path, incident_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from replay_tui.cli import main
 
     keymap = tmp_path / "keys.toml"

@@ -11,7 +11,14 @@ from replay_tui.analysis.causal import CausalIndex
 from replay_tui.journal import Journal, JournalWriter
 from replay_tui.tui.widgets.causal_tree import CausalTree
 
-STARTED = {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}}
+STARTED = {
+    "agent": "a:b",
+    "environment": {},
+    "harness": {},
+    "reducer_version": "1",
+    "snapshot_every": 10,
+    "initial_state": {},
+}
 
 
 def write_chain(path: Path, length: int, missing_parent_at: int | None = None) -> Path:

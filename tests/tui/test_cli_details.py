@@ -37,7 +37,9 @@ def test_verify_json_on_a_missing_file_prints_json(tmp_path: Path) -> None:
 
 
 def test_a_usage_error_prints_no_isolation_line() -> None:
-    outcome = ReplayOutcome(FAILED, "j.jsonl", "strict", error={"kind": "usage", "message": "--from-seq 99 is past the end"})
+    outcome = ReplayOutcome(
+        FAILED, "j.jsonl", "strict", error={"kind": "usage", "message": "--from-seq 99 is past the end"}
+    )
     text = outcome.to_text()
     assert "past the end" in text and "isolation:" not in text and "refused network" not in text
     assert outcome.exit_code == 2

@@ -46,7 +46,9 @@ async def test_an_unreadable_line_is_named_in_the_screen(tmp_path: Path) -> None
     app = CompareApp(good, broken)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
-        await wait_until(pilot, lambda: "cannot compare" in str(screen.query_one("#compare-summary").render()), what="the error")
+        await wait_until(
+            pilot, lambda: "cannot compare" in str(screen.query_one("#compare-summary").render()), what="the error"
+        )
         text = str(screen.query_one("#compare-summary").render())
         assert "broken.jsonl" in text and "line 11" in text
         assert app.is_running

@@ -49,5 +49,3 @@ def test_the_demo_agent_is_importable_from_the_package() -> None:
     assert spec is not None and spec.origin is not None
     loaded = importlib.import_module(module)
     assert hasattr(loaded, attribute)
-
-

@@ -63,7 +63,9 @@ async def test_nothing_runs_off_an_80x24_screen(demo: Path, dialog: str) -> None
         for widget in screen.walk_children():
             if not widget.display or widget.region.area == 0:
                 continue
-            if any(getattr(ancestor, "is_scrollable", False) for ancestor in widget.ancestors if ancestor is not screen):
+            if any(
+                getattr(ancestor, "is_scrollable", False) for ancestor in widget.ancestors if ancestor is not screen
+            ):
                 continue  # inside a scrolling container: reachable by scrolling
             region = widget.region
             if region.x < 0 or region.y < 0 or region.right > 80 or region.bottom > 24:

@@ -8,13 +8,22 @@ from pathlib import Path
 from replay_tui.cli import main
 from replay_tui.journal import JournalWriter, verify_journal
 
-STARTED = {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}}
+STARTED = {
+    "agent": "a:b",
+    "environment": {},
+    "harness": {},
+    "reducer_version": "1",
+    "snapshot_every": 10,
+    "initial_state": {},
+}
 
 
 def write(path: Path) -> Path:
     writer = JournalWriter(path, run_id="run-canon", fsync="never")
     writer.append("run.started", STARTED)
-    writer.append("input.received", {"role": "user", "content": "three", "context": {"count": 3, "ratio": 0.5, "flag": True}})
+    writer.append(
+        "input.received", {"role": "user", "content": "three", "context": {"count": 3, "ratio": 0.5, "flag": True}}
+    )
     writer.append("run.ended", {"status": "ok", "output": 3, "error": None})
     writer.close()
     return path
@@ -66,7 +75,9 @@ def test_diff_still_tells_true_from_1(tmp_path: Path) -> None:
 def write_other(path: Path) -> Path:
     writer = JournalWriter(path, run_id="run-canon", fsync="never")
     writer.append("run.started", STARTED)
-    writer.append("input.received", {"role": "user", "content": "three", "context": {"count": 3, "ratio": 0.5, "flag": 1}})
+    writer.append(
+        "input.received", {"role": "user", "content": "three", "context": {"count": 3, "ratio": 0.5, "flag": 1}}
+    )
     writer.append("run.ended", {"status": "ok", "output": 3, "error": None})
     writer.close()
     return path

@@ -30,7 +30,7 @@ def change_argument(events):  # type: ignore[no-untyped-def]
 
 def drop_an_observation(events):  # type: ignore[no-untyped-def]
     index = next(i for i, e in enumerate(events) if i > 60 and e["kind"] == "tool.result")
-    return events[:index] + events[index + 1:]
+    return events[:index] + events[index + 1 :]
 
 
 def verdicts(alignment):  # type: ignore[no-untyped-def]
@@ -38,8 +38,13 @@ def verdicts(alignment):  # type: ignore[no-untyped-def]
     first = alignment.first_difference()
     return (
         alignment.identical,
-        {key: summary[key] for key in ("a_events", "b_events", "aligned", "differences", "changed", "only_a", "only_b")},
-        sorted((p.a.seq if p.a else None, p.b.seq if p.b else None, p.status, p.differs_in) for p in alignment.differences),
+        {
+            key: summary[key]
+            for key in ("a_events", "b_events", "aligned", "differences", "changed", "only_a", "only_b")
+        },
+        sorted(
+            (p.a.seq if p.a else None, p.b.seq if p.b else None, p.status, p.differs_in) for p in alignment.differences
+        ),
         first is not None,
     )
 

@@ -31,11 +31,15 @@ async def run_experiment(pilot, mode: str, config: Path, out: Path) -> CompareSc
     await pilot.press("enter")
     panel = await wait_for_replay(pilot)
     assert panel.last.request.mode == mode
-    await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.alignment is not None, what="the comparison")
+    await wait_until(
+        pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.alignment is not None, what="the comparison"
+    )
     return app.screen
 
 
-async def test_model_live_opens_the_comparison_on_the_first_differing_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_model_live_opens_the_comparison_on_the_first_differing_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     journal = fixture_copy("crm.jsonl", tmp_path)
     out = tmp_path / "crm.model-live.jsonl"
@@ -67,7 +71,9 @@ async def test_model_live_opens_the_comparison_on_the_first_differing_decision(t
         await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="the comparison")
 
 
-async def test_tools_live_on_the_recorded_model_answers_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_tools_live_on_the_recorded_model_answers_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     journal = fixture_copy("crm.jsonl", tmp_path)
     out = tmp_path / "crm.tools-live.jsonl"
@@ -104,7 +110,9 @@ async def test_the_experiment_dialog_refuses_bad_choices(tmp_path: Path) -> None
         assert not app.screen_stack[0].replay_panel.running
 
 
-async def test_a_config_the_child_cannot_load_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_config_the_child_cannot_load_is_reported_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from replay_tui.tui.screens.replay_report import ReplayReportScreen, report_sections
 
     monkeypatch.chdir(Path(__file__).resolve().parents[2])

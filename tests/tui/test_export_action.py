@@ -50,8 +50,10 @@ async def test_export_writes_the_html_report_next_to_the_journal(incident_path: 
     html = report.read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "run-crm-0001" in html
     assert "Content-Security-Policy" in html
-    bookmarks = html[html.index("<h2>Bookmarks and notes</h2>"):]
-    assert "No bookmarks" not in bookmarks[:400] and "12" in bookmarks[:2000], "the bookmark made with m is in the report"
+    bookmarks = html[html.index("<h2>Bookmarks and notes</h2>") :]
+    assert "No bookmarks" not in bookmarks[:400] and "12" in bookmarks[:2000], (
+        "the bookmark made with m is in the report"
+    )
     assert hashlib.sha256(incident_path.read_bytes()).hexdigest() == before
 
 

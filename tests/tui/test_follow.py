@@ -28,8 +28,11 @@ def start_writer(path: Path, go: Path, events: int, rate: float = 500, **options
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # run.started is on disk: the app can open it
         # a shard exists as soon as it is created, before its first line: wait for a byte in it
-        if path.is_file() and path.stat().st_size > 0 or path.is_dir() and any(
-            shard.stat().st_size > 0 for shard in path.glob("*.jsonl")
+        if (
+            path.is_file()
+            and path.stat().st_size > 0
+            or path.is_dir()
+            and any(shard.stat().st_size > 0 for shard in path.glob("*.jsonl"))
         ):
             return process
         time.sleep(0.02)
@@ -97,10 +100,20 @@ async def test_scrolling_away_stops_sticking_and_G_sticks_again(tmp_path: Path) 
 async def test_a_partial_line_waits_for_its_newline(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     writer = JournalWriter(path, run_id="run-partial", fsync="never")
-    writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}})
+    writer.append(
+        "run.started",
+        {
+            "agent": "a:b",
+            "environment": {},
+            "harness": {},
+            "reducer_version": "1",
+            "snapshot_every": 10,
+            "initial_state": {},
+        },
+    )
     writer.append("input.received", {"role": "user", "content": "hello"})
     writer.close()
-    line = (tmp_path / "next.jsonl")
+    line = tmp_path / "next.jsonl"
     extra = JournalWriter(line, run_id="run-partial", fsync="never", start_after=(2, _last_hash(path)))
     extra.append("input.received", {"role": "user", "content": "a second message"})
     extra.close()

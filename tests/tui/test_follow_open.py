@@ -14,7 +14,14 @@ from tui_helpers import SIZE, make_app, settle
 from replay_tui.journal import JournalWriter
 
 pytestmark = pytest.mark.asyncio
-STARTED = {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}}
+STARTED = {
+    "agent": "a:b",
+    "environment": {},
+    "harness": {},
+    "reducer_version": "1",
+    "snapshot_every": 10,
+    "initial_state": {},
+}
 
 
 def write_open_journal(path: Path, events: int) -> None:
@@ -30,7 +37,9 @@ def append_events(path: Path, count: int) -> None:
     last = orjson.loads(path.read_bytes().splitlines()[-1])
     extra = path.with_name("extra.jsonl")
     extra.unlink(missing_ok=True)
-    writer = JournalWriter(extra, run_id="run-follow-open", fsync="never", start_after=(last["seq"], last["event_hash"]))
+    writer = JournalWriter(
+        extra, run_id="run-follow-open", fsync="never", start_after=(last["seq"], last["event_hash"])
+    )
     for index in range(count):
         writer.append("input.received", {"role": "user", "content": f"later {index}"})
     writer.close()

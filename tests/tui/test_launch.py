@@ -96,7 +96,9 @@ def test_themes_load_by_name_and_use_only_variables() -> None:
     assert check_theme_name("high-contrast") is None and check_theme_name("nord") is None
     variables = [set(t.theme.variables) for t in themes.values()]
     assert all(v == variables[0] for v in variables), "every theme defines the same custom variables"
-    literal = re.compile(r"#[0-9a-fA-F]{3,8}\b|\b(rgb|rgba|hsl|hsla)\(|\b(red|green|blue|white|black|yellow|magenta|cyan)\b")
+    literal = re.compile(
+        r"#[0-9a-fA-F]{3,8}\b|\b(rgb|rgba|hsl|hsla)\(|\b(red|green|blue|white|black|yellow|magenta|cyan)\b"
+    )
     for sheet in stylesheet_paths():
         for number, line in enumerate(sheet.read_text().splitlines(), 1):
             code = line.split("/*")[0]

@@ -146,7 +146,9 @@ async def test_divergence_needs_replay_results_then_jumps(incident_path: Path) -
         screen = await settle(pilot)
         await pilot.press("d")
         assert "no replay results yet" in str(screen.status.render())
-        app.set_replay_marks(ReplayMarks(divergent=frozenset({16}), consumed=frozenset(range(1, 16)), unused=frozenset(range(17, 27))))
+        app.set_replay_marks(
+            ReplayMarks(divergent=frozenset({16}), consumed=frozenset(range(1, 16)), unused=frozenset(range(17, 27)))
+        )
         await pilot.press("d")
         await settle(pilot)
         assert seq_at_cursor(screen) == 16
@@ -204,7 +206,9 @@ async def test_watch_a_state_path_and_jump_between_its_changes(incident_path: Pa
         await pilot.press("W")  # previous change of /customer/tier: the refund step made it silver
         await settle(pilot)
         changed = screen.journal.event(screen.timeline.cursor)
-        assert changed.kind == "state.transition" and any(op["path"] == "/customer/tier" for op in changed.payload["patch"])
+        assert changed.kind == "state.transition" and any(
+            op["path"] == "/customer/tier" for op in changed.payload["patch"]
+        )
         assert screen.watched == "/customer/tier"
         screen.timeline.focus()
         await pilot.press("W")  # from the timeline, W/w keep following the watched path
@@ -283,7 +287,15 @@ async def test_help_theme_palette_and_quit(incident_path: Path) -> None:
         await pilot.press("t")
         assert app.theme == "high-contrast" and app.has_class("-theme-high-contrast")
         titles = {command.title for command in app.get_system_commands(screen)}
-        for title in ("Go to seq", "Search", "Next search hit", "Next error", "First divergence", "Watch path: next change", "Help"):
+        for title in (
+            "Go to seq",
+            "Search",
+            "Next search hit",
+            "Next error",
+            "First divergence",
+            "Watch path: next change",
+            "Help",
+        ):
             assert title in titles
         await pilot.press("ctrl+p")
         await pilot.pause(0.2)
@@ -403,11 +415,42 @@ async def test_a_type_data_journal_opens_without_a_hash_chain(tmp_path: Path) ->
     import orjson
 
     lines = [
-        {"type": "session_started", "event_id": "e1", "session_id": "s-1", "seq": 1, "ts": "2026-01-01T00:00:00Z", "data": {"agent": "other:agent"}},
-        {"type": "user_message", "event_id": "e2", "session_id": "s-1", "seq": 2, "ts": "2026-01-01T00:00:01Z", "data": {"content": "hi"}},
-        {"type": "tool_invocation", "event_id": "e3", "session_id": "s-1", "seq": 3, "ts": "2026-01-01T00:00:02Z",
-         "data": {"tool": "lookup", "input": {"q": 1}, "error": {"type": "TimeoutError", "message": "slow", "timeout": True}}},
-        {"type": "session_ended", "event_id": "e4", "session_id": "s-1", "seq": 4, "ts": "2026-01-01T00:00:03Z", "data": {"status": "ok"}},
+        {
+            "type": "session_started",
+            "event_id": "e1",
+            "session_id": "s-1",
+            "seq": 1,
+            "ts": "2026-01-01T00:00:00Z",
+            "data": {"agent": "other:agent"},
+        },
+        {
+            "type": "user_message",
+            "event_id": "e2",
+            "session_id": "s-1",
+            "seq": 2,
+            "ts": "2026-01-01T00:00:01Z",
+            "data": {"content": "hi"},
+        },
+        {
+            "type": "tool_invocation",
+            "event_id": "e3",
+            "session_id": "s-1",
+            "seq": 3,
+            "ts": "2026-01-01T00:00:02Z",
+            "data": {
+                "tool": "lookup",
+                "input": {"q": 1},
+                "error": {"type": "TimeoutError", "message": "slow", "timeout": True},
+            },
+        },
+        {
+            "type": "session_ended",
+            "event_id": "e4",
+            "session_id": "s-1",
+            "seq": 4,
+            "ts": "2026-01-01T00:00:03Z",
+            "data": {"status": "ok"},
+        },
     ]
     path = tmp_path / "other.jsonl"
     path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))

@@ -58,7 +58,7 @@ async def test_p_walks_the_bookmarks_with_notes_and_causal_chains(incident_path:
         assert seqs == [2, 9, 10, 11, 12], "root cause (the user's message) down to the timeout"
         chain = presenter.chain_text(presenter.chain)  # what the chain pane shows
         highlighted = [span for span in chain.spans if "reverse" in str(span.style)]
-        assert len(highlighted) == 1 and "12 tool.result" in chain.plain[highlighted[0].start:highlighted[0].end]
+        assert len(highlighted) == 1 and "12 tool.result" in chain.plain[highlighted[0].start : highlighted[0].end]
         await pilot.press("space")
         await until_chain(pilot, presenter)
         assert "refund went to the original charge" in text_of(presenter, "#presenter-note")

@@ -41,7 +41,12 @@ async def test_r_replays_a_passing_journal_and_marks_every_event_consumed(tmp_pa
         assert (outcome.consumed, outcome.total) == (175, 175)
         assert outcome.isolation is not None
         marks = screen.replay_marks
-        assert marks is not None and marks.consumed == frozenset(range(1, 176)) and not marks.divergent and not marks.unused
+        assert (
+            marks is not None
+            and marks.consumed == frozenset(range(1, 176))
+            and not marks.divergent
+            and not marks.unused
+        )
         assert marks.mark_of(100) == CONSUMED
         result_text = str(panel.query_one("#replay-result").render())
         assert "Replay matched: 175 of 175 events consumed" in result_text
@@ -121,7 +126,9 @@ async def test_the_replay_dialog_chooses_the_agent(tmp_path: Path) -> None:
         assert panel.last.outcome.divergence.seq == 144
 
 
-async def test_escape_cancels_a_running_replay_and_kills_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_escape_cancels_a_running_replay_and_kills_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 60)
     monkeypatch.setenv("WOBBLY_SLEEP_S", "0.2")  # ~12 s of replay: long enough to cancel mid-run
     monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
@@ -149,7 +156,9 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(tmp_path: Pat
         assert "no divergence to show: Replay cancelled" in str(screen.status.render())
 
 
-async def test_a_crashing_agent_is_reported_with_its_last_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_crashing_agent_is_reported_with_its_last_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 10)
     monkeypatch.setenv("WOBBLY_CRASH_AT", "4")
     monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest

@@ -58,10 +58,14 @@ def test_step_23_divergence_view(snap_compare, tmp_path: Path) -> None:
         await pilot.press("r")
         await wait_for_replay(pilot)
         await pilot.press("d")
-        await wait_until(pilot, lambda: getattr(pilot.app.screen, "position", None) is not None, what="the divergence view")
+        await wait_until(
+            pilot, lambda: getattr(pilot.app.screen, "position", None) is not None, what="the divergence view"
+        )
         await idle(pilot)
 
-    assert snap_compare(make_app(journal, replay_agent="fixtures.agents.crm:agent"), terminal_size=SIZE, run_before=diverge)
+    assert snap_compare(
+        make_app(journal, replay_agent="fixtures.agents.crm:agent"), terminal_size=SIZE, run_before=diverge
+    )
 
 
 def test_model_live_comparison(snap_compare, tmp_path: Path) -> None:
@@ -78,7 +82,11 @@ def test_model_live_comparison(snap_compare, tmp_path: Path) -> None:
         dialog.query_one("#experiments-timeout").focus()
         await pilot.press("enter")
         await wait_for_replay(pilot)
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen) and pilot.app.screen.alignment is not None, what="the comparison")
+        await wait_until(
+            pilot,
+            lambda: isinstance(pilot.app.screen, CompareScreen) and pilot.app.screen.alignment is not None,
+            what="the comparison",
+        )
         await idle(pilot)
 
     assert snap_compare(make_app(journal), terminal_size=SIZE, run_before=experiment)
@@ -99,7 +107,11 @@ def test_tools_live_comparison(snap_compare, tmp_path: Path) -> None:
         dialog.query_one("#experiments-timeout").focus()
         await pilot.press("enter")
         await wait_for_replay(pilot)
-        await wait_until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen) and pilot.app.screen.alignment is not None, what="the comparison")
+        await wait_until(
+            pilot,
+            lambda: isinstance(pilot.app.screen, CompareScreen) and pilot.app.screen.alignment is not None,
+            what="the comparison",
+        )
         await idle(pilot)
 
     assert snap_compare(make_app(journal), terminal_size=SIZE, run_before=experiment)

@@ -20,13 +20,37 @@ LEAKED = "sk-proj-" + "Zq7xR2mK9vL4pW8nT3bY6cH1dF5gJ0sA"
 
 def write_leaky(path: Path) -> Path:
     writer = JournalWriter(path, run_id="run-leaky", fsync="never")
-    writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1", "snapshot_every": 10, "initial_state": {}})
+    writer.append(
+        "run.started",
+        {
+            "agent": "a:b",
+            "environment": {},
+            "harness": {},
+            "reducer_version": "1",
+            "snapshot_every": 10,
+            "initial_state": {},
+        },
+    )
     writer.append("input.received", {"role": "user", "content": "look up customer 7"})
     arguments = {"id": 7, "headers": {"Authorization": f"Bearer {LEAKED}"}}
     key = call_key_of("crm", arguments)
     writer.append("tool.call", {"call_id": "c1", "call_key": key, "tool": "crm", "arguments": arguments}, step_id="s1")
-    writer.append("tool.result", {"call_id": "c1", "call_key": key, "tool": "crm", "result": {"name": "Ada"}, "duration_ms": 4}, step_id="s1")
-    writer.append("tool.result", {"call_id": "c2", "call_key": key, "tool": "crm", "result": {"db_password": "hunter2-but-longer"}, "duration_ms": 4}, step_id="s1")
+    writer.append(
+        "tool.result",
+        {"call_id": "c1", "call_key": key, "tool": "crm", "result": {"name": "Ada"}, "duration_ms": 4},
+        step_id="s1",
+    )
+    writer.append(
+        "tool.result",
+        {
+            "call_id": "c2",
+            "call_key": key,
+            "tool": "crm",
+            "result": {"db_password": "hunter2-but-longer"},
+            "duration_ms": 4,
+        },
+        step_id="s1",
+    )
     writer.close()
     return path
 
@@ -65,7 +89,21 @@ async def test_the_clean_fixture_has_no_marks(incident_path: Path) -> None:
 
 async def test_followed_events_are_scanned_as_they_arrive(tmp_path: Path) -> None:
     path, go = tmp_path / "live.jsonl", tmp_path / "go"
-    writer = subprocess.Popen([sys.executable, str(WRITER), str(path), "--events", "120", "--rate", "400", "--go", str(go), "--secret-every", "40"])
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            str(WRITER),
+            str(path),
+            "--events",
+            "120",
+            "--rate",
+            "400",
+            "--go",
+            str(go),
+            "--secret-every",
+            "40",
+        ]
+    )
     try:
         wait_for_file(path)
         app = make_app(path, follow=True)

@@ -64,11 +64,25 @@ async def test_the_event_pane_masks_and_u_reveals_on_purpose(tmp_path: Path) -> 
 async def test_state_panes_mask_flagged_values(tmp_path: Path) -> None:
     path = tmp_path / "state.jsonl"
     with JournalWriter(path, run_id="run-state", fsync="never") as writer:
-        writer.append("run.started", {"agent": "a:b", "environment": {}, "harness": {}, "reducer_version": "1",
-                                      "snapshot_every": 10, "initial_state": {"note": "ok"}})
+        writer.append(
+            "run.started",
+            {
+                "agent": "a:b",
+                "environment": {},
+                "harness": {},
+                "reducer_version": "1",
+                "snapshot_every": 10,
+                "initial_state": {"note": "ok"},
+            },
+        )
         writer.append("input.received", {"role": "user", "content": "hi"})
-        writer.append("state.snapshot", {"state_hash": "sha256:" + "0" * 64,
-                                         "state": {"repo": {"token_value": STATE_SECRET, "api_key": "hunter2hunter2"}}})
+        writer.append(
+            "state.snapshot",
+            {
+                "state_hash": "sha256:" + "0" * 64,
+                "state": {"repo": {"token_value": STATE_SECRET, "api_key": "hunter2hunter2"}},
+            },
+        )
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)

@@ -19,14 +19,21 @@ from cdp import Browser, chromium_path
 from test_launch import REPO
 
 pytest.importorskip("textual_serve")
-pytestmark = pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(
+    chromium_path() is None, reason="chromium is not installed (apt-get install -y chromium)"
+)
 ENTRY = "from replay_tui.cli import entry_point; entry_point()"
 
 
 @pytest.fixture
 def served() -> Iterator[str]:
-    server = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", str(REPO / "fixtures" / "journals" / "crm.jsonl")],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "serve", str(REPO / "fixtures" / "journals" / "crm.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
@@ -78,7 +85,9 @@ def test_the_timeline_renders_in_chromium_and_a_key_moves_the_cursor(served: str
         while "State after seq 2 " not in browser.websocket_text(mark):
             assert time.monotonic() < deadline, browser.websocket_text(mark)[-2000:]
             browser.pump(0.3)
-        requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
+        requests = [
+            e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"
+        ]
         assert requests and all(url.startswith("http://127.0.0.1:") for url in requests), requests
     finally:
         browser.close()

@@ -60,7 +60,9 @@ def test_main_screen_light(snap_compare, demo: Path) -> None:
 
 
 def test_main_screen_high_contrast(snap_compare, demo: Path) -> None:
-    assert snap_compare(make_app(demo, theme="high-contrast"), terminal_size=SIZE, run_before=first_error_then_its_state_change)
+    assert snap_compare(
+        make_app(demo, theme="high-contrast"), terminal_size=SIZE, run_before=first_error_then_its_state_change
+    )
 
 
 def test_search_prompt(snap_compare, demo: Path) -> None:

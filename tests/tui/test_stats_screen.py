@@ -57,7 +57,9 @@ async def test_s_shows_the_stats_of_the_journal(incident_path: Path) -> None:
 
 async def test_stats_keep_up_while_following(tmp_path: Path) -> None:
     path, go = tmp_path / "live.jsonl", tmp_path / "go"
-    writer = subprocess.Popen([sys.executable, str(WRITER), str(path), "--events", "300", "--rate", "300", "--go", str(go)])
+    writer = subprocess.Popen(
+        [sys.executable, str(WRITER), str(path), "--events", "300", "--rate", "300", "--go", str(go)]
+    )
     try:
         wait_for_file(path)
         app = make_app(path, follow=True)

@@ -32,14 +32,20 @@ async def test_time_column_shows_offsets_and_durations(incident_path: Path) -> N
         for y in range(1, 8):
             event = screen.journal.event(y)
             assert format_offset(parse_time(event.recorded_at), start) in row_text(timeline, y)
-        results = [p for p in range(len(screen.journal)) if screen.journal.event(p).kind == "tool.result"
-                   and isinstance(screen.journal.event(p).payload.get("duration_ms"), (int, float))]
+        results = [
+            p
+            for p in range(len(screen.journal))
+            if screen.journal.event(p).kind == "tool.result"
+            and isinstance(screen.journal.event(p).payload.get("duration_ms"), (int, float))
+        ]
         if results:
             position = results[0]
             timeline.move_to(position, center=True)
             await pilot.pause()
             y = timeline.row_of(position) - timeline.scroll_offset.y
-            assert format_duration(screen.journal.event(position).payload["duration_ms"] / 1000) in row_text(timeline, y)
+            assert format_duration(screen.journal.event(position).payload["duration_ms"] / 1000) in row_text(
+                timeline, y
+            )
 
 
 async def test_T_goes_to_a_time(incident_path: Path) -> None:

@@ -73,7 +73,10 @@ def dependency_dirs() -> list[str]:
 
 def venv_site(python: Path) -> str:
     return subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], check=True, capture_output=True, text=True
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
 
 
@@ -85,14 +88,27 @@ def share_dependencies(python: Path) -> None:
 
 def test_installed_wheel_opens_the_bundled_demo(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, REPO], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, REPO], check=True, capture_output=True
+    )
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
     share_dependencies(python)
     wheel = next(wheels.glob("replay_tui-*.whl"))
     installed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "--target", venv_site(python), wheel],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--force-reinstall",
+            "--target",
+            venv_site(python),
+            wheel,
+        ],
         check=False,
         capture_output=True,
         text=True,
@@ -101,12 +117,19 @@ def test_installed_wheel_opens_the_bundled_demo(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     environment = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
-    done = subprocess.run([python, "-c", CHECK], check=False, cwd=outside, capture_output=True, text=True, timeout=300, env=environment)
+    done = subprocess.run(
+        [python, "-c", CHECK], check=False, cwd=outside, capture_output=True, text=True, timeout=300, env=environment
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     # `r` on the demo replays it with the agent shipped in the package: the same replay from the CLI.
     replay = subprocess.run(
         [python, "-c", ENTRY, "replay", demo_path(python), "--agent", "replay_tui._demo.crm_incident:agent"],
-        check=False, cwd=outside, capture_output=True, text=True, timeout=300, env=environment,
+        check=False,
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
     )
     assert replay.returncode == 0 and replay.stdout.startswith("Replay matched"), replay.stdout + replay.stderr[-2000:]
     fixture = REPO / "fixtures" / "journals" / "crm-incident.jsonl"

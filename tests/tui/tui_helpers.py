@@ -46,8 +46,9 @@ def busy_workers(app: Any, ignore: tuple[str, ...] = BACKGROUND_GROUPS) -> list[
     return [worker for worker in app.workers if worker.is_running and worker.group not in ignore]
 
 
-async def wait_for_workers(pilot: Any, ignore: tuple[str, ...] = BACKGROUND_GROUPS,
-                           timeout_s: float = DEADLINE_S) -> None:
+async def wait_for_workers(
+    pilot: Any, ignore: tuple[str, ...] = BACKGROUND_GROUPS, timeout_s: float = DEADLINE_S
+) -> None:
     """Wait until no worker runs (but those in ``ignore``) and the messages they posted are handled.
 
     Built on ``app.workers.wait_for_complete``; a worker started by a message of another one is

@@ -18,8 +18,12 @@ class BookmarksController:
         self.parts = parts
         self.annotations, problem = AnnotationStore.open_lenient(parts.journal.path)
         if problem is not None:
-            parts.app.notify(f"{problem} — starting with no bookmarks; the file is moved aside on the next save",
-                             title="bookmarks", severity="warning", timeout=10)
+            parts.app.notify(
+                f"{problem} — starting with no bookmarks; the file is moved aside on the next save",
+                title="bookmarks",
+                severity="warning",
+                timeout=10,
+            )
 
     def _event_under_cursor(self, action: str) -> Event | None:
         event = self.parts.timeline.cursor_event()
@@ -35,15 +39,19 @@ class BookmarksController:
 
     def check_stale(self) -> None:
         """Warn (from a worker) about notes made on another journal at this path."""
-        self.parts.run_worker(self._check_stale, thread=True, exclusive=True, group="annotations",
-                              exit_on_error=False)
+        self.parts.run_worker(self._check_stale, thread=True, exclusive=True, group="annotations", exit_on_error=False)
 
     def _check_stale(self) -> None:
         stale = self.annotations.stale(self.parts.journal) if len(self.annotations) else []
         if stale:
             seqs = ", ".join(str(a.seq) for a in stale[:5]) + (" …" if len(stale) > 5 else "")
-            self.parts.post_message(Notice(f"{len(stale)} bookmark(s)/note(s) were made on another journal at this "
-                                           f"path (seq {seqs}); they are kept but not shown", "warning"))
+            self.parts.post_message(
+                Notice(
+                    f"{len(stale)} bookmark(s)/note(s) were made on another journal at this "
+                    f"path (seq {seqs}); they are kept but not shown",
+                    "warning",
+                )
+            )
 
     def toggle_bookmark(self) -> None:
         event = self._event_under_cursor("bookmark")
@@ -56,8 +64,9 @@ class BookmarksController:
             return
         count = len(self.annotations.bookmarks())
         if on_now:
-            self._saved(f"{GLYPHS['bookmark']} seq {event.seq} bookmarked ({count} in all: ' cycles, a adds a note, "
-                        "p presents)")
+            self._saved(
+                f"{GLYPHS['bookmark']} seq {event.seq} bookmarked ({count} in all: ' cycles, a adds a note, p presents)"
+            )
         else:
             self._saved(f"seq {event.seq}: bookmark removed ({count} left)")
 
@@ -78,8 +87,12 @@ class BookmarksController:
             self._saved(f"seq {event.seq}: note saved" if text.strip() else f"seq {event.seq}: note removed")
 
         hint = "enter saves · empty text removes the note · escape cancels · m bookmarks the event for presenter mode"
-        prompt = PromptScreen(f"Note on seq {event.seq} ({event.kind})", hint, value=current.note if current else "",
-                              placeholder="what happened here, for the team")
+        prompt = PromptScreen(
+            f"Note on seq {event.seq} ({event.kind})",
+            hint,
+            value=current.note if current else "",
+            placeholder="what happened here, for the team",
+        )
         self.parts.app.push_screen(prompt, chosen)
 
     def in_this_journal(self, annotation: Annotation) -> bool:

@@ -51,8 +51,9 @@ class ExportController:
         self.parts.app.push_screen(prompt, chosen)
 
     def export(self, target: Path, fmt: str) -> None:
-        self.parts.run_worker(lambda: self._export(target, fmt), thread=True, exclusive=True, group="export",
-                              exit_on_error=False)
+        self.parts.run_worker(
+            lambda: self._export(target, fmt), thread=True, exclusive=True, group="export", exit_on_error=False
+        )
 
     def _export(self, target: Path, fmt: str) -> None:
         from ...jobs.export import ExportJob, ExportRequest  # export and stats load on the first export

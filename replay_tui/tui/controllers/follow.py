@@ -65,8 +65,9 @@ class FollowController:
         else:
             self.start()
             self.parts.timeline.action_last()
-            status.say("following: new events appear at the end; move up to stop sticking to it, "
-                       "G to stick again (f stops)")
+            status.say(
+                "following: new events appear at the end; move up to stop sticking to it, G to stick again (f stops)"
+            )
 
     def show_event_count(self) -> None:
         journal = self.parts.journal
@@ -114,8 +115,9 @@ class FollowController:
             self.unstuck = True
         if message.message:  # rotation, truncation, replacement: said last, so it is what stays
             said = f"follow: {message.message}"
-            self.parts.app.notify(message.message, title="follow", severity="warning" if message.reset else "information",
-                                  timeout=6)
+            self.parts.app.notify(
+                message.message, title="follow", severity="warning" if message.reset else "information", timeout=6
+            )
         if said:
             self.parts.status.say(said)
         journal_grew = getattr(self.parts.app.screen, "journal_grew", None)  # the stats screen, when open

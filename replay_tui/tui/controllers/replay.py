@@ -115,8 +115,9 @@ class ReplayController:
             self.parts.status.say(f"{out}: the experiment wrote no journal")
             return
         recorded = Path(self.parts.journal.path)
-        screen = CompareScreen(recorded, out, label_a=f"recorded: {recorded.name}",
-                               label_b=f"{last.request.mode}: {out.name}")
+        screen = CompareScreen(
+            recorded, out, label_a=f"recorded: {recorded.name}", label_b=f"{last.request.mode}: {out.name}"
+        )
         self.parts.app.push_screen(screen)
 
     def open_divergence_view(self) -> bool:

@@ -50,17 +50,23 @@ def event_cell(ref_event: object) -> str:
 
 def summary_text(alignment: Alignment, focused: AlignedPair | None) -> str:
     summary = alignment.summary()
-    lines = [f"A: {alignment.a_label} ({alignment.a_events:,} events)   B: {alignment.b_label} ({alignment.b_events:,} events)"]
+    lines = [
+        f"A: {alignment.a_label} ({alignment.a_events:,} events)   B: {alignment.b_label} ({alignment.b_events:,} events)"
+    ]
     if alignment.setup:
         lines.append("run setup differs (not counted): " + ", ".join(alignment.setup))
     if focused is None:
         lines.append("No difference: every event aligns on kind, step, parent, key and logical payload.")
         return "\n".join(lines)
-    lines.append(f"First differing decision: {focused.describe()} — differs in {', '.join(focused.differs_in) or 'presence'}")
+    lines.append(
+        f"First differing decision: {focused.describe()} — differs in {', '.join(focused.differs_in) or 'presence'}"
+    )
     rest = summary["differences"] - 1
     by_kind = ", ".join(f"{safe_line(kind)} {count}" for kind, count in summary["by_kind"].items())
     steps = summary["steps"]
-    shown_steps = ", ".join(safe_line(step, 60) for step in steps[:8]) + (f", … {len(steps) - 8} more" if len(steps) > 8 else "")
+    shown_steps = ", ".join(safe_line(step, 60) for step in steps[:8]) + (
+        f", … {len(steps) - 8} more" if len(steps) > 8 else ""
+    )
     lines.append(
         f"{summary['differences']:,} differences ({rest:,} after it): {summary['changed']:,} changed, "
         f"{summary['only_a']:,} only in A, {summary['only_b']:,} only in B · by kind: {by_kind}"
@@ -139,7 +145,9 @@ class CompareScreen(Screen[None]):
         if message.alignment is None:
             summary.update(Content(safe(f"cannot compare: {message.error}", multiline=True)))
             summary.add_class("-bad")
-            self.notify(safe(str(message.error), multiline=True), title="compare", severity="error", timeout=10, markup=False)
+            self.notify(
+                safe(str(message.error), multiline=True), title="compare", severity="error", timeout=10, markup=False
+            )
             return
         alignment = self.alignment = message.alignment
         self.focused_pair = alignment.first_difference(DECISION_KINDS) or alignment.first_difference()
@@ -176,11 +184,18 @@ class CompareScreen(Screen[None]):
         # Also on a "same" row: run.started setup fields (plugins, config hash) differ without counting.
         found = diff_values(a_payload, b_payload)  # deep-safe, unlike != on 1,024-level payloads
         diff = None if found.empty else found
-        for side, event, payload, change_side in (("a", pair.a, a_payload, "before"), ("b", pair.b, b_payload, "after")):
+        for side, event, payload, change_side in (
+            ("a", pair.a, a_payload, "before"),
+            ("b", pair.b, b_payload, "after"),
+        ):
             title = self.query_one(f"#compare-{side}-title", Static)
             step = safe_line(event.step_id, 80) if event and event.step_id else "run level"
-            title.update(f"seq {event.seq} · {safe_line(event.kind)} · {step}" if event else "no counterpart in this journal")
-            self.query_one(f"#compare-{side}-json", JsonView).show(JsonDocument(payload, diff=diff, side=change_side, empty_text="(nothing)"))
+            title.update(
+                f"seq {event.seq} · {safe_line(event.kind)} · {step}" if event else "no counterpart in this journal"
+            )
+            self.query_one(f"#compare-{side}-json", JsonView).show(
+                JsonDocument(payload, diff=diff, side=change_side, empty_text="(nothing)")
+            )
 
     def _move_to_difference(self, direction: int) -> None:
         table = self.query_one(DataTable)

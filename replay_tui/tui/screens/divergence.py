@@ -108,14 +108,28 @@ class DivergenceScreen(Screen[int | None]):
         yield Static(Content("\n".join(header_lines(report, self.label))), id="divergence-header")
         with Horizontal(id="divergence-sides"):
             for side, ref, missing, payload, change_side in (
-                ("expected", report.expected, f"nothing: the journal has no event at seq {report.seq}", report.expected_payload, "before"),
-                ("actual", report.actual, "nothing: the agent produced no event here", sorted_keys(report.actual_payload), "after"),
+                (
+                    "expected",
+                    report.expected,
+                    f"nothing: the journal has no event at seq {report.seq}",
+                    report.expected_payload,
+                    "before",
+                ),
+                (
+                    "actual",
+                    report.actual,
+                    "nothing: the agent produced no event here",
+                    sorted_keys(report.actual_payload),
+                    "after",
+                ),
             ):
                 with Vertical(classes="side", id=f"divergence-{side}") as box:
                     box.border_title = "Expected (journal)" if side == "expected" else "Actual (agent now)"
                     yield Static(Content(ref_text(ref, missing)), classes="side-title")
                     view = JsonView(id=f"divergence-{side}-json")
-                    view.document = JsonDocument(payload, diff=self.payload_diff, side=change_side, empty_text="(nothing)")
+                    view.document = JsonDocument(
+                        payload, diff=self.payload_diff, side=change_side, empty_text="(nothing)"
+                    )
                     yield view
         with Horizontal(id="divergence-lower"):
             with VerticalScroll(id="divergence-diff") as diff_box:
@@ -130,7 +144,11 @@ class DivergenceScreen(Screen[int | None]):
     def _diff_text(self) -> str:
         lines = list(self.report.diff_lines)
         if not lines:
-            lines = ["(the logical payloads are equal: the events differ in " + (", ".join(self.report.mismatched) or "their envelope") + ")"]
+            lines = [
+                "(the logical payloads are equal: the events differ in "
+                + (", ".join(self.report.mismatched) or "their envelope")
+                + ")"
+            ]
         if self.report.agent_traceback:
             lines += ["", "the agent raised:", *self.report.agent_traceback]
         return "\n".join(safe_line(line, 2_000) for line in lines)
@@ -152,7 +170,11 @@ class DivergenceScreen(Screen[int | None]):
             chain = CausalIndex(self.journal).chain_to_root(position)
             state = StateHistory(self.journal).at(position)
         else:  # the journal ended before this seq: the chain the report carries
-            chain = [p for p in (self.journal.position_of_seq(ref.seq) for ref in self.report.causal_chain if ref.seq) if p is not None]
+            chain = [
+                p
+                for p in (self.journal.position_of_seq(ref.seq) for ref in self.report.causal_chain if ref.seq)
+                if p is not None
+            ]
         self.post_message(DivergenceLoaded(position, chain, state))
 
     @on(DivergenceLoaded)
@@ -163,7 +185,9 @@ class DivergenceScreen(Screen[int | None]):
             pane.show_state(message.state)
         else:
             before = safe_line(self.report.state_before or "unknown")
-            pane.query_one(".state-status", Static).update(Content(f"state before: {before} (no recorded event at this seq)"))
+            pane.query_one(".state-status", Static).update(
+                Content(f"state before: {before} (no recorded event at this seq)")
+            )
         tree = self.query_one(CausalTree)
         if message.chain:
             selected = tree.show_chain(message.chain)
@@ -185,4 +209,3 @@ class DivergenceScreen(Screen[int | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
-

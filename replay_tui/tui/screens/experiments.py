@@ -92,8 +92,17 @@ class ExperimentsScreen(ModalScreen[ReplayRequest | None]):
                 yield RadioButton("tools-live: recorded model answers on live tools", id="mode-tools-live")
             yield Static(MODE_HELP[MODEL_LIVE], id="experiments-mode-help", markup=False)
             yield Label("Harness config whose plugins go live")
-            options = [(str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path), str(path)) for path in self.configs]
-            yield Select(options, prompt="configs found near the journal", id="experiments-config-choice", allow_blank=True, compact=True)
+            options = [
+                (str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path), str(path))
+                for path in self.configs
+            ]
+            yield Select(
+                options,
+                prompt="configs found near the journal",
+                id="experiments-config-choice",
+                allow_blank=True,
+                compact=True,
+            )
             yield Input(placeholder="path/to/config.toml", id="experiments-config", compact=True)
             yield Label("Agent entry point (empty = as recorded)")
             yield Input(value=self.request.agent or "", placeholder="module:attr", id="experiments-agent", compact=True)

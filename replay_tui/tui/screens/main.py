@@ -157,14 +157,24 @@ class MainScreen(Screen[None]):
         return self.query_one(ReplayPanel)
 
     def on_mount(self) -> None:
-        parts = ScreenParts(self.app, self.journal, self.timeline, self.status, self.header, self._goto_seq,
-                            self.post_message, self.run_worker)
-        self.follower = FollowController(parts, self.live, check_chain=self.check_chain,
-                                         journal_reset=self._journal_reset)
+        parts = ScreenParts(
+            self.app,
+            self.journal,
+            self.timeline,
+            self.status,
+            self.header,
+            self._goto_seq,
+            self.post_message,
+            self.run_worker,
+        )
+        self.follower = FollowController(
+            parts, self.live, check_chain=self.check_chain, journal_reset=self._journal_reset
+        )
         self.bookmarks = BookmarksController(parts)
         self.exporter = ExportController(parts)
-        self.replays = ReplayController(parts, self.replay_panel, replay_agent=self.replay_agent,
-                                        set_replay_marks=self.set_replay_marks)
+        self.replays = ReplayController(
+            parts, self.replay_panel, replay_agent=self.replay_agent, set_replay_marks=self.set_replay_marks
+        )
         self.marks = WalkthroughMarks(self.bookmarks.annotations, self.live.secret_seqs)
         self.timeline.mark_source = self.marks.of
         self.header.set_first_event(None, self.journal.path.name)
@@ -185,13 +195,16 @@ class MainScreen(Screen[None]):
     def index_journal(self) -> None:
         worker = get_current_worker()
         started = time.perf_counter()
+
         def report(done: int, total: int) -> None:
             self.post_message(IndexProgress(len(self.journal), done, total))
 
         progress = throttled(report, PROGRESS_EVERY_S)
         try:
             # One small batch first so the first screen does not wait for a big one.
-            self.journal.index(cancelled=lambda: worker.is_cancelled or len(self.journal) > 0, batch_bytes=FIRST_BATCH_BYTES)
+            self.journal.index(
+                cancelled=lambda: worker.is_cancelled or len(self.journal) > 0, batch_bytes=FIRST_BATCH_BYTES
+            )
             self.post_message(IndexProgress(len(self.journal), self.journal.line_count, self.journal.known_bytes()))
             self.journal.index(progress=progress, cancelled=lambda: worker.is_cancelled, batch_bytes=BATCH_BYTES)
         except JournalError as error:
@@ -402,7 +415,14 @@ class MainScreen(Screen[None]):
 
         last = self.journal.try_event(len(self.journal) - 1) if len(self.journal) else None
         span = f"seq 1 to {last.seq}" if isinstance(last, Event) else "no events yet"
-        self.app.push_screen(PromptScreen("Go to seq", f"{span}{' (still indexing)' if self.indexing else ''}; enter to go, escape to cancel", placeholder="seq"), chosen)
+        self.app.push_screen(
+            PromptScreen(
+                "Go to seq",
+                f"{span}{' (still indexing)' if self.indexing else ''}; enter to go, escape to cancel",
+                placeholder="seq",
+            ),
+            chosen,
+        )
 
     def _quick_position(self, seq: int) -> int | None:
         """O(1) lookup for a healthy journal; None means ask the worker."""
@@ -454,9 +474,15 @@ class MainScreen(Screen[None]):
             self.timeline.set_query(query)
             self.run_search(query, self.timeline.cursor, 1, f"/{text}")
 
-        hint = "words and filters, all must match: " + ", ".join(f"{name}:" for name in FIELD_HELP) + " — e.g. kind:tool.result tool:customer_query"
+        hint = (
+            "words and filters, all must match: "
+            + ", ".join(f"{name}:" for name in FIELD_HELP)
+            + " — e.g. kind:tool.result tool:customer_query"
+        )
         previous = self.query_.source if self.query_ else ""
-        self.app.push_screen(PromptScreen("Search", hint, value=previous, placeholder="kind:tool.result timeout"), chosen)
+        self.app.push_screen(
+            PromptScreen("Search", hint, value=previous, placeholder="kind:tool.result timeout"), chosen
+        )
 
     def action_search_next(self) -> None:
         self._repeat_search(1)
@@ -501,13 +527,19 @@ class MainScreen(Screen[None]):
             self._queued_repeats = 0
             for worker in running:
                 worker.cancel()
-            self.status.say("search cancelled" if running[0].group == "search" else "filter stopped (showing the matches found so far)")
+            self.status.say(
+                "search cancelled"
+                if running[0].group == "search"
+                else "filter stopped (showing the matches found so far)"
+            )
         elif self.filter_stack and self.timeline.rows is not None:
             removed = self.filter_stack.pop()
             if self.filter_stack:  # one filter at a time comes off the stack
                 self.filter_query = stacked_query(self.filter_stack)
                 self.run_filter(self.filter_query)
-                self.status.say(f"filter {removed.source} removed; {len(self.filter_stack)} left (escape removes the next)")
+                self.status.say(
+                    f"filter {removed.source} removed; {len(self.filter_stack)} left (escape removes the next)"
+                )
             else:
                 self.filter_query = None
                 self.timeline.set_rows(None)
@@ -539,8 +571,9 @@ class MainScreen(Screen[None]):
             self.run_filter(self.filter_query)
 
         on = " & ".join(q.source for q in self.filter_stack) if self.timeline.rows is not None else ""
-        hint = ("adds a filter on top of: " + on if on else "show only matching events (same words and filters as /)") \
-            + "; escape in the timeline removes the last filter"
+        hint = (
+            "adds a filter on top of: " + on if on else "show only matching events (same words and filters as /)"
+        ) + "; escape in the timeline removes the last filter"
         self.app.push_screen(PromptScreen("Filter the timeline", hint, placeholder="kind:tool is:error"), chosen)
 
     @work(thread=True, exclusive=True, group="filter", exit_on_error=False)
@@ -553,8 +586,13 @@ class MainScreen(Screen[None]):
             self.post_message(FilterProgress(query, found, scanned, complete=False))
 
         request = FilterRequest(self.journal, query, self.replay_marks, on_rows=show, rows=rows)
-        run = JobRun(FilterJob(), request, progress=lambda done, _total: show(rows, done), every_s=FILTER_PROGRESS_S,
-                     cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
+        run = JobRun(
+            FilterJob(),
+            request,
+            progress=lambda done, _total: show(rows, done),
+            every_s=FILTER_PROGRESS_S,
+            cancelled=self.input_clock.politely(lambda: worker.is_cancelled),
+        )
         try:
             run.result()
         except JobCancelled:
@@ -569,8 +607,12 @@ class MainScreen(Screen[None]):
         total = len(self.journal)
         if message.complete:
             # the counts first: a narrow pane cuts the end of its title, and a stack of filters is long
-            self.timeline.border_title = f"Timeline · {len(message.rows):,} of {total:,} · filter {message.query.source}"
-            self.status.say(f"filter: {len(message.rows):,} matching event{'' if len(message.rows) == 1 else 's'} (escape shows all again)")
+            self.timeline.border_title = (
+                f"Timeline · {len(message.rows):,} of {total:,} · filter {message.query.source}"
+            )
+            self.status.say(
+                f"filter: {len(message.rows):,} matching event{'' if len(message.rows) == 1 else 's'} (escape shows all again)"
+            )
         else:
             self.timeline.border_title = f"Timeline · {len(message.rows):,} so far · filtering {message.query.source}…"
             self.status.say(f"filtering… {message.scanned:,} of {total:,} events scanned (escape stops)")
@@ -585,8 +627,13 @@ class MainScreen(Screen[None]):
             self.post_message(JobProgress("search", text, done, total))
 
         request = SearchRequest(self.journal, query, start, direction, self.replay_marks)
-        run = JobRun(SearchJob(), request, progress=progress, every_s=SEARCH_PROGRESS_S,
-                     cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
+        run = JobRun(
+            SearchJob(),
+            request,
+            progress=progress,
+            every_s=SEARCH_PROGRESS_S,
+            cancelled=self.input_clock.politely(lambda: worker.is_cancelled),
+        )
         try:
             position = run.result()
         except JobCancelled:
@@ -598,7 +645,9 @@ class MainScreen(Screen[None]):
         wrapped = (position <= start) if direction > 0 else (position >= start)
         event = self.journal.try_event(position)
         where = f"seq {event.seq}" if isinstance(event, Event) else f"position {position + 1}"
-        note = " (wrapped around)" if wrapped and position != start else " (the only match)" if position == start else ""
+        note = (
+            " (wrapped around)" if wrapped and position != start else " (the only match)" if position == start else ""
+        )
         self.post_message(SearchFinished(position, f"{label}: {where}{note}{scope}"))
 
     # -- divergence (fed by replay results) ------------------------------------
@@ -635,7 +684,9 @@ class MainScreen(Screen[None]):
 
     def _watch(self, direction: int) -> None:
         focused = self.focused
-        pane = next((p for p in self.query(StatePane) if focused is not None and p in focused.ancestors_with_self), None)
+        pane = next(
+            (p for p in self.query(StatePane) if focused is not None and p in focused.ancestors_with_self), None
+        )
         if pane is not None:
             pointer = pane.view.cursor_pointer
             if pointer is None:
@@ -657,11 +708,15 @@ class MainScreen(Screen[None]):
         worker = get_current_worker()
         label = f"watching {pointer or '/ (whole state)'}"
         self.post_message(Notice(f"{label}: looking for the {'next' if direction > 0 else 'previous'} change…"))
-        position = find_change(self.journal, pointer, start, direction, cancelled=self.input_clock.politely(lambda: worker.is_cancelled))
+        position = find_change(
+            self.journal, pointer, start, direction, cancelled=self.input_clock.politely(lambda: worker.is_cancelled)
+        )
         if worker.is_cancelled:
             return
         if position is None:
-            self.post_message(Notice(f"{label}: no {'later' if direction > 0 else 'earlier'} change (W/w go the other way)"))
+            self.post_message(
+                Notice(f"{label}: no {'later' if direction > 0 else 'earlier'} change (W/w go the other way)")
+            )
             return
         event = self.journal.try_event(position)
         seq = event.seq if isinstance(event, Event) else position + 1
@@ -688,8 +743,10 @@ class MainScreen(Screen[None]):
     def _secrets_scanned(self, message: SecretsScanned) -> None:
         if message.seqs:
             self.timeline.invalidate()
-            self.status.say(f"secret scan: {len(message.seqs):,} events may hold a secret redaction missed "
-                            f"(marked {GLYPHS[SECRET]}; replay-tui scan lists them)")
+            self.status.say(
+                f"secret scan: {len(message.seqs):,} events may hold a secret redaction missed "
+                f"(marked {GLYPHS[SECRET]}; replay-tui scan lists them)"
+            )
 
     @on(JsonView.SecretsShown)
     def _secrets_shown(self, message: JsonView.SecretsShown) -> None:

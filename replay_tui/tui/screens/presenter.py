@@ -78,7 +78,11 @@ class PresenterScreen(Screen[int | None]):
             with VerticalScroll(id="presenter-chain") as chain:
                 chain.border_title = "How it came to this (root cause first)"
                 yield Static("", id="presenter-chain-text", markup=False)
-            yield Static("→ / space next · ← previous · home/end first/last · escape back to the debugger at this event", id="presenter-keys", markup=False)
+            yield Static(
+                "→ / space next · ← previous · home/end first/last · escape back to the debugger at this event",
+                id="presenter-keys",
+                markup=False,
+            )
 
     def on_mount(self) -> None:
         self.show_page()
@@ -95,11 +99,15 @@ class PresenterScreen(Screen[int | None]):
     def show_page(self) -> None:
         annotation = self.current
         position, event = self._event(annotation)
-        self.query_one("#presenter-position", Static).update(f"bookmark {self.page + 1} of {len(self.bookmarks)} · seq {annotation.seq} · {safe_line(annotation.kind)}")
+        self.query_one("#presenter-position", Static).update(
+            f"bookmark {self.page + 1} of {len(self.bookmarks)} · seq {annotation.seq} · {safe_line(annotation.kind)}"
+        )
         note, _ = mask_secrets(annotation.note) if annotation.note else ("(no note: a adds one in the debugger)", 0)
         self.query_one("#presenter-note", Static).update(Text(safe(str(note), multiline=True), justify="center"))
         summary = summary_of(event) if event else "not in this journal"
-        self.query_one("#presenter-event", Static).update(f"seq {annotation.seq}  {safe_line(annotation.kind)}  {summary}")
+        self.query_one("#presenter-event", Static).update(
+            f"seq {annotation.seq}  {safe_line(annotation.kind)}  {summary}"
+        )
         self.chain = None
         self.query_one("#presenter-chain-text", Static).update("following the causal chain…")
         if position is not None:

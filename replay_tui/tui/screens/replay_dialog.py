@@ -41,9 +41,16 @@ class ReplayDialog(ModalScreen[ReplayRequest | None]):
         with Vertical(id="replay-dialog") as box:
             box.border_title = "Strict replay in a network-isolated child"
             yield Label("Agent entry point, module:attr (empty: the one the journal recorded)")
-            yield Input(value=self.request.agent or "", placeholder=self.recorded_agent or "package.module:agent", id="replay-agent", compact=True)
+            yield Input(
+                value=self.request.agent or "",
+                placeholder=self.recorded_agent or "package.module:agent",
+                id="replay-agent",
+                compact=True,
+            )
             yield Label("Extra import path for the agent (optional; the current directory is always on it)")
-            yield Input(value=" ".join(self.request.agent_path), placeholder="src", id="replay-agent-path", compact=True)
+            yield Input(
+                value=" ".join(self.request.agent_path), placeholder="src", id="replay-agent-path", compact=True
+            )
             yield Label("Timeout in seconds")
             yield Input(value=f"{self.request.timeout_s:g}", id="replay-timeout", compact=True)
             yield Static("", id="replay-dialog-error", markup=False)

@@ -36,7 +36,9 @@ def report_sections(result: ReplayResult) -> list[tuple[str, list[str]]]:
     summary.append(f"child: {', '.join(timing + [describe_exit(outcome.child_exit)])}")
     summary.append(f"agent: {result.request.agent or 'as recorded in run.started'}")
     if outcome.status == MATCH and outcome.experiment is None:
-        summary.append(f"checked: {outcome.state_checks} state hashes, {outcome.observations_served} observations served from the journal")
+        summary.append(
+            f"checked: {outcome.state_checks} state hashes, {outcome.observations_served} observations served from the journal"
+        )
     if outcome.out:
         summary.append(f"experiment journal: {outcome.out}")
     sections.append(("Result", summary))
@@ -46,7 +48,10 @@ def report_sections(result: ReplayResult) -> list[tuple[str, list[str]]]:
         lines += list(error.get("traceback") or [])[-SHOWN_LINES:]
         sections.append(("Child error", lines))
     if outcome.divergence is not None:
-        lines = [line.replace("(see --json)", "(d shows the whole chain)") for line in outcome.divergence.to_text().splitlines()]
+        lines = [
+            line.replace("(see --json)", "(d shows the whole chain)")
+            for line in outcome.divergence.to_text().splitlines()
+        ]
         sections.append(("Divergence (d opens the divergence view)", lines[:SHOWN_LINES]))
     if outcome.experiment:
         experiment = outcome.experiment
@@ -59,7 +64,11 @@ def report_sections(result: ReplayResult) -> list[tuple[str, list[str]]]:
             )
         lines.append(f"live calls: {len(outcome.live_calls)}")
         sections.append(("Experiment", lines))
-    isolation = [outcome.isolation.summary] if outcome.isolation else ["unknown: the child ended before it reported its isolation"]
+    isolation = (
+        [outcome.isolation.summary]
+        if outcome.isolation
+        else ["unknown: the child ended before it reported its isolation"]
+    )
     if outcome.refusals:
         isolation.append(f"refused network access ({len(outcome.refusals)}):")
         isolation += [f"  {refusal}" for refusal in outcome.refusals[:20]]

@@ -77,13 +77,13 @@ class StatsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def collect(self) -> None:
         worker = get_current_worker()
+
         def progress(done: int, total: int) -> None:
             self.post_message(StatsProgress(done, total))
 
         job: StatsJob[tuple[RunStats, Group]] = StatsJob()
         request = StatsRequest(self.live, max(60, self.size.width - 4))
-        run = JobRun(job, request, progress=progress, every_s=PROGRESS_EVERY_S,
-                     cancelled=lambda: worker.is_cancelled)
+        run = JobRun(job, request, progress=progress, every_s=PROGRESS_EVERY_S, cancelled=lambda: worker.is_cancelled)
         try:
             stats, rendered = run.result()
         except JobCancelled:
@@ -93,14 +93,18 @@ class StatsScreen(Screen[None]):
     @on(StatsProgress)
     def _progress(self, message: StatsProgress) -> None:
         share = message.done / message.total if message.total else 1.0
-        self.query_one("#stats-status", Static).update(f"collecting stats… {message.done:,} of {message.total:,} events ({share:.0%}) · escape goes back and stops")
+        self.query_one("#stats-status", Static).update(
+            f"collecting stats… {message.done:,} of {message.total:,} events ({share:.0%}) · escape goes back and stops"
+        )
 
     @on(StatsReady)
     def _ready(self, message: StatsReady) -> None:
         self.shown_events = message.events
         self.query_one("#stats-body", Static).update(message.rendered)
         following = " · updates while following" if getattr(self.app.screen_stack[0], "follow", False) else ""
-        self.query_one("#stats-status", Static).update(f"{message.events:,} events{following} · j/k scroll · escape back")
+        self.query_one("#stats-status", Static).update(
+            f"{message.events:,} events{following} · j/k scroll · escape back"
+        )
 
     def journal_grew(self) -> None:
         """Follow mode added events: collect them, at most once a second."""

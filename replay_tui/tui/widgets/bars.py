@@ -107,7 +107,9 @@ class RunHeader(Static):
 
     def _update(self) -> None:
         status, summary = self.chain
-        style = {"verified": "$success", "broken": "$error", "error": "$error", "absent": "$warning"}.get(status, "$foreground-muted")
+        style = {"verified": "$success", "broken": "$error", "error": "$error", "absent": "$warning"}.get(
+            status, "$foreground-muted"
+        )
         first = Content.from_markup(
             f"[b]$run[/b]  agent [b]$agent[/b]  chain [{style}]$summary[/]  [dim]$name[/dim]",
             run=safe_line(self.run_id, 80),

@@ -85,7 +85,10 @@ class CausalTree(Tree[NodeData]):
         for number, position in enumerate(chain):
             if elide and hidden > 1 and CHAIN_HEAD <= number < CHAIN_HEAD + hidden:
                 if number == CHAIN_HEAD:
-                    first, last = self.label_of(chain[number]).split()[0], self.label_of(chain[number + hidden - 1]).split()[0]
+                    first, last = (
+                        self.label_of(chain[number]).split()[0],
+                        self.label_of(chain[number + hidden - 1]).split()[0],
+                    )
                     parent = parent.add(
                         f"⋯ {hidden} causes between (seq {first} … {last}; enter to show)",
                         data=NodeData(None, loaded=True, shows_elided_chain=True),

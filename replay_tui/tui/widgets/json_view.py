@@ -80,9 +80,27 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
             big = len(value) > MANY_ITEMS
             if is_folded(pointer, big):
                 noun = "keys" if isinstance(value, dict) else "items"
-                lines.append(JsonLine(pointer, [pad, *prefix, (f"{opener}… {len(value)} {noun} (enter to unfold){closer}{comma}", "json--punct")], change_of(pointer, True), fold=pointer))
+                lines.append(
+                    JsonLine(
+                        pointer,
+                        [
+                            pad,
+                            *prefix,
+                            (f"{opener}… {len(value)} {noun} (enter to unfold){closer}{comma}", "json--punct"),
+                        ],
+                        change_of(pointer, True),
+                        fold=pointer,
+                    )
+                )
                 return
-            lines.append(JsonLine(pointer, [pad, *prefix, (opener, "json--punct")], change_of(pointer, False), fold=pointer if pointer else None))
+            lines.append(
+                JsonLine(
+                    pointer,
+                    [pad, *prefix, (opener, "json--punct")],
+                    change_of(pointer, False),
+                    fold=pointer if pointer else None,
+                )
+            )
             items: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
             last = len(value) - 1
             pending: list[JsonLine | tuple[list[tuple[str, str]], Any, str, int, str]] = []
@@ -98,12 +116,18 @@ def build_lines(document: JsonDocument, unfolded: set[str], folded: set[str]) ->
             stack.extend(reversed(pending))
             return
         text = json_text(value)
-        style = "json--string" if isinstance(value, str) else "json--number" if isinstance(value, (int, float)) and not isinstance(value, bool) else "json--punct"
+        style = (
+            "json--string"
+            if isinstance(value, str)
+            else "json--number"
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            else "json--punct"
+        )
         fold = None
         if isinstance(value, str) and len(text) > LONG_STRING:
             fold = pointer
             if is_folded(pointer, True):
-                text = f"{text[:LONG_STRING - 40]}…\" (+{len(text) - LONG_STRING + 40} chars, enter to unfold)"
+                text = f'{text[: LONG_STRING - 40]}…" (+{len(text) - LONG_STRING + 40} chars, enter to unfold)'
         lines.append(JsonLine(pointer, [pad, *prefix, (text + comma, style)], change_of(pointer, False), fold=fold))
 
     if document.value is None and document.empty_text:
@@ -134,7 +158,9 @@ def _restore(masked: Any, original: Any, pointer: str) -> Any:
         index = list(masked).index(segment)
         original_key = list(original)[index]
         child = _restore(masked[segment], original[original_key], "/" + rest if rest else "")
-        return {original_key if key == segment else key: child if key == segment else item for key, item in masked.items()}
+        return {
+            original_key if key == segment else key: child if key == segment else item for key, item in masked.items()
+        }
     return masked
 
 
@@ -267,8 +293,10 @@ class JsonView(ScrollView, can_focus=True):
         self.wrap = not self.wrap
         self.scroll_to(x=0, animate=False, immediate=True)
         self._rebuild(pointer)
-        self.notify("long lines wrap (o: one line each, ←/→ scroll)" if self.wrap else "one line each: ←/→ scroll (o wraps)",
-                    timeout=3)
+        self.notify(
+            "long lines wrap (o: one line each, ←/→ scroll)" if self.wrap else "one line each: ←/→ scroll (o wraps)",
+            timeout=3,
+        )
 
     def on_resize(self) -> None:
         if self.wrap:

@@ -89,7 +89,9 @@ class EventDetail(Vertical):
     def view(self) -> JsonView:
         return self.query_one(JsonView)
 
-    def show_event(self, journal: Journal, position: int, event: Event | JournalError, replay: ReplayMarks | None = None) -> None:
+    def show_event(
+        self, journal: Journal, position: int, event: Event | JournalError, replay: ReplayMarks | None = None
+    ) -> None:
         if isinstance(event, JournalError):
             self.border_title = "Event (unreadable)"
             self.view.show(
@@ -110,5 +112,8 @@ class EventDetail(Vertical):
             ("payload:", "json--key"),
         ]
         if marks:
-            header.insert(3, ("marks: " + ", ".join(marks), "json--status-bad" if "error" in marks or "divergent" in marks else ""))
+            header.insert(
+                3,
+                ("marks: " + ", ".join(marks), "json--status-bad" if "error" in marks or "divergent" in marks else ""),
+            )
         self.view.show(JsonDocument(event.payload, header=header, empty_text="{}"))

@@ -55,7 +55,9 @@ def brief(value: Any) -> str:
         if "hash" in value:
             return f"{value.get('source')} {str(value.get('hash'))[:19]}…"
         if "version" in value and "implementation" in value:
-            return f"{value.get('implementation')} {value.get('version')} {value.get('platform')}/{value.get('machine')}"
+            return (
+                f"{value.get('implementation')} {value.get('version')} {value.get('platform')}/{value.get('machine')}"
+            )
         if "utc_offset_s" in value:
             return f"{value.get('name')} (UTC{int(value.get('utc_offset_s') or 0) / 3600:+g}h)"
         return json.dumps(value, sort_keys=True)

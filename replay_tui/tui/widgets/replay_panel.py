@@ -41,7 +41,12 @@ TICK_S = 0.5
 POST_EVERY_S = 0.25  # progress reaches the UI at most this often, whatever the child sends
 BAR_WIDTH = 60
 CHILD_NICENESS = 10
-PHASE_LABELS = {"verify": "verifying the journal", "load": "child loading the journal", "fast-forward": "fast-forwarding", "replay": "replaying"}
+PHASE_LABELS = {
+    "verify": "verifying the journal",
+    "load": "child loading the journal",
+    "fast-forward": "fast-forwarding",
+    "replay": "replaying",
+}
 
 
 @dataclass
@@ -140,7 +145,11 @@ def failed_outcome(spec: ReplaySpec, error: BaseException) -> ReplayOutcome:
         status=FAILED,
         journal=spec.journal,
         mode=spec.mode,
-        error={"kind": "internal", "message": f"could not start the replay child: {type(error).__name__}: {error}", "traceback": []},
+        error={
+            "kind": "internal",
+            "message": f"could not start the replay child: {type(error).__name__}: {error}",
+            "traceback": [],
+        },
     )
 
 
@@ -268,10 +277,14 @@ class ReplayPanel(Vertical):
                 summary = isolation.get("summary") if isinstance(isolation, dict) else None
                 self.post_message(ReplayChildStarted(str(summary or "isolation unknown")))
 
-        self.runner = ReplayRunner(spec, timeout_s=request.timeout_s, on_progress=on_progress, on_message=on_message, cwd=os.getcwd())
+        self.runner = ReplayRunner(
+            spec, timeout_s=request.timeout_s, on_progress=on_progress, on_message=on_message, cwd=os.getcwd()
+        )
         self.started = time.perf_counter()
         self.add_class("-shown")
-        self.line.set(label=f"{request.label}: starting the child…", consumed=0, total=0, seq=None, unit="events", failed=False)
+        self.line.set(
+            label=f"{request.label}: starting the child…", consumed=0, total=0, seq=None, unit="events", failed=False
+        )
         result = self.query_one("#replay-result", Static)
         result.set_classes("")
         result.update(f"agent {request.agent or '(as recorded)'} · escape cancels")
@@ -318,9 +331,13 @@ class ReplayPanel(Vertical):
         progress = message.progress
         phase = PHASE_LABELS.get(progress.phase, progress.phase)
         label = f"{self.request.label if self.request else 'replay'}: {phase}"
-        self.line.elapsed = replay_format.elapsed_text(time.perf_counter() - self.started)  # repainted with the progress below
+        self.line.elapsed = replay_format.elapsed_text(
+            time.perf_counter() - self.started
+        )  # repainted with the progress below
         if progress.phase in ("replay", "fast-forward") and progress.total:
-            self.line.set(label=label, consumed=progress.consumed, total=progress.total, seq=progress.seq, unit="events")
+            self.line.set(
+                label=label, consumed=progress.consumed, total=progress.total, seq=progress.seq, unit="events"
+            )
         elif progress.phase == "load" and progress.total:
             self.line.set(label=label, consumed=progress.consumed, total=progress.total, seq=None, unit="bytes")
         else:
@@ -329,7 +346,9 @@ class ReplayPanel(Vertical):
     @on(ReplayChildStarted)
     def _child_started(self, message: ReplayChildStarted) -> None:
         if self.runner is not None and self.request is not None:
-            self.query_one("#replay-result", Static).update(f"isolation: {message.isolation} · agent {self.request.agent or '(as recorded)'} · escape cancels")
+            self.query_one("#replay-result", Static).update(
+                f"isolation: {message.isolation} · agent {self.request.agent or '(as recorded)'} · escape cancels"
+            )
 
     @on(ReplayFinished)
     def _finished(self, message: ReplayFinished) -> None:

@@ -253,12 +253,29 @@ class Timeline(ScrollView, can_focus=True):
         if row >= self.shown:
             if row == self.shown and (self.indexing if self.rows is None else not self.rows_complete):
                 text = " opening journal…" if not self.count else " indexing…" if self.rows is None else " filtering…"
-                return Strip([Segment(text.ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(0, width)
+                return Strip([Segment(text.ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(
+                    0, width
+                )
             if row == 0 and self.rows is not None:
-                return Strip([Segment(" no event matches the filter (escape clears it)".ljust(width), self.rich_style + self._style("timeline--placeholder"))]).crop(0, width)
+                return Strip(
+                    [
+                        Segment(
+                            " no event matches the filter (escape clears it)".ljust(width),
+                            self.rich_style + self._style("timeline--placeholder"),
+                        )
+                    ]
+                ).crop(0, width)
             return Strip.blank(width, self.rich_style)
         position = self.position_at(row)
-        key = (position, width, position == self.cursor, self._generation, self.show_time, self.sideways, self.folds is not None)
+        key = (
+            position,
+            width,
+            position == self.cursor,
+            self._generation,
+            self.show_time,
+            self.sideways,
+            self.folds is not None,
+        )
         strip = self._strips.get(key)
         if strip is None:
             strip = self._strips[key] = self._render_row(position, width, position == self.cursor)
@@ -279,7 +296,10 @@ class Timeline(ScrollView, can_focus=True):
         def styled(text: str, part: str | None = None) -> Segment:
             return Segment(text, base + (self._style(part) if part else Style()) + cursor)
 
-        glyphs = [*(self.mark_source(event) if self.mark_source is not None else ()), *((glyph, mark) for mark, glyph in MARK_GLYPHS if mark in marks)][:2]
+        glyphs = [
+            *(self.mark_source(event) if self.mark_source is not None else ()),
+            *((glyph, mark) for mark, glyph in MARK_GLYPHS if mark in marks),
+        ][:2]
         segments = [styled(" ")]
         segments.extend(styled(glyph, f"timeline--{mark}") for glyph, mark in glyphs)
         segments.append(styled(" " * (3 - len(glyphs))))
@@ -296,13 +316,13 @@ class Timeline(ScrollView, can_focus=True):
             segments.append(styled(f"{safe_line(event.kind):<{KIND_WIDTH}} ", kind_part))
             step = safe_line(event.step_id) if event.step_id else "–"
             if len(step) > STEP_WIDTH:
-                step = "…" + step[-(STEP_WIDTH - 1):]
+                step = "…" + step[-(STEP_WIDTH - 1) :]
             segments.append(styled(f"{step:<{STEP_WIDTH}} ", "timeline--step"))
             fold = self.folds.get(row) if self.folds is not None else None
             if fold is not None and fold.count > 1:
                 segments.append(styled(f"▸ {fold.count} events{fold.duration_text()} · ", "timeline--step"))
             summary = summary_of(event)
-            segments.append(styled("…" + summary[self.sideways:] if self.sideways else summary))
+            segments.append(styled("…" + summary[self.sideways :] if self.sideways else summary))
         return Strip(segments).crop_extend(0, width, base + cursor)
 
     # -- time column, sideways scroll, folding by step ----------------------------
@@ -331,8 +351,12 @@ class Timeline(ScrollView, can_focus=True):
     def action_toggle_time(self) -> None:
         self.show_time = not self.show_time
         self.refresh()
-        self.notify("time column: offset from the run's start and duration (i hides it)" if self.show_time
-                    else "time column hidden (i shows it)", timeout=3)
+        self.notify(
+            "time column: offset from the run's start and duration (i hides it)"
+            if self.show_time
+            else "time column hidden (i shows it)",
+            timeout=3,
+        )
 
     def action_scroll_sideways(self, columns: int) -> None:
         self.sideways = max(0, self.sideways + columns)

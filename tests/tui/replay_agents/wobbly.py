@@ -51,7 +51,9 @@ class WobblyAgent(StepAgent):
             print(f"wobbly: native crash in step {state['done'] + 1}", file=sys.stderr, flush=True)
             os.abort()
         time.sleep(float(os.environ.get("WOBBLY_SLEEP_S", "0")))
-        response = h.model({"model": "wobbly", "messages": [{"role": "user", "content": f"{state['done']}/{state['goal']}"}]})
+        response = h.model(
+            {"model": "wobbly", "messages": [{"role": "user", "content": f"{state['done']}/{state['goal']}"}]}
+        )
         if not response["tool_calls"]:
             return Done(output=response["content"])
         for call in response["tool_calls"]:
