@@ -165,15 +165,11 @@ def replay_on_node(spec: ReplaySpec, files: dict[str, bytes], timeout_s: float |
 def lost_worker_outcome(spec: ReplaySpec, error: BaseException) -> ReplayOutcome:
     """A journal whose Ray task died (worker or node) even after its retry: crashed, never a match."""
     reason = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
-    return ReplayOutcome(
+    return ReplayOutcome.failed(
+        spec,
+        "worker_lost",
+        f"the Ray task died {RAY_TASK_RETRIES + 1} time(s) ({type(error).__name__}): {reason}",
         status=CRASHED,
-        journal=spec.journal,
-        mode=spec.mode,
-        error={
-            "kind": "worker_lost",
-            "message": f"the Ray task died {RAY_TASK_RETRIES + 1} time(s) ({type(error).__name__}): {reason}",
-            "traceback": [],
-        },
         stderr_tail=[f"Ray: {type(error).__name__}: {reason}"],
     )
 

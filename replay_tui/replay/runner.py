@@ -181,6 +181,13 @@ class ReplayOutcome:
         ]
         return cls(**values)
 
+    @classmethod
+    def failed(cls, spec: ReplaySpec, kind: str, message: str, *, status: str = FAILED, **fields: Any) -> ReplayOutcome:
+        """The outcome of a run that never reached a verdict (its child could not start, its worker
+        was lost): never a match, and the error says why in ``message``."""
+        error = {"kind": kind, "message": message, "traceback": []}
+        return cls(status=status, journal=spec.journal, mode=spec.mode, error=error, **fields)
+
     def headline(self) -> str:
         if self.experiment is not None:
             return self._experiment_headline()
