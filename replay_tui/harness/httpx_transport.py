@@ -53,7 +53,8 @@ from ..journal.http_shape import (
     IGNORED_RESPONSE_HEADERS,
     TOP_LEVEL_FIELDS,
 )
-from .openai_compat import chunks_from_chat_completion_stream, iter_sse, response_from_chat_completion
+from ..journal.model_response import response_summary
+from .openai_compat import chunks_from_chat_completion_stream, iter_sse
 from .seam import error_from_payload, error_to_payload
 from .streaming import assemble_stream
 
@@ -126,7 +127,7 @@ def recorded_response(status: int, headers: Iterable[tuple[str, str]], body: byt
     if parsed is not None:
         http["body_json"] = parsed
         if isinstance(parsed, dict) and 200 <= status < 300:
-            summary = _summary_of_body(parsed)
+            summary = response_summary(parsed)
     elif _is_text(body):
         text = body.decode("utf-8")
         http["body_text"] = text
@@ -157,25 +158,6 @@ def exchange_from_payload(payload: Mapping[str, Any]) -> Exchange:
         body = b""
     headers = http.get("headers") or {}
     return Exchange(int(http["status"]), [(str(name), str(value)) for name, value in headers.items()], body)
-
-
-def _summary_of_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    if "choices" in body:  # OpenAI chat completions
-        return response_from_chat_completion(body)
-    if body.get("type") == "message":  # Anthropic messages
-        text = "".join(block.get("text", "") for block in body.get("content") or () if block.get("type") == "text")
-        calls = [
-            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
-            for block in body.get("content") or ()
-            if block.get("type") == "tool_use"
-        ]
-        return {
-            "content": text or None,
-            "tool_calls": calls,
-            "finish_reason": body.get("stop_reason"),
-            "usage": dict(body.get("usage") or {}),
-        }
-    return {"content": None, "tool_calls": [], "finish_reason": None, "usage": dict(body.get("usage") or {})}
 
 
 def _stream_chunks(events: Iterator[tuple[str | None, str]]) -> Iterator[dict[str, Any]]:

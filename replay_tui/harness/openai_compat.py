@@ -31,6 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
+from ..journal.model_response import response_summary
 from .plugins import PluginBase, PluginContext
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -103,33 +104,10 @@ def chat_completions_body(
     return body
 
 
-def _arguments(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text if text is not None else {}
-    try:
-        return orjson.loads(text) if text.strip() else {}
-    except orjson.JSONDecodeError:
-        raise ValueError(f"the model gave tool arguments that are not JSON: {text[:80]!r}") from None
-
-
 def response_from_chat_completion(body: Mapping[str, Any]) -> dict[str, Any]:
-    """``{content, tool_calls, finish_reason, usage}`` of a non-streamed chat completion."""
-    choices = body.get("choices") or [{}]
-    message = choices[0].get("message") or {}
-    calls = [
-        {
-            "id": call.get("id"),
-            "name": (call.get("function") or {}).get("name"),
-            "arguments": _arguments((call.get("function") or {}).get("arguments")),
-        }
-        for call in message.get("tool_calls") or ()
-    ]
-    return {
-        "content": message.get("content"),
-        "tool_calls": calls,
-        "finish_reason": choices[0].get("finish_reason"),
-        "usage": dict(body.get("usage") or {}),
-    }
+    """``{content, tool_calls, finish_reason, usage}`` of a non-streamed answer; tool arguments
+    that are not JSON raise ValueError (the agent would act on them)."""
+    return response_summary(body, strict_arguments=True)
 
 
 def iter_sse(lines: Iterable[bytes | str]) -> Iterator[tuple[str | None, str]]:

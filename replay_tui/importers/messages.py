@@ -15,19 +15,12 @@ from typing import Any
 
 import orjson
 
+from ..journal.model_response import tool_arguments
+
 Message = dict[str, Any]
 
-
-def parse_arguments(value: Any) -> dict[str, Any]:
-    """Tool arguments as an object: JSON text is parsed; anything else is kept under ``value``."""
-    if isinstance(value, str):
-        try:
-            value = orjson.loads(value) if value.strip() else {}
-        except orjson.JSONDecodeError:
-            return {"value": value}
-    if isinstance(value, dict):
-        return value
-    return {} if value is None else {"value": value}
+#: Tool arguments as an object; its home is journal/model_response, next to the response summary.
+parse_arguments = tool_arguments
 
 
 def json_or_text(value: Any) -> Any:

@@ -29,6 +29,7 @@ from ..journal.http_shape import (
     IGNORED_RESPONSE_HEADERS,
     TOP_LEVEL_FIELDS,
 )
+from ..journal.model_response import response_summary
 from .errors import TraceImportError
 from .messages import parse_arguments
 from .records import EndRecord, ModelRecord, Record, ToolRecord
@@ -202,61 +203,7 @@ def _summary(
         return empty, None
     if "text/event-stream" in content_type.lower():
         return _stream(raw.decode("utf-8", errors="replace"), path, where)
-    if not isinstance(body, dict):
-        return empty, None
-    if "choices" in body:
-        choice = (body.get("choices") or [{}])[0]
-        reply = choice.get("message") or {}
-        calls = [
-            {
-                "id": call.get("id"),
-                "name": (call.get("function") or {}).get("name"),
-                "arguments": parse_arguments((call.get("function") or {}).get("arguments")),
-            }
-            for call in reply.get("tool_calls") or ()
-        ]
-        return {
-            "content": reply.get("content"),
-            "tool_calls": calls,
-            "finish_reason": choice.get("finish_reason"),
-            "usage": dict(body.get("usage") or {}),
-        }, None
-    if body.get("type") == "message":
-        blocks = body.get("content") or ()
-        text = "".join(block.get("text", "") for block in blocks if block.get("type") == "text")
-        calls = [
-            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
-            for block in blocks
-            if block.get("type") == "tool_use"
-        ]
-        return {
-            "content": text or None,
-            "tool_calls": calls,
-            "finish_reason": body.get("stop_reason"),
-            "usage": dict(body.get("usage") or {}),
-        }, None
-    if body.get("object") == "response":
-        texts, calls = [], []
-        for item in body.get("output") or ():
-            if item.get("type") == "message":
-                texts += [
-                    part.get("text", "") for part in item.get("content") or () if part.get("type") == "output_text"
-                ]
-            elif item.get("type") == "function_call":
-                calls.append(
-                    {
-                        "id": item.get("call_id"),
-                        "name": item.get("name"),
-                        "arguments": parse_arguments(item.get("arguments")),
-                    }
-                )
-        return {
-            "content": "".join(texts) or None,
-            "tool_calls": calls,
-            "finish_reason": body.get("status"),
-            "usage": dict(body.get("usage") or {}),
-        }, None
-    return {**empty, "usage": dict(body.get("usage") or {})}, None
+    return response_summary(body), None
 
 
 def _stream(text: str, path: Path, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
