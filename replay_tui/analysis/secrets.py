@@ -27,6 +27,7 @@ from typing import Any
 
 from ..journal import Event, Journal, JournalError, detectors
 from ..journal.progress import CancelCheck, ProgressCallback
+from ..journal.skipped import UNREADABLE_EXAMPLES, add_skipped_lines
 
 PROGRESS_EVERY = 4096
 MAX_FINDINGS_KEPT = 10_000  # beyond this, findings are counted (and their seqs flagged) but not listed
@@ -348,7 +349,7 @@ def scan_events(
     for done, item in enumerate(events, 1):
         if isinstance(item, JournalError):
             report.unreadable += 1
-            if len(report.unreadable_examples) < 5:
+            if len(report.unreadable_examples) < UNREADABLE_EXAMPLES:
                 report.unreadable_examples.append(str(item))
         else:
             report.events += 1
@@ -383,9 +384,7 @@ def scan_journal(
         progress=progress,
         cancelled=cancelled,
     )
-    skipped, errors = journal.skipped_lines()  # empty or too-short lines get no index entry: not scanned either
-    report.unreadable += skipped
-    report.unreadable_examples.extend(str(error) for error in errors[: max(0, 5 - len(report.unreadable_examples))])
+    report.unreadable += add_skipped_lines(journal, report.unreadable_examples)
     return report
 
 

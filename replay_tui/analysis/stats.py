@@ -42,6 +42,7 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from ..journal.progress import CancelCheck, ProgressCallback
+from ..journal.skipped import UNREADABLE_EXAMPLES, add_skipped_lines
 
 PROGRESS_EVERY = 4096
 OPEN_STEPS_CAP = 8192
@@ -401,7 +402,7 @@ class StatsCollector:
     def add_error(self, error: JournalError) -> None:
         """A line that could not be read: counted, a few kept as examples, the pass goes on."""
         self.stats.unreadable += 1
-        if len(self.stats.unreadable_examples) < 5:
+        if len(self.stats.unreadable_examples) < UNREADABLE_EXAMPLES:
             self.stats.unreadable_examples.append(str(error))
 
     def _run_started(self, event: Event) -> None:
@@ -600,7 +601,5 @@ def compute_stats(
         progress=progress,
         cancelled=cancelled,
     )
-    skipped, errors = journal.skipped_lines()  # empty or too-short lines get no index entry: count them here
-    stats.unreadable += skipped
-    stats.unreadable_examples.extend(str(error) for error in errors[: max(0, 5 - len(stats.unreadable_examples))])
+    stats.unreadable += add_skipped_lines(journal, stats.unreadable_examples)
     return stats
