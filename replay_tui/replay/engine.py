@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..journal import Event, Journal, open_journal, verify_journal
 from ..journal.dialects import V1
 from ..journal.model import (
-    CLOCK_READ,
     INPUT_RECEIVED,
     MODEL_RESPONSE,
     OBSERVATION_KINDS,
-    RANDOM_DRAW,
     RUN_ENDED,
     RUN_STARTED,
     STATE_SNAPSHOT,
@@ -30,6 +28,7 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from .entry_point import load_entry_point
+from .experiment_verdict import SERVED_KINDS, pair_report, summarize_experiment
 from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
 from .referee import nearest_snapshot
 from .tape import (
@@ -50,8 +49,8 @@ if TYPE_CHECKING:
 
 #: Per experiment: the observation kinds served from the journal, and the plugin kinds started live.
 EXPERIMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    MODEL_LIVE: (frozenset({TOOL_RESULT, CLOCK_READ, RANDOM_DRAW}), frozenset({"model"})),
-    TOOLS_LIVE: (frozenset({MODEL_RESPONSE, CLOCK_READ, RANDOM_DRAW}), frozenset({"tools", "memory"})),
+    MODEL_LIVE: (SERVED_KINDS[MODEL_LIVE], frozenset({"model"})),
+    TOOLS_LIVE: (SERVED_KINDS[TOOLS_LIVE], frozenset({"tools", "memory"})),
 }
 
 
@@ -288,27 +287,7 @@ class ReplaySession:
         )
 
     def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
-        from .report import build_report
-
-        produced = None
-        if pair.b is not None:
-            produced = {
-                "kind": pair.b.kind,
-                "step_id": pair.b.step_id,
-                "parent_event_id": pair.b.parent_event_id,
-                "payload": pair.b.payload,
-            }
-        seq = pair.a.seq if pair.a is not None else pair.b.seq
-        if pair.a is None:
-            reason = f"the new run has a {pair.kind} the recording does not"
-        elif pair.b is None:
-            reason = f"the new run has no counterpart of the recorded {pair.kind}"
-        else:
-            reason = f"the trajectories differ in {', '.join(pair.differs_in)}"
-        if stopped and stopped.get("kind"):
-            reason += f"; the run stopped: the journal has no {stopped['kind']} for {stopped['key']}"
-        report = build_report(journal, seq, reason, produced, expected=pair.a)
-        self.channel.send(DIVERGENCE, report=report.to_json())
+        self.channel.send(DIVERGENCE, report=pair_report(journal, pair, stopped).to_json())
 
     # -- result ------------------------------------------------------------------------------
 
@@ -439,34 +418,3 @@ def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> No
             ),
         }
     )
-
-
-def summarize_experiment(
-    mode: str, recorded: list[Event], produced: list[Event], served: frozenset[str], stopped: dict[str, Any] | None
-) -> dict[str, Any]:
-    """First decision and first observation where the two trajectories differ."""
-    from .compare import DECISION_KINDS, align_events
-
-    alignment = align_events(recorded, produced)
-    first = alignment.first_difference()
-    decision = alignment.first_difference(DECISION_KINDS)
-    observation = alignment.first_difference(OBSERVATION_KINDS - served)
-    if stopped and stopped.get("kind"):
-        summary = f"stopped: the journal has no {stopped['kind']} for {stopped['key']}"
-    elif first is None:
-        summary = "the new trajectory matches the recording"
-    else:
-        summary = "first differing decision: " + (decision.describe() if decision else "none")
-    if observation is not None:
-        summary += f"; first changed live observation: {observation.describe()}"
-    return {
-        "mode": mode,
-        "identical": first is None and not stopped,
-        "summary": summary,
-        "stopped": stopped,
-        "first_difference": first.to_json(with_diff=True) if first else None,
-        "first_decision": decision.to_json(with_diff=True) if decision else None,
-        "first_live_observation": observation.to_json(with_diff=True) if observation else None,
-        "alignment": alignment.summary(),
-        "_first_pair": first,
-    }

@@ -72,6 +72,8 @@ _PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_
 #: cursor), which harness versions write differently; the state and its hash are what count.
 _IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
 _ABSENT = object()
+#: Events whose state claims the parent checks against its own copy of the state (state_book.py).
+STATEFUL_KINDS = frozenset({RUN_STARTED, STATE_TRANSITION, STATE_SNAPSHOT})
 #: Journals nest up to 1,024 levels; comparing (==) and the stdlib JSON codec recurse once per level.
 DEEP_RECURSION_LIMIT = 4000
 
@@ -307,10 +309,20 @@ class Referee:
     """
 
     def __init__(self, journal: Journal, start: int = 0) -> None:
+        from .state_book import StateBook, check_event
+
         self.cursor = Cursor(journal, start)
         self.mismatch: Mismatch | None = None
         self.fault: str | None = None  # the child's stream broke the protocol, or the journal is unreadable
         self.fault_kind = "internal"  # "journal" when the parent's journal is unreadable there (exit 2)
+        # The parent's own copy of the state, advanced by the agent's patches (state_book.py): from
+        # run.started, or from the snapshot a resumed step-loop agent starts after.
+        self.state: StateBook | None = None
+        self._check_state = check_event
+        if start > 0:
+            resumed = journal.event(start - 1)
+            if resumed.kind == STATE_SNAPSHOT:
+                self.state, _ = check_event(None, RUN_STARTED, {"initial_state": resumed.payload.get("state")})
 
     @property
     def stopped(self) -> bool:
@@ -343,7 +355,12 @@ class Referee:
         if isinstance(item, list) and len(item) == 5 and item[0] == "e":
             _, kind, step_id, parent, payload = item
             if isinstance(kind, str) and isinstance(payload, dict) and _str_or_none(step_id) and _str_or_none(parent):
-                return self.cursor.emit(kind, payload, step_id, parent)
+                found = self.cursor.emit(kind, payload, step_id, parent)
+                if kind in STATEFUL_KINDS and isinstance(found, Event):  # the hashes matched: are they true?
+                    self.state, false_claim = self._check_state(self.state, kind, payload)
+                    if false_claim is not None:
+                        return Mismatch(found.seq, false_claim, produced_event(kind, payload, step_id, parent), found)
+                return found
         elif isinstance(item, list) and len(item) == 3 and item[0] == "o" and isinstance(item[1], str):
             return self.cursor.observe(item[1], item[2])
         return None

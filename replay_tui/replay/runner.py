@@ -576,6 +576,8 @@ class ReplayRunner:
                 outcome.out = self._launch.collect_out(self.spec.out)
             if self._launch.policy.mechanism == BWRAP and exit_code is not None and exit_code > 128:
                 outcome.child_exit = 128 - exit_code  # bwrap exits 128+N when the child dies of signal N
+        if ended_by is None and self._stop_reason is None and self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+            self._judge_experiment(outcome)
         for thread in self._drains:
             thread.join(timeout=2)
         outcome.stderr_tail = list(self._stderr)
@@ -646,6 +648,46 @@ class ReplayRunner:
             outcome.status = UNUSED_EVENTS
         else:
             outcome.status = MATCH
+
+    def _judge_experiment(self, outcome: ReplayOutcome) -> None:
+        """The parent's verdict on an experiment, from the journal the child wrote (experiment_verdict.py):
+        the child's summary is replaced; its claims (a call the journal never saw) can only make it fail."""
+        claimed = outcome.status
+        if claimed not in (MATCH, DIVERGED, UNRECORDED_CALL):
+            return  # the child failed, crashed or was stopped: there is nothing to judge
+        if outcome.out is None:
+            outcome.status, outcome.experiment = FAILED, None
+            outcome.error = {"kind": "internal", "message": "the child wrote no experiment journal", "traceback": []}
+            return
+        from ..journal import Journal, JournalError
+        from .experiment_verdict import judge_experiment
+
+        stopped = (outcome.experiment or {}).get("stopped") if claimed == UNRECORDED_CALL else None
+        if claimed == UNRECORDED_CALL and not (isinstance(stopped, dict) and isinstance(stopped.get("kind"), str)):
+            stopped = {"kind": "observation", "key": "(not said)", "request": None}
+        try:
+            with Journal(self.spec.journal) as recorded:
+                recorded.index()
+                verdict = judge_experiment(self.spec.mode, recorded, outcome.out, stopped)
+        except (JournalError, OSError) as error:
+            outcome.status, outcome.experiment = FAILED, None
+            outcome.error = {"kind": "journal", "message": str(error), "traceback": []}
+            return
+        if verdict.error is not None:
+            outcome.status, outcome.experiment, outcome.divergence = FAILED, None, None
+            outcome.error = {"kind": "internal", "message": verdict.error, "traceback": []}
+            return
+        outcome.experiment, outcome.live_calls = verdict.experiment, verdict.live_calls
+        outcome.consumed, outcome.total, outcome.last_seq = verdict.consumed, verdict.total, verdict.last_seq
+        outcome.state_checks, outcome.divergence = verdict.state_checks, verdict.divergence
+        outcome.status = verdict.status
+        if verdict.status == MATCH and claimed != MATCH:
+            outcome.status = FAILED
+            outcome.error = {
+                "kind": "internal",
+                "message": f"the child reported {claimed!r}, but the journal it wrote matches the recording",
+                "traceback": [],
+            }
 
     def _report(self, found: Any) -> DivergenceReport:
         from .report import build_report
