@@ -17,11 +17,9 @@ public key when one is given.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import re
 from collections.abc import Generator, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -743,6 +741,9 @@ def verify_journal(
     finally:
         journal.close()
     if len(ranges) > 1 and any(part.end is not None for part in ranges):
+        import multiprocessing  # here, not at the top: every replay child imports this module (start-up)
+        from concurrent.futures import ProcessPoolExecutor
+
         report.workers = min(len(ranges), workers or os.cpu_count() or 1)
         context = multiprocessing.get_context("fork")
         count = len(ranges)

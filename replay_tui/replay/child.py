@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import sys
 import time
-import traceback
 from typing import Any
 
 import orjson
 
-from .hosts import HostsConfigError, hosts_in_config
 from .isolation import GUARD_ONLY, Refusal, SocketGuard, isolate
 from .protocol import (
     AGENT_CRASH,
@@ -60,6 +57,7 @@ class Channel:
         self._calls = 0
         self._batch: list[bytes] = []
         self._batch_bytes = 0
+        self._first_sent = False  # the first event goes out alone: the parent sees the agent start at once
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
 
     def produce(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> None:
@@ -70,7 +68,8 @@ class Channel:
             item = encode_deep(["e", kind, step_id, parent_event_id, payload])
         self._batch.append(item)
         self._batch_bytes += len(item)
-        if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES:
+        if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES or not self._first_sent:
+            self._first_sent = True
             self.flush()
 
     def request(self, kind: str, key: Any) -> None:
@@ -112,6 +111,8 @@ class Channel:
     def error(self, kind: str, message: str, exc: BaseException | None = None) -> None:
         lines: list[str] = []
         if exc is not None:
+            import traceback  # only on the way out: the child imports what a replay needs, to start fast
+
             lines = "".join(traceback.format_exception(exc)).rstrip("\n").splitlines()[-TRACEBACK_LINES:]
         self.send(ERROR, kind=kind, message=message, traceback=lines)
 
@@ -151,6 +152,8 @@ def main(argv: list[str]) -> int:
         )
         config = spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config
         if config:
+            from .hosts import HostsConfigError, hosts_in_config  # tomllib: experiments only
+
             try:
                 allow += [host for host in hosts_in_config(config) if host not in allow]
             except HostsConfigError as error:
@@ -167,7 +170,7 @@ def main(argv: list[str]) -> int:
         if broker is not None:
             info.namespace_method = f"{report.mechanism} + broker"
     channel.send(
-        HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=platform.python_version()
+        HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=sys.version.split()[0]
     )
     if config_error is not None:
         channel.error(USAGE_ERROR, config_error)
