@@ -61,6 +61,7 @@ from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest
 from ..widgets.timeline import Timeline
 from .prompt import PromptScreen
 
+FIRST_SCREEN_BYTES = 64 * 1024  # read on the UI thread before the first frame: more rows than a screen holds
 FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
 PROGRESS_EVERY_S = 0.1
@@ -180,7 +181,9 @@ class MainScreen(Screen[None]):
         self.header.set_first_event(None, self.journal.path.name)
         self.header.set_chain("checking", "checked after indexing…")
         self.timeline.focus()
-        self.index_journal()
+        self._index_first_screen()
+        # The first frame is drawn before the index worker starts: it would hold the GIL meanwhile.
+        self.call_after_refresh(self.index_journal)
 
     @property
     def annotations(self) -> AnnotationStore:
@@ -191,6 +194,17 @@ class MainScreen(Screen[None]):
         return self.follower.following
 
     # -- indexing ---------------------------------------------------------
+    def _index_first_screen(self) -> None:
+        """One bounded read (at most FIRST_SCREEN_BYTES, a single pass) on the UI thread, so the
+        first frame already shows rows; the index worker reads the rest and reports any fault."""
+        passes = iter((False,))
+        try:
+            self.journal.index(cancelled=lambda: next(passes, True), batch_bytes=FIRST_SCREEN_BYTES)
+        except (JournalError, OSError):
+            return
+        if len(self.journal):
+            self._index_progress(IndexProgress(len(self.journal), self.journal.line_count, self.journal.known_bytes()))
+
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
     def index_journal(self) -> None:
         worker = get_current_worker()
