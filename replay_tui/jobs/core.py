@@ -25,7 +25,12 @@ class JobError(Exception):
 
 
 class JobCancelled(JobError):
-    """The job was cancelled before it finished."""
+    """The job was cancelled before it finished. ``partial`` is what a thread job returned anyway
+    (a cancelled replay's outcome, with the events it consumed), or None."""
+
+    def __init__(self, message: str, partial: Any = None) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class Job(ABC, Generic[RequestT, ResultT]):

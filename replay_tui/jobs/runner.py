@@ -73,7 +73,7 @@ class JobRun:
         if not self.job.in_child:
             result = self.job.run(self.request, self.progress, self.is_cancelled)
             if self.is_cancelled():
-                raise JobCancelled(f"{self.job.name}: cancelled")
+                raise JobCancelled(f"{self.job.name}: cancelled", partial=result)
             return result
         return self._run_child()
 

@@ -1,9 +1,10 @@
 """The replay strip under the main screen: starts a replay child, follows it, cancels it.
 
-The agent never runs in this process: a ``ReplayRunner`` drives
-``python -m replay_tui.replay.child`` from a thread worker and its callbacks only
-post messages, so the timeline keeps answering keys while a long replay runs.
-When the child ends, the outcome, the replay marks for the timeline and the
+The agent never runs in this process: the jobs runner runs ``jobs.replay.ReplayJob`` (which
+drives ``python -m replay_tui.replay.child``) from a thread worker; the job owns cancelling the
+child's process group, throttles progress and turns a child that could not start into a failed
+outcome. Its callbacks only post messages, so the timeline keeps answering keys while a long
+replay runs. When the child ends, the outcome, the replay marks for the timeline and the
 environment comparison arrive together in one ``ReplayFinished``.
 """
 
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,8 +27,10 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.search import ReplayMarks
+from ...jobs import JobCancelled, JobRun
+from ...jobs.replay import ReplayJob, ReplayJobRequest, ReplayRequest
+from ...journal.progress import ProgressCallback
 from ...journal.safe_text import safe_line
-from ...replay.protocol import HELLO, STRICT, ReplaySpec
 from ...replay.statuses import CANCELLED, CRASHED, DIVERGED, FAILED, MATCH, TIMEOUT, UNRECORDED_CALL, UNUSED_EVENTS
 from . import replay_format
 
@@ -34,51 +38,18 @@ if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first
     from ...replay.runner import Progress, ReplayOutcome, ReplayRunner
     from .replay_environment import EnvironmentComparison
 
-DEFAULT_TIMEOUT_S = 600.0
+__all__ = ["ReplayFinished", "ReplayPanel", "ReplayRequest", "ReplayResult", "marks_of"]
 # Each repaint of the strip competes with the keys for the UI thread: four progress
 # updates and two clock ticks a second are smooth enough to watch.
 TICK_S = 0.5
 POST_EVERY_S = 0.25  # progress reaches the UI at most this often, whatever the child sends
 BAR_WIDTH = 60
-CHILD_NICENESS = 10
 PHASE_LABELS = {
     "verify": "verifying the journal",
     "load": "child loading the journal",
     "fast-forward": "fast-forwarding",
     "replay": "replaying",
 }
-
-
-@dataclass
-class ReplayRequest:
-    """What the user asked for: a strict replay or an experiment, and how to run it."""
-
-    mode: str = STRICT
-    agent: str | None = None  # "module:attr"; None = the entry point run.started recorded
-    agent_path: list[str] = field(default_factory=list)
-    model_config: str | None = None
-    tools_config: str | None = None
-    out: str | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-
-    @property
-    def label(self) -> str:
-        return "replay" if self.mode == STRICT else f"{self.mode} experiment"
-
-    def spec(self, journal: Path) -> ReplaySpec:
-        from ...replay.sandbox import pass_env_default
-
-        root = os.getcwd()  # where `replay-tui` was started: the agent's project, as for the CLI
-        return ReplaySpec(
-            journal=str(journal.resolve()),
-            agent=self.agent or None,
-            mode=self.mode,
-            out=self.out,
-            model_config=self.model_config,
-            tools_config=self.tools_config,
-            sys_path=[os.path.abspath(path) for path in self.agent_path] + [root],
-            pass_env=pass_env_default(),  # the sandbox scrubs the rest of the environment
-        )
 
 
 @dataclass
@@ -94,6 +65,17 @@ class ReplayResult:
 @dataclass
 class ReplayProgressed(Message):
     progress: Progress
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer step (the next message) makes this one, still in the queue, pointless."""
+        return isinstance(message, ReplayProgressed)
+
+
+@dataclass
+class ReplayRunnerMade(Message):
+    """The job made its runner: its pid, once spawned, leads the child's process group."""
+
+    runner: ReplayRunner
 
 
 @dataclass
@@ -126,31 +108,20 @@ def marks_of(outcome: ReplayOutcome, label: str) -> ReplayMarks | None:
     return ReplayMarks(divergent=divergent, consumed=consumed, unused=unused, label=label)
 
 
-def lower_priority(pid: int | None) -> None:
-    """The replay is batch work and the keys are not: nice the child's process group so
-    on a busy machine the UI gets the CPU first (the replay still uses every idle cycle)."""
-    if pid is None:
-        return
-    try:
-        os.setpriority(os.PRIO_PGRP, pid, CHILD_NICENESS)
-    except OSError:  # not permitted or already gone: the replay runs at normal priority
-        pass
+def step_reports(post: Callable[[Progress], object]) -> tuple[Callable[[Progress], None], ProgressCallback]:
+    """The replay job's two progress hooks, both on the worker thread: every runner step is kept
+    (cheap), and each count the jobs runner lets through (throttled) posts the latest step, so the
+    line shows the phase and seq with the counts."""
+    latest: list[Progress] = []
 
+    def keep(step: Progress) -> None:
+        latest[:] = (step,)
 
-def failed_outcome(spec: ReplaySpec, error: BaseException) -> ReplayOutcome:
-    """The outcome when the child could not even be started."""
-    from ...replay.runner import ReplayOutcome
+    def report(done: int, total: int) -> None:
+        if latest:
+            post(latest[0])
 
-    return ReplayOutcome(
-        status=FAILED,
-        journal=spec.journal,
-        mode=spec.mode,
-        error={
-            "kind": "internal",
-            "message": f"could not start the replay child: {type(error).__name__}: {error}",
-            "traceback": [],
-        },
-    )
+    return keep, report
 
 
 STATUS_CLASSES = {
@@ -235,7 +206,8 @@ class ReplayPanel(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.runner: ReplayRunner | None = None
+        self.replay_run: JobRun | None = None  # the running replay job
+        self.runner: ReplayRunner | None = None  # its runner, once made: the pid leads the child's process group
         self.request: ReplayRequest | None = None
         self.last: ReplayResult | None = None
         self.started = 0.0
@@ -251,35 +223,25 @@ class ReplayPanel(Vertical):
 
     @property
     def running(self) -> bool:
-        return self.runner is not None
+        return self.replay_run is not None
 
     # -- start / cancel -----------------------------------------------------
     def start(self, request: ReplayRequest, journal: Path) -> bool:
         """Start a run unless one is running; False when one is."""
         if self.running:
             return False
-        from ...replay.runner import ReplayRunner
-
-        spec = request.spec(journal)
-        self.request = request
-        last_post = 0.0
-
-        def on_progress(progress: Progress) -> None:  # on the worker thread
-            nonlocal last_post
-            now = time.perf_counter()
-            if now - last_post >= POST_EVERY_S:
-                last_post = now
-                self.post_message(ReplayProgressed(progress))
-
-        def on_message(message: dict[str, object]) -> None:  # on the worker thread
-            if message.get("type") == HELLO:
-                isolation = message.get("isolation")
-                summary = isolation.get("summary") if isinstance(isolation, dict) else None
-                self.post_message(ReplayChildStarted(str(summary or "isolation unknown")))
-
-        self.runner = ReplayRunner(
-            spec, timeout_s=request.timeout_s, on_progress=on_progress, on_message=on_message, cwd=os.getcwd()
+        keep_step, report_step = step_reports(lambda step: self.post_message(ReplayProgressed(step)))
+        job_request = ReplayJobRequest.of(
+            request,
+            journal,
+            os.getcwd(),  # where `replay-tui` was started: the agent's project, as for the CLI
+            on_progress=keep_step,
+            on_isolation=lambda summary: self.post_message(ReplayChildStarted(summary)),
+            on_runner=lambda runner: self.post_message(ReplayRunnerMade(runner)),
         )
+        self.replay_run = JobRun(ReplayJob(), job_request, progress=report_step, every_s=POST_EVERY_S)
+        self.runner = None
+        self.request = request
         self.started = time.perf_counter()
         self.add_class("-shown")
         self.line.set(
@@ -290,33 +252,33 @@ class ReplayPanel(Vertical):
         result.update(f"agent {request.agent or '(as recorded)'} · escape cancels")
         self._tick = self.set_interval(TICK_S, self._show_elapsed)
         self._show_elapsed()
-        self._run(self.runner, request, journal)
+        self._run(self.replay_run, request, journal)
         return True
 
     def cancel(self) -> bool:
-        """Cancel the running child (its process group is killed); False when none runs."""
-        if self.runner is None:
+        """Cancel the running child (the job kills its process group); False when none runs."""
+        if self.replay_run is None:
             return False
-        self.runner.cancel()
+        self.replay_run.cancel()
         self.line.set(label="cancelling…")
         return True
 
     def on_unmount(self) -> None:
         """Quitting the app mid-run kills the child too (and lets the worker thread end)."""
-        if self.runner is not None:
-            self.runner.cancel()
+        if self.replay_run is not None:
+            self.replay_run.cancel()
 
     # -- the worker -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
-    def _run(self, runner: ReplayRunner, request: ReplayRequest, journal: Path) -> None:
+    def _run(self, run: JobRun, request: ReplayRequest, journal: Path) -> None:
+        from ...replay.runner import ReplayOutcome
         from .replay_environment import compare_environment
 
         try:
-            runner.start()
-            lower_priority(runner.pid)
-            outcome = runner.wait()
-        except Exception as error:  # the child could not be spawned (bad python, fd limits)
-            outcome = failed_outcome(runner.spec, error)
+            outcome: ReplayOutcome = run.result()
+        except JobCancelled as cancelled:  # the outcome says so, with the events consumed before the kill
+            before_start = ReplayOutcome(status=CANCELLED, journal=str(journal.resolve()), mode=request.mode)
+            outcome = cancelled.partial or before_start
         marks = marks_of(outcome, request.label)
         environment = None
         if outcome.status not in (CANCELLED,):
@@ -324,9 +286,14 @@ class ReplayPanel(Vertical):
         self.post_message(ReplayFinished(ReplayResult(request, outcome, marks, environment)))
 
     # -- messages ----------------------------------------------------------------
+    @on(ReplayRunnerMade)
+    def _runner_made(self, message: ReplayRunnerMade) -> None:
+        if self.replay_run is not None:
+            self.runner = message.runner
+
     @on(ReplayProgressed)
     def _progressed(self, message: ReplayProgressed) -> None:
-        if self.runner is None:
+        if self.replay_run is None:
             return
         progress = message.progress
         phase = PHASE_LABELS.get(progress.phase, progress.phase)
@@ -345,14 +312,14 @@ class ReplayPanel(Vertical):
 
     @on(ReplayChildStarted)
     def _child_started(self, message: ReplayChildStarted) -> None:
-        if self.runner is not None and self.request is not None:
+        if self.replay_run is not None and self.request is not None:
             self.query_one("#replay-result", Static).update(
                 f"isolation: {message.isolation} · agent {self.request.agent or '(as recorded)'} · escape cancels"
             )
 
     @on(ReplayFinished)
     def _finished(self, message: ReplayFinished) -> None:
-        self.runner = None
+        self.replay_run = self.runner = None
         if self._tick is not None:
             self._tick.stop()
             self._tick = None
