@@ -23,21 +23,19 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ..importers import (
-    IMPORTER_VERSION,
-    ImportedJournal,
-    TraceImportError,
-    detect_format,
-    file_sha256,
-    import_trace,
-)
-from ..importers.detect import JOURNAL
 from . import storage
 
+if TYPE_CHECKING:
+    from ..importers import ImportedJournal
+
 MANIFEST = "import.json"
+FIRST_LINE_BYTES = 64 * 1024
+#: Top-level fields every schema-v1 event line has (and no foreign trace's first record has).
+V1_LINE_FIELDS = ("schema_version", "run_id", "seq", "kind", "event_hash")
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,12 @@ def resolve_source(argument: str) -> ResolvedSource:
         fetched = storage.fetch(argument)
         return replace(resolve_source(str(fetched.local)), argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()
-    if not path.is_file():
+    if not path.is_file() or _starts_with_a_v1_event(path):
         return ResolvedSource(argument, path, (path,))
+    # Only now the importers (their package loads the builders): opening a journal never pays for them.
+    from ..importers import IMPORTER_VERSION, detect_format, file_sha256
+    from ..importers.detect import JOURNAL
+
     try:
         fmt = detect_format(path)
     except OSError:
@@ -99,6 +101,24 @@ def resolve_source(argument: str) -> ResolvedSource:
     return ResolvedSource(argument, journals[0], tuple(journals), imported, notes)
 
 
+def _starts_with_a_v1_event(path: Path) -> bool:
+    """The cheap case first: a first line holding a schema-v1 event's own fields is a journal
+    (``detect_format`` would say so too); anything else goes to the importers' detection."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(FIRST_LINE_BYTES)
+    except OSError:
+        return False
+    line, newline, _ = head.partition(b"\n")
+    if not newline:
+        return False  # no whole first line within the sniff: let detect_format decide
+    try:
+        first = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(first, dict) and all(field in first for field in V1_LINE_FIELDS)
+
+
 def _cached(target: Path) -> list[Path] | None:
     try:
         manifest = orjson.loads((target / MANIFEST).read_bytes())
@@ -111,6 +131,8 @@ def _cached(target: Path) -> list[Path] | None:
 def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
     """Import into a fresh directory, then move it into place (two processes may race: the
     first one in wins and the other uses its result)."""
+    from ..importers import TraceImportError, import_trace
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
