@@ -40,6 +40,7 @@ from .protocol import (
     encode,
     encode_deep,
 )
+from .referee import slim_payload
 from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
 
 TRACEBACK_LINES = 30
@@ -62,6 +63,7 @@ class Channel:
 
     def produce(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> None:
         """One event the agent produced, for the parent's verdict (serialized now: payloads may change later)."""
+        payload = slim_payload(kind, payload)
         try:
             item = orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError:  # deeper than orjson goes: the stdlib codec, with room to recurse

@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from ..journal import Event, Journal, JournalError
+from ..journal.dialects import V1
 from ..journal.model import (
     CLOCK_READ,
     DIAGNOSTIC_FIELDS,
@@ -26,6 +29,7 @@ from ..journal.model import (
     RUN_ENDED,
     RUN_SEALED,
     RUN_STARTED,
+    SCHEMA_VERSION,
     STATE_SNAPSHOT,
     STATE_TRANSITION,
     TOOL_CALL,
@@ -70,6 +74,8 @@ _PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_
 #: hash-seed order), and a new reducer version that computes the same states is no divergence.
 #: A snapshot's ``resume`` block is the harness's restart bookkeeping (step count, causal
 #: cursor), which harness versions write differently; the state and its hash are what count.
+#: Observations: served from the tape, judged by their key fields (a subset of _PAYLOAD_UNCHECKED).
+SERVED_KINDS = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW})
 _IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
 _ABSENT = object()
 #: Events whose state claims the parent checks against its own copy of the state (state_book.py).
@@ -216,14 +222,17 @@ class Cursor:
         return self.event_at(self.position) if self.position < self.total else None
 
     def advance(self, event: Event) -> None:
+        self.advance_by(event.seq, event.kind)
+
+    def advance_by(self, seq: int, kind: str) -> None:
         self.reserved.discard(self.position)
         self.position += 1
-        self.last_seq = event.seq
-        if event.kind in (STATE_TRANSITION, STATE_SNAPSHOT):
+        self.last_seq = seq
+        if kind in (STATE_TRANSITION, STATE_SNAPSHOT):
             self.state_checks += 1
-        elif event.kind in OBSERVATION_KINDS:
+        elif kind in OBSERVATION_KINDS:
             self.observations += 1
-        elif event.kind == RUN_ENDED:
+        elif kind == RUN_ENDED:
             self.ended = True
 
     def emit(
@@ -300,6 +309,74 @@ class Cursor:
         return {"count": left, "first_seq": first_seq, "kinds": kinds}
 
 
+class RefereeCursor(Cursor):
+    """The parent's cursor. Over a journal the parent has verified (every line parsed, schema-checked and
+    chained), a produced event is first compared with the recorded line as parsed, without building an
+    Event: the common case costs one ``orjson.loads`` and one comparison. Anything that does not match
+    there goes the full way (``Cursor.emit``/``observe``), which finds the exact reason or the journal error.
+    """
+
+    RAW_KEPT = 8192  # parsed lines kept for the lookahead of concurrent observations
+
+    def __init__(self, journal: Journal, start: int = 0, *, verified: bool = False) -> None:
+        super().__init__(journal, start)
+        self.fast = verified and journal.dialect == V1
+        self._raw: dict[int, dict[str, Any]] = {}
+
+    def raw_at(self, position: int) -> dict[str, Any] | None:
+        """The recorded line at ``position`` as parsed, or None (then the full path decides)."""
+        found = self._raw.get(position)
+        if found is None:
+            try:
+                found = orjson.loads(self.journal.line_bytes(position))
+            except orjson.JSONDecodeError:
+                return None
+            if type(found) is not dict or found.get("schema_version") != SCHEMA_VERSION:
+                return None  # an older version is migrated on the full path
+            if len(self._raw) >= self.RAW_KEPT:
+                self._raw = {kept: line for kept, line in self._raw.items() if kept >= self.position}
+            self._raw[position] = found
+        return found
+
+    def check(self, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None) -> Mismatch | None:
+        """``emit``, for the referee: None when the produced event matches the recorded one."""
+        if self.fast and self.position < self.total:
+            recorded = self.raw_at(self.position)
+            if (
+                recorded is not None
+                and _same_payload(kind, recorded.get("payload"), payload)
+                and recorded.get("kind") == kind
+                and recorded.get("step_id") == step_id
+                and recorded.get("parent_event_id") == parent
+                and recorded.get("seq") == self.next_seq
+                and type(recorded.get("seq")) is int
+            ):
+                self._raw.pop(self.position, None)
+                self.advance_by(recorded["seq"], kind)
+                return None
+        found = self.emit(kind, payload, step_id, parent)
+        return found if isinstance(found, Mismatch) else None
+
+    def check_request(self, kind: str, key: Any) -> Mismatch | None:
+        """``observe``, for the referee: None when the journal has that observation to serve."""
+        field = OBSERVATION_KEY.get(kind)
+        if self.fast and field is not None:
+            for position in range(self.position, min(self.total, self.position + self.LOOKAHEAD)):
+                if position in self.reserved:
+                    continue
+                recorded = self.raw_at(position)
+                if recorded is None:
+                    break  # the full path reads it and says what is wrong
+                payload = recorded.get("payload")
+                if recorded.get("kind") == kind and type(payload) is dict and payload.get(field) == key:
+                    self.reserved.add(position)
+                    return None
+                if recorded.get("kind") == RUN_ENDED:
+                    break
+        found = self.observe(kind, key)
+        return found if isinstance(found, Mismatch) else None
+
+
 class Referee:
     """The parent's judge: follows the child's stream of produced events over its own journal.
 
@@ -308,10 +385,10 @@ class Referee:
     item or an unreadable journal line stops it; later items are ignored.
     """
 
-    def __init__(self, journal: Journal, start: int = 0) -> None:
+    def __init__(self, journal: Journal, start: int = 0, *, verified: bool = False) -> None:
         from .state_book import StateBook, check_event
 
-        self.cursor = Cursor(journal, start)
+        self.cursor = RefereeCursor(journal, start, verified=verified)
         self.mismatch: Mismatch | None = None
         self.fault: str | None = None  # the child's stream broke the protocol, or the journal is unreadable
         self.fault_kind = "internal"  # "journal" when the parent's journal is unreadable there (exit 2)
@@ -334,36 +411,64 @@ class Referee:
         if not isinstance(items, list):
             self.fault = "the child sent events that are not a list"
             return
-        for item in items:
-            try:
-                with deep_enough():
+        with deep_enough():  # once per batch: the limit is a process-wide setting
+            for item in items:
+                try:
                     found = self._one(item)
-            except RecursionError:
-                self.fault = "an event is nested deeper than the replay can compare"
-                return
-            except JournalError as error:
-                self.fault, self.fault_kind = str(error), "journal"
-                return
-            if isinstance(found, Mismatch):
-                self.mismatch = found
-                return
-            if found is None:
-                self.fault = f"the child sent a malformed event item: {str(item)[:120]}"
-                return
+                except RecursionError:
+                    self.fault = "an event is nested deeper than the replay can compare"
+                    return
+                except JournalError as error:
+                    self.fault, self.fault_kind = str(error), "journal"
+                    return
+                if isinstance(found, Mismatch):
+                    self.mismatch = found
+                    return
+                if found is MALFORMED:
+                    self.fault = f"the child sent a malformed event item: {str(item)[:120]}"
+                    return
 
-    def _one(self, item: Any) -> Event | Mismatch | None:
-        if isinstance(item, list) and len(item) == 5 and item[0] == "e":
+    def _one(self, item: Any) -> Mismatch | object | None:
+        """None when the item holds; its Mismatch; or MALFORMED."""
+        if type(item) is list and len(item) == 5 and item[0] == "e":
             _, kind, step_id, parent, payload = item
             if isinstance(kind, str) and isinstance(payload, dict) and _str_or_none(step_id) and _str_or_none(parent):
-                found = self.cursor.emit(kind, payload, step_id, parent)
-                if kind in STATEFUL_KINDS and isinstance(found, Event):  # the hashes matched: are they true?
+                found = self.cursor.check(kind, payload, step_id, parent)
+                if found is None and kind in STATEFUL_KINDS:  # the hashes matched the journal: are they true?
                     self.state, false_claim = self._check_state(self.state, kind, payload)
                     if false_claim is not None:
-                        return Mismatch(found.seq, false_claim, produced_event(kind, payload, step_id, parent), found)
+                        seq = self.cursor.last_seq or 0
+                        recorded = self.cursor.journal.event(self.cursor.position - 1)
+                        return Mismatch(seq, false_claim, produced_event(kind, payload, step_id, parent), recorded)
                 return found
-        elif isinstance(item, list) and len(item) == 3 and item[0] == "o" and isinstance(item[1], str):
-            return self.cursor.observe(item[1], item[2])
-        return None
+        elif type(item) is list and len(item) == 3 and item[0] == "o" and isinstance(item[1], str):
+            return self.cursor.check_request(item[1], item[2])
+        return MALFORMED
+
+
+def _same_payload(kind: str, recorded: Any, produced: dict[str, Any]) -> bool:
+    """Equal as ``mismatch`` judges them: an observation (served from the tape) by its key fields alone."""
+    if kind not in SERVED_KINDS:
+        return bool(recorded == produced)
+    if type(recorded) is not dict:
+        return False
+    for name in KEY_FIELDS[kind]:
+        expected, actual = recorded.get(name), produced.get(name)
+        if expected != actual or type(expected) is not type(actual):
+            return False
+    return True
+
+
+def slim_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """What the child sends of a produced event: an observation's payload was served from the journal,
+    and only its key fields are compared, so only they cross the pipe (the rest would be parsed for nothing)."""
+    if kind in SERVED_KINDS:
+        return {name: payload.get(name) for name in KEY_FIELDS[kind]}
+    return payload
+
+
+#: What ``Referee._one`` returns for an item that is not one the protocol knows.
+MALFORMED = object()
 
 
 def _str_or_none(value: Any) -> bool:

@@ -722,7 +722,8 @@ class ReplayRunner:
                 )
                 return
             start = (journal.position_of_seq(resume_seq) or 0) + 1
-        self._referee = Referee(journal, start)
+        verified = bool(self._verification and self._verification.get("ok"))  # every line parsed and checked
+        self._referee = Referee(journal, start, verified=verified)
 
     def _handle(self, line: bytes, outcome: ReplayOutcome) -> None:
         try:
