@@ -1,9 +1,9 @@
 """The replay strip under the main screen: starts a replay child, follows it, cancels it.
 
 The agent never runs in this process: the jobs runner runs ``jobs.replay.ReplayJob`` (which
-drives ``python -m replay_tui.replay.child``) from a thread worker; the job owns cancelling the
-child's process group, throttles progress and turns a child that could not start into a failed
-outcome. Its callbacks only post messages, so the timeline keeps answering keys while a long
+drives ``python -m replay_tui.replay.child``) from a thread worker. The job kills the child's
+process group on cancel and turns a child that could not start into a failed outcome; the
+runner throttles its progress. Their callbacks only post messages, so the timeline keeps answering keys while a long
 replay runs. When the child ends, the outcome, the replay marks for the timeline and the
 environment comparison arrive together in one ``ReplayFinished``.
 """
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first
     from .replay_environment import EnvironmentComparison
 
 __all__ = ["ReplayFinished", "ReplayPanel", "ReplayRequest", "ReplayResult", "marks_of"]
+
 # Each repaint of the strip competes with the keys for the UI thread: four progress
 # updates and two clock ticks a second are smooth enough to watch.
 TICK_S = 0.5
@@ -67,7 +68,8 @@ class ReplayProgressed(Message):
     progress: Progress
 
     def can_replace(self, message: Message) -> bool:
-        """A newer step (the next message) makes this one, still in the queue, pointless."""
+        """A newer step (the next message) makes this one, still in the queue, pointless.
+        Deliberate twin of ``tui.messages.IndexProgress.can_replace``: each message replaces only its own kind."""
         return isinstance(message, ReplayProgressed)
 
 
