@@ -13,6 +13,8 @@ rules, so an agent rewritten on the harness produces the same events:
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -91,8 +93,8 @@ class Prepared:
 def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, parsed_json: bool = False) -> Prepared:
     """The events of a record, each payload as canonical bytes (``parsed_json``: no JSON round trip needed)."""
 
-    def canonical(payload: dict[str, Any]) -> bytes:
-        return canonical_json_of_parsed(payload if parsed_json else as_parsed_json(payload))
+    def canonical(value: Any) -> bytes:
+        return canonical_json_of_parsed(value if parsed_json else as_parsed_json(value))
 
     diagnostics = {"source": record.source}
     if isinstance(record, InputRecord):
@@ -101,40 +103,64 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
             payload["context"] = record.context
         return Prepared("input", (canonical(payload),), record.at, scope=record.scope)
     if isinstance(record, ModelRecord):
-        # the request is canonicalized once: hashed, then spliced into its payload (JCS composes; keys in order)
-        request_json = canonical_json_of_parsed(record.request if parsed_json else as_parsed_json(record.request))
-        request_hash = sha256_hex(request_json)
+        # each part is canonicalized once and spliced into the payloads (JCS composes; keys in order):
+        # the request is hashed and written as it is, the diagnostics go into both events
+        request_json = canonical(record.request)
+        request_hash = b'"' + sha256_hex(request_json).encode("ascii") + b'"'
         diagnostics_json = canonical(diagnostics)
-        request_payload = (
-            b'{"diagnostics":'
-            + diagnostics_json
-            + b',"request":'
-            + request_json
-            + b',"request_hash":"'
-            + request_hash.encode("ascii")
-            + b'"}'
+        request_payload = b"".join(
+            (
+                b'{"diagnostics":',
+                diagnostics_json,
+                b',"request":',
+                request_json,
+                b',"request_hash":',
+                request_hash,
+                b"}",
+            )
         )
-        payload = {"request_hash": request_hash, "response": record.response, "diagnostics": diagnostics}
-        if record.stream is not None:
-            payload["stream"] = record.stream
-        if record.error is not None:
-            payload["error"] = record.error
+        response_payload = b"".join(
+            (
+                b'{"diagnostics":',
+                diagnostics_json,
+                b"" if record.error is None else b',"error":' + canonical(record.error),
+                b',"request_hash":',
+                request_hash,
+                b',"response":',
+                canonical(record.response),
+                b"" if record.stream is None else b',"stream":' + canonical(record.stream),
+                b"}",
+            )
+        )
         calls = (record.response or {}).get("tool_calls") or ()
         call_ids = tuple(call["id"] for call in calls if isinstance(call, dict) and isinstance(call.get("id"), str))
-        return Prepared("model", (request_payload, canonical(payload)), record.at, call_ids, record.scope)
+        return Prepared("model", (request_payload, response_payload), record.at, call_ids, record.scope)
     if isinstance(record, ToolRecord):
-        key = json_hash({"name": record.name, "args": record.arguments})  # call_key, as hashing.call_key_of
-        base = {"call_id": record.call_id, "call_key": key, "tool": record.name}
-        result: dict[str, Any] = dict(base)
-        if record.error is not None:
-            result["error"] = record.error
-        else:
-            result["result"] = record.result
-        if record.duration_ms is not None:
-            result["duration_ms"] = record.duration_ms
-        result["diagnostics"] = diagnostics
-        call = {**base, "arguments": record.arguments, "diagnostics": diagnostics}
-        return Prepared("tool", (canonical(call), canonical(result)), record.at, (record.call_id,), record.scope)
+        # call_key as hashing.call_key_of: JCS of {"args", "name"}, spliced from the canonical arguments
+        arguments_json = canonical(record.arguments)
+        name_json = canonical(record.name)
+        key = sha256_hex(b'{"args":' + arguments_json + b',"name":' + name_json + b"}")
+        head = b"".join((b',"call_id":', canonical(record.call_id), b',"call_key":"', key.encode("ascii"), b'"'))
+        diagnostics_json = canonical(diagnostics)
+        call = b"".join(
+            (b'{"arguments":', arguments_json, head, b',"diagnostics":', diagnostics_json, b',"tool":', name_json, b"}")
+        )
+        result = b"".join(
+            (
+                b"{",
+                head[1:],
+                b',"diagnostics":',
+                diagnostics_json,
+                b"" if record.duration_ms is None else b',"duration_ms":' + canonical(record.duration_ms),
+                b',"error":' + canonical(record.error)
+                if record.error is not None
+                else b',"result":' + canonical(record.result),
+                b',"tool":',
+                name_json,
+                b"}",
+            )
+        )
+        return Prepared("tool", (call, result), record.at, (record.call_id,), record.scope)
     note: dict[str, Any] = {"text": record.text, "diagnostics": diagnostics}
     if record.data is not None:
         note["data"] = record.data
@@ -161,8 +187,22 @@ def json_hash(value: Any) -> str:
 
 
 def rfc3339_of_nanos(nanos: int) -> str:
-    moment = datetime.fromtimestamp(nanos / 1e9, UTC)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """RFC 3339 UTC with microseconds, rounded as ``datetime.fromtimestamp(nanos / 1e9)`` rounds
+    (half to even on the float); the date and time of day are formatted once per second."""
+    fraction, whole = math.modf(nanos / 1e9)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1
+    elif micros < 0:
+        micros += 1_000_000
+        whole -= 1
+    return f"{_second_of(int(whole))}.{micros:06d}Z"
+
+
+@functools.lru_cache(maxsize=1024)
+def _second_of(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").removesuffix("+00:00")
 
 
 class JournalBuilder:

@@ -52,6 +52,10 @@ LEGACY_MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 STATUS_ERROR = 2
+#: A span mapped after every log record is read: its content may be in them (``late``).
+LATE = 1
+#: A model span mapped while reading, and again if log records add to its content.
+MAYBE_LATE = 2
 #: What ``replay-tui export --format otlp`` adds to each model and tool span: the recorded content, exactly.
 EXACT_PAYLOAD = "replay_tui.payload"
 
@@ -81,9 +85,19 @@ def any_value(value: Any) -> Any:
 
 
 def attributes(items: Any) -> dict[str, Any]:
+    """OTLP ``KeyValue`` items as a dict; an item without a string key is skipped."""
+    if type(items) is list:
+        try:  # the well-formed case in one comprehension; anything odd takes the checked loop
+            return {
+                item["key"]: text if type(text := item["value"].get("stringValue")) is str else any_value(item["value"])
+                for item in items
+                if type(item["key"]) is str
+            }
+        except (TypeError, KeyError, AttributeError):
+            pass
     converted: dict[str, Any] = {}
-    for item in items or ():
-        if not isinstance(item, dict) or "key" not in item:
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
             continue
         value = item.get("value")
         text = value.get("stringValue") if isinstance(value, dict) else None  # most attributes are strings
@@ -163,7 +177,8 @@ def _log_records(request: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 
 class OtlpTrace:
-    """Pass one over the file: spool spans, keep the GenAI log content; ``records()`` is pass two."""
+    """Pass one over the file: map and spool spans, keep the GenAI log content; then the spans whose
+    content is in log records are mapped (their lines read again); ``items()`` is pass two."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -174,6 +189,7 @@ class OtlpTrace:
         self.entry_lengths = array("q")
         self.ends = array("q")
         self.ranks = array("b")  # 0 for agent spans: they go before children that start at the same time
+        self.late = array("b")  # LATE, MAYBE_LATE or 0: whether the span is mapped after every log is read
         self._spooled = 0
         # the run's answer, kept while reading: (order key, content) of the last model answer, and
         # (order key, answer, error) of the last root agent
@@ -188,6 +204,7 @@ class OtlpTrace:
         self._unsure: list[tuple[tuple[str, str], bool, bool]] = []  # model spans whose content may be in logs
         self._read()
         self._settle_fidelity()
+        self._map_late()
 
     def close(self) -> None:
         self.spool.close()
@@ -201,65 +218,94 @@ class OtlpTrace:
         if not self.spans:
             raise TraceImportError(str(self.path), None, "at least one span (an OTLP/JSON file with resourceSpans)")
 
-    def _spool(self, span: Mapping[str, Any], line: int) -> None:
+    def _reduce(self, span: Mapping[str, Any], line: int) -> dict[str, Any]:
+        """What the mapping reads of a span, attributes as a dict."""
         span_id = str(span.get("spanId") or "")
         if not span_id:
             raise TraceImportError(str(self.path), f"line {line}, span {self.spans + 1}", "a spanId on every span")
         attrs = attributes(span.get("attributes"))
-        operation = _operation(str(span.get("name") or ""), attrs)
-        trace_id = str(span.get("traceId") or "")
-        self.trace_ids.add(trace_id)
-        start, end = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
-        reduced: dict[str, Any] = {
-            "trace": trace_id,
+        events = span.get("events")
+        return {
+            "trace": str(span.get("traceId") or ""),
             "span": span_id,
             "parent": span.get("parentSpanId") or None,
             "name": span.get("name"),
-            "start": start,
-            "end": end,
+            "start": _nanos(span.get("startTimeUnixNano")),
+            "end": _nanos(span.get("endTimeUnixNano")),
             "line": line,
-            "op": operation,
+            "op": _operation(str(span.get("name") or ""), attrs),
             "attrs": attrs,
             "status": span.get("status") or {},
             "events": [
                 {"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
-                for event in span["events"]
+                for event in events
                 if str(event.get("name", "")).startswith("gen_ai.")
             ]
-            if span.get("events")
+            if events
             else [],
         }
+
+    def _spool(self, span: Mapping[str, Any], line: int) -> None:
+        reduced = self._reduce(span, line)
+        span_id, operation, attrs, start = reduced["span"], reduced["op"], reduced["attrs"], reduced["start"]
+        self.trace_ids.add(reduced["trace"])
         rank = 0 if operation == "invoke_agent" else 1
-        key = (start, rank, self.spans)  # the order pass two writes in
-        unsure = self._count(operation, attrs, reduced)
-        payloads: tuple[bytes, ...] = ()
-        kind = "span"  # mapped in pass two: its content may be in logs not read yet
-        at = None
-        if not unsure:
+        self.starts.append(start)
+        self.ends.append(reduced["end"])
+        self.ranks.append(rank)
+        if self._count(operation, attrs, reduced):
+            self.late.append(LATE)  # its content may be in logs not read yet: mapped by _map_late
+            self.offsets.append(0)
+            self.header_lengths.append(0)
+            self.entry_lengths.append(0)
+        else:
             record = self._record(reduced, scoped=False)
             prepared = prepare(record, parsed_json=True)  # type: ignore[arg-type]  # spans make no state or end records
-            kind, payloads, at = prepared.kind, prepared.payloads, prepared.at
-            self._see_answer(record, reduced, key)
-            links: Any = prepared.links
-        else:
-            links, at = (), rfc3339_of_nanos(start) if start else None
-        if kind == "span" or (kind == "model" and not isinstance(attrs.get(EXACT_PAYLOAD), str)):
-            payloads += (orjson.dumps(reduced),)  # logs read later may still add to a model call's content
-        header = orjson.dumps([kind, at, trace_id, span_id, links, [len(payload) for payload in payloads]])
-        self.starts.append(start)
-        self.ends.append(end)
-        self.ranks.append(rank)
-        self.offsets.append(self._spooled)
-        self.header_lengths.append(len(header))
-        self.spool.write(header)
-        self.spool.writelines(payloads)
-        entry = len(header) + sum(len(payload) for payload in payloads)
-        self.entry_lengths.append(entry)
-        self._spooled += entry
+            self._see_answer(record, reduced, (start, rank, self.spans))
+            exact = isinstance(attrs.get(EXACT_PAYLOAD), str)
+            self.late.append(MAYBE_LATE if prepared.kind == "model" and not exact else 0)  # logs may add content
+            self.offsets.append(0)
+            self.header_lengths.append(0)
+            self.entry_lengths.append(0)
+            self._write_entry(self.spans, prepared, span_id)
         self.operation[span_id] = operation
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
         self.spans += 1
+
+    def _write_entry(self, index: int, prepared: Prepared, span_id: str) -> None:
+        """Spool a span's prepared events (a header, then the payloads) and point its index entry at them."""
+        header = orjson.dumps(
+            [prepared.kind, prepared.at, span_id, prepared.links, [len(payload) for payload in prepared.payloads]]
+        )
+        self.spool.write(header)
+        self.spool.writelines(prepared.payloads)
+        entry = len(header) + sum(len(payload) for payload in prepared.payloads)
+        self.offsets[index] = self._spooled
+        self.header_lengths[index] = len(header)
+        self.entry_lengths[index] = entry
+        self._spooled += entry
+
+    def _map_late(self) -> None:
+        """Map the spans whose content is (or may be) in log records, now that every log is known:
+        their lines are read again, so nothing of a span is kept in memory in between."""
+        if LATE not in self.late and not (self.content and MAYBE_LATE in self.late):
+            return
+        index = 0
+        for number, request in iter_requests(self.path):
+            for span, _scope in _spans(request):
+                if index >= self.spans:  # the file changed under us; what was read first stands
+                    return
+                late = self.late[index]
+                if late == LATE or (
+                    late == MAYBE_LATE
+                    and (str(span.get("traceId") or ""), str(span.get("spanId") or "")) in self.content
+                ):
+                    reduced = self._reduce(span, number)
+                    record = self._record(reduced)
+                    self._see_answer(record, reduced, (reduced["start"], self.ranks[index], index))
+                    self._write_entry(index, prepare(record, parsed_json=True), reduced["span"])  # type: ignore[arg-type]
+                index += 1
 
     def _see_answer(self, record: Record, span: Mapping[str, Any], key: tuple[int, int, int]) -> None:
         """Keep the run's answer: the last (in run order) model answer, and the last root agent's."""
@@ -347,24 +393,16 @@ class OtlpTrace:
         for index in order:
             entry = os.pread(spooled, self.entry_lengths[index], self.offsets[index])
             header_end = self.header_lengths[index]
-            kind, when, trace_id, span_id, links, lengths = orjson.loads(entry[:header_end])
+            kind, when, span_id, links, lengths = orjson.loads(entry[:header_end])
             payloads = []
             for length in lengths:
                 payloads.append(entry[header_end : header_end + length])
                 header_end += length
-            item: Record | Prepared
-            if kind == "span" or (kind == "model" and len(lengths) == 3 and (trace_id, span_id) in self.content):
-                span = orjson.loads(payloads[-1])
-                item = self._record(span)
-                self._see_answer(item, span, (span["start"], self.ranks[index], index))
-            else:
-                scope = span_id if kind == "input" else self._scope(span_id)
-                item = Prepared(kind, tuple(payloads[:2]), when, tuple(links), scope)
+            scope = span_id if kind == "input" else self._scope(span_id)
+            item = Prepared(kind, tuple(payloads), when, tuple(links), scope)
             if not seen_input:
                 seen_input = self._leads(item)
-                if seen_input and isinstance(item, (ModelRecord, ToolRecord)):
-                    yield leading_input(item.request if isinstance(item, ModelRecord) else None, item.source, item.at)
-                elif seen_input and isinstance(item, Prepared) and item.kind != "input":
+                if seen_input and item.kind != "input":
                     first = orjson.loads(item.payloads[0])  # the model request (or tool call) payload
                     yield leading_input(first.get("request"), first["diagnostics"]["source"], item.at)
             yield item
@@ -444,18 +482,18 @@ class OtlpTrace:
             "model": attrs.get("gen_ai.request.model") or attrs.get("llm.model_name"),
             "messages": messages or [],
         }
-        params = {
-            name[len("gen_ai.request.") :]: value
-            for name, value in attrs.items()
-            if name.startswith("gen_ai.request.") and name != "gen_ai.request.model"
-        }
+        params: dict[str, Any] = {}
+        usage: dict[str, Any] = {}
+        for name, value in attrs.items():  # one walk over the attributes for both
+            if name.startswith("gen_ai.request."):
+                if name != "gen_ai.request.model":
+                    params[name[len("gen_ai.request.") :]] = value
+            elif name.startswith("gen_ai.usage."):
+                usage[name[len("gen_ai.usage.") :]] = value
         if params:
             request["params"] = params
         finish = attrs.get("gen_ai.response.finish_reasons")
         finish_reason = finish[0] if isinstance(finish, list) and finish else finish
-        usage = {
-            name[len("gen_ai.usage.") :]: value for name, value in attrs.items() if name.startswith("gen_ai.usage.")
-        }
         if not usage:
             usage = {
                 name[len("llm.token_count.") :] + "_tokens": value

@@ -22,6 +22,7 @@ __all__ = [
     "CanonicalizationError",
     "canonical_json",
     "canonical_json_of_parsed",
+    "canonical_string",
     "format_number",
 ]
 
@@ -187,6 +188,13 @@ def _scalar(value: Any) -> bytes:
     if isinstance(value, float):
         return format_number(value).encode("ascii")
     raise CanonicalizationError(f"unsupported type {type(value).__name__}")
+
+
+def canonical_string(text: str) -> bytes:
+    """The canonical JSON of one string (for a writer that splices canonical bytes together)."""
+    if not isinstance(text, str):
+        raise CanonicalizationError(f"expected a string, found {type(text).__name__}")
+    return _string(text)
 
 
 def _string(text: str) -> bytes:

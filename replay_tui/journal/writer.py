@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from .canonical import canonical_json, canonical_json_of_parsed
+from .canonical import canonical_json, canonical_json_of_parsed, canonical_string
 from .hashing import sha256_hex
 from .model import CHAIN_CHECKPOINT, RUN_ENDED, RUN_SEALED, SCHEMA_VERSION, SEAL_KINDS, Event, event_id_for
 
@@ -163,21 +163,29 @@ class JournalWriter:
         an importer prepares payloads before it knows their order. Returns the event id."""
         seq = self._seq + 1
         event_id = event_id_for(self.run_id, seq)
-        envelope: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": self.run_id,
-            "seq": seq,
-            "event_id": event_id,
-            "kind": kind,
-            "step_id": step_id,
-            "parent_event_id": parent_event_id,
-            "recorded_at": recorded_at or self._now(),
-            "payload": None,
-            "prev_event_hash": self._prev_hash,
-        }
-        # only the key can spell '"payload":null' (a quote inside a string value is escaped)
-        head, _, tail = self._canonical(envelope).partition(b'"payload":null')
-        body = head + b'"payload":' + payload_json + tail
+        # The envelope's canonical form spelled out (no dict to sort and check per event): its keys in
+        # JCS order, strings as canonical_string writes them, seq a small int. test_writer checks the bytes.
+        body = b"".join(
+            (
+                b'{"event_id":',
+                canonical_string(event_id),
+                b',"kind":',
+                canonical_string(kind),
+                b',"parent_event_id":',
+                b"null" if parent_event_id is None else canonical_string(parent_event_id),
+                b',"payload":',
+                payload_json,
+                b',"prev_event_hash":',
+                b"null" if self._prev_hash is None else canonical_string(self._prev_hash),
+                b',"recorded_at":',
+                canonical_string(recorded_at or self._now()),
+                b',"run_id":',
+                canonical_string(self.run_id),
+                b',"schema_version":%d,"seq":%d,"step_id":' % (SCHEMA_VERSION, seq),
+                b"null" if step_id is None else canonical_string(step_id),
+                b"}",
+            )
+        )
         digest = sha256_hex(body)
         self._write(b'{"event_hash":"' + digest.encode("ascii") + b'",' + body[1:] + b"\n")
         self._seq = seq

@@ -1,0 +1,146 @@
+"""The import's fast paths write what the general ones would: the same bytes, checked side by side.
+
+The import splices canonical JSON together (the envelope in ``append_canonical``, the model and tool
+payloads in ``prepare``) and formats times per second; each must equal the plain construction.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from replay_tui.importers import import_trace
+from replay_tui.importers.builder import json_hash, prepare, rfc3339_of_nanos
+from replay_tui.importers.records import ModelRecord, ToolRecord
+from replay_tui.journal import JournalWriter
+from replay_tui.journal.canonical import canonical_json
+
+from .helpers import events_of
+
+STRINGS = ["plain", 'quote " and \\ backslash', "\x00\x1f control \u2028", "\ue000\U0001f600 ünïcode", ""]
+
+
+def _fixed_now() -> str:
+    return "2026-11-29T10:00:00.000000Z"
+
+
+def test_append_canonical_writes_the_bytes_append_writes(tmp_path: Path) -> None:
+    payloads = [{"text": text, "value": [1.5, 1e16, -0.0, {"\ue000": 1, "\U0001f600": 2}]} for text in STRINGS]
+    steps = [None, "step-01", *STRINGS]
+    outputs = []
+    for name, spliced in (("append.jsonl", False), ("canonical.jsonl", True)):
+        with JournalWriter(tmp_path / name, run_id='run "x" \ue000', now=_fixed_now) as writer:
+            for index, payload in enumerate(payloads):
+                parent = None if index == 0 else f"parent {STRINGS[index]}"
+                recorded = None if index % 2 else f"2026-11-29T10:00:0{index}.000000Z"
+                if spliced:
+                    writer.append_canonical(
+                        "note",
+                        canonical_json(payload),
+                        step_id=steps[index],
+                        parent_event_id=parent,
+                        recorded_at=recorded,
+                    )
+                else:
+                    writer.append("note", payload, step_id=steps[index], parent_event_id=parent, recorded_at=recorded)
+        outputs.append((tmp_path / name).read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_times_round_as_datetime_does() -> None:
+    """Per-second formatting with the float's rounding (half to even), as ``datetime.fromtimestamp``."""
+    rng = random.Random(15)
+    cases = [1, 499, 500, 501, 1500, 2500, 999_999_500, 999_999_499, 1_700_000_000_000_000_000, -1, -500, -1_500]
+    for _ in range(20_000):
+        base = rng.randrange(-(10**18), 4 * 10**18)
+        cases += [base, base - base % 1000 + 500, base - base % 10**9 + 999_999_500 + rng.randrange(-3, 3)]
+    for nanos in cases:
+        expected = datetime.fromtimestamp(nanos / 1e9, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        assert rfc3339_of_nanos(nanos) == expected, nanos
+
+
+def _parsed(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value))
+
+
+@pytest.mark.parametrize("parsed_json", [True, False])
+@pytest.mark.parametrize("failed", [True, False])
+def test_spliced_payloads_equal_the_canonical_objects(parsed_json: bool, failed: bool) -> None:
+    source = {"trace_id": "t\ue000", "span_id": 's"1', "line": 3}
+    request = {"model": "m", "messages": [{"role": "user", "content": STRINGS[3]}], "params": {"temperature": 1.0}}
+    response = {"content": STRINGS[1], "tool_calls": [{"id": "c1", "name": "w", "arguments": {"x": 1e16}}]}
+    error = {"type": "timeout", "message": STRINGS[2], "code": None, "timeout": True} if failed else None
+    model = ModelRecord(
+        _parsed(request), _parsed(response), source, error=error, stream={"chunks": 2.0} if failed else None
+    )
+    request_hash = json_hash(_parsed(request))
+    expected_request: dict[str, Any] = {
+        "request": request,
+        "request_hash": request_hash,
+        "diagnostics": {"source": source},
+    }
+    expected_response: dict[str, Any] = {
+        "request_hash": request_hash,
+        "response": response,
+        "diagnostics": {"source": source},
+    }
+    if failed:
+        expected_response |= {"error": error, "stream": {"chunks": 2.0}}
+    prepared = prepare(model, parsed_json=parsed_json)
+    assert prepared.payloads == (canonical_json(expected_request), canonical_json(expected_response))
+    assert prepared.links == ("c1",)
+
+    tool = ToolRecord(
+        "c1",
+        STRINGS[3],
+        _parsed({"city": STRINGS[1], "n": 2.0}),
+        source,
+        result=None if failed else _parsed({"t": -0.0}),
+        error=error,
+        duration_ms=None if failed else 12.0,
+    )
+    base = {"call_id": "c1", "call_key": json_hash({"name": tool.name, "args": tool.arguments}), "tool": tool.name}
+    outcome: dict[str, Any] = {"error": error} if failed else {"result": tool.result, "duration_ms": 12.0}
+    expected_call = {**base, "arguments": tool.arguments, "diagnostics": {"source": source}}
+    expected_result = {**base, **outcome, "diagnostics": {"source": source}}
+    prepared = prepare(tool, parsed_json=parsed_json)
+    assert prepared.payloads == (canonical_json(expected_call), canonical_json(expected_result))
+
+
+def test_attributes_without_a_string_key_are_skipped(tmp_path: Path) -> None:
+    """Hostile keys (a number, a list) once stopped the import with an internal error."""
+    span = {
+        "traceId": "a",
+        "spanId": "b",
+        "name": "lookup",
+        "startTimeUnixNano": "1700000000000000000",
+        "attributes": [
+            {"key": 5, "value": {"stringValue": "number key"}},
+            {"key": [1], "value": {"stringValue": "list key"}},
+            {"key": "kept", "value": {"intValue": "7"}},
+        ],
+    }
+    trace = tmp_path / "keys.otlp.jsonl"
+    trace.write_bytes(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + b"\n")
+    import_trace(trace, tmp_path / "out.jsonl")
+    notes = [event for event in events_of(tmp_path / "out.jsonl") if event["kind"] == "note"]
+    assert notes[0]["payload"]["data"] == {"attributes": {"kept": 7}}
+
+
+def test_the_collector_is_paused_only_during_the_import(tmp_path: Path) -> None:
+    trace = Path(__file__).resolve().parents[2] / "fixtures" / "imports" / "weather.otlp.jsonl"
+    assert gc.isenabled()
+    import_trace(trace, tmp_path / "a.jsonl")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        import_trace(trace, tmp_path / "b.jsonl")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
