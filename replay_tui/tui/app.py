@@ -17,7 +17,6 @@ from ..journal.safe_text import safe, safe_line
 from . import clipboard
 from .actions import bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
-from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
 
@@ -42,6 +41,7 @@ class ReplayApp(App[None]):
         replay_agent: str | None = None,
         keymap: Mapping[str, str] | None = None,
     ) -> None:
+        self._theme_defaults: dict[tuple[str, int], dict[str, str]] = {}  # before super(): it asks for them
         super().__init__()
         self.user_keymap = dict(keymap or {})  # action id -> keys, from the user's keymap file
         if self.user_keymap:
@@ -91,8 +91,14 @@ class ReplayApp(App[None]):
 
     # -- themes -----------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        """Textual's own themes lack our custom variables: derive them from the theme's colors."""
-        return theme_variable_defaults(self.current_theme.to_color_system().generate())
+        """Textual's own themes lack our custom variables: derive them from the theme's colors
+        (once per theme: generating a color system is a few ms, and every CSS refresh asks)."""
+        theme = self.current_theme
+        key = (theme.name, id(theme))
+        defaults = self._theme_defaults.get(key)
+        if defaults is None:
+            defaults = self._theme_defaults[key] = theme_variable_defaults(theme.to_color_system().generate())
+        return defaults
 
     def _theme_changed(self, theme: Theme) -> None:
         for name in bundled_themes():
@@ -122,6 +128,8 @@ class ReplayApp(App[None]):
         self._copy(clipboard.copy_line(self.main.timeline))
 
     def action_help(self) -> None:
+        from .screens.help import HelpScreen  # loaded when first shown, not for the first frame
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.user_keymap))
 

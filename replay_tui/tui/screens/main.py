@@ -24,7 +24,6 @@ from ...analysis.causal import CausalIndex
 from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, parse_query
 from ...analysis.state import StateAt, StateHistory, find_change
 from ...jobs import JobCancelled, JobRun, throttled
-from ...jobs.search import FilterJob, FilterRequest, SearchJob, SearchRequest
 from ...journal import Event, Journal, JournalError
 from ..actions import bindings_for
 from ..chain_check import ChainCheck
@@ -122,8 +121,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
         with Horizontal(id="top"):
-            timeline = Timeline(self.journal, id="timeline")
-            timeline.add_class("pane")
+            timeline = Timeline(self.journal, id="timeline", classes="pane")  # (add_class would restyle it once more)
             timeline.border_title = "Timeline"
             yield timeline
             tree = CausalTree(self.journal, id="tree")
@@ -592,6 +590,8 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="filter", exit_on_error=False)
     def run_filter(self, query: Query) -> None:
+        from ...jobs.search import FilterJob, FilterRequest  # loaded with the first filter, not for the first frame
+
         worker = get_current_worker()
         rows: array[int] = array("Q")
         self.post_message(FilterProgress(query, rows, 0, complete=False))
@@ -633,6 +633,8 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def run_search(self, query: Query, start: int, direction: int, label: str) -> None:
+        from ...jobs.search import SearchJob, SearchRequest  # loaded with the first search
+
         worker = get_current_worker()
         self.post_message(JobProgress("search", f"{label}: searching… (escape cancels)"))
 

@@ -86,8 +86,8 @@ class Timeline(ScrollView, can_focus=True):
         Binding("T", "goto_time", "Go to time", show=False, id="goto_time"),
     ]
 
-    def __init__(self, journal: Journal, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, journal: Journal, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.journal = journal
         self.cursor = 0  # a position in the journal, filtered or not
         self.count = 0  # events readable so far
