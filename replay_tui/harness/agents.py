@@ -13,7 +13,6 @@ Two styles, both named by a ``"module:attr"`` entry point (recorded in run.start
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -138,7 +137,12 @@ def run_agent(
                 content, role, context = _input_parts(item)
                 event = harness.receive_input(content, role=role, context=context)
                 result = agent(harness, event.payload["content"])
-                output = asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
+                if inspect.isawaitable(result):  # asyncio only for an async agent: a sync one's replay starts faster
+                    import asyncio
+
+                    output = asyncio.run(_awaited(result))
+                else:
+                    output = result
     except StopRun:
         raise
     except KeyboardInterrupt as interrupt:

@@ -10,13 +10,12 @@ and a ``state.transition`` is written when the state changed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -43,6 +42,9 @@ from .redaction import Redactor
 from .seam import EventSink, ObservationSource, StopRun, error_from_payload, error_to_payload
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
+
+if TYPE_CHECKING:  # asyncio is imported where async code runs: a sync agent's replay child never pays for it
+    import asyncio
 
 DEFAULT_SNAPSHOT_EVERY = 100
 
@@ -445,6 +447,8 @@ class Harness:
 
     async def _await_tool_result(self, call_event: Event, run_live: Callable[[], Awaitable[dict[str, Any]]]) -> Any:
         """The result of a written tool.call: recorded (replay) or ``run_live()``, written in call order."""
+        import asyncio
+
         ticket = self._next_ticket
         self._next_ticket += 1
         source = self.sources.get(TOOL_RESULT)
@@ -471,6 +475,8 @@ class Harness:
     async def tools_parallel(self, calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Run ``(name, arguments[, call_id])`` calls concurrently; results (or the
         exceptions raised) in call order."""
+        import asyncio
+
         outcomes = await asyncio.gather(
             *(self.atool(call[0], call[1], call_id=call[2] if len(call) > 2 else None) for call in calls),
             return_exceptions=True,
@@ -481,6 +487,8 @@ class Harness:
         return outcomes
 
     async def _emit_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         if self._turn_changed is None or self._turn_loop is not loop:
             self._turn_changed, self._turn_loop = asyncio.Condition(), loop
@@ -502,6 +510,8 @@ class Harness:
         return self._stop_ticket is not None and ticket > self._stop_ticket
 
     async def _notify_turn(self) -> None:
+        import asyncio
+
         if self._turn_changed is not None and self._turn_loop is asyncio.get_running_loop():
             async with self._turn_changed:
                 self._turn_changed.notify_all()
@@ -572,18 +582,22 @@ class Harness:
         started = time.perf_counter()
         try:
             if inspect.iscoroutinefunction(spec.function):
+                import asyncio
+
                 result = asyncio.run(asyncio.wait_for(spec.function(**arguments), spec.timeout_s))
             elif spec.timeout_s is not None:
                 result = _call_with_timeout(spec.function, arguments, spec.timeout_s)
             else:
                 result = spec.function(**arguments)
-        except (TimeoutError, asyncio.TimeoutError) as error:
+        except TimeoutError as error:  # asyncio.TimeoutError is TimeoutError (3.11+)
             return self._timeout_payload(call_event, spec, error, started)
         except Exception as error:
             return self._failure_payload(call_event, error, started=started)
         return self._success_payload(call_event, result, started)
 
     async def _run_tool_async(self, call_event: Event, arguments: Any) -> dict[str, Any]:
+        import asyncio
+
         spec = self.tool_specs[call_event.payload["tool"]]
         started = time.perf_counter()
         try:
@@ -591,7 +605,7 @@ class Harness:
                 result = await asyncio.wait_for(spec.function(**arguments), spec.timeout_s)
             else:
                 result = await asyncio.wait_for(asyncio.to_thread(spec.function, **arguments), spec.timeout_s)
-        except (TimeoutError, asyncio.TimeoutError) as error:
+        except TimeoutError as error:  # asyncio.TimeoutError is TimeoutError (3.11+)
             return self._timeout_payload(call_event, spec, error, started)
         except Exception as error:
             return self._failure_payload(call_event, error, started=started)
@@ -601,7 +615,7 @@ class Harness:
         started = time.perf_counter()
         try:
             result = live()
-        except (TimeoutError, asyncio.TimeoutError) as error:
+        except TimeoutError as error:  # asyncio.TimeoutError is TimeoutError (3.11+)
             return self._failure_payload(call_event, error, timeout=True, started=started)
         except Exception as error:
             return self._failure_payload(call_event, error, started=started)
@@ -611,7 +625,7 @@ class Harness:
         started = time.perf_counter()
         try:
             result = await live()
-        except (TimeoutError, asyncio.TimeoutError) as error:
+        except TimeoutError as error:  # asyncio.TimeoutError is TimeoutError (3.11+)
             return self._failure_payload(call_event, error, timeout=True, started=started)
         except Exception as error:
             return self._failure_payload(call_event, error, started=started)
@@ -737,6 +751,8 @@ def _call_with_timeout(function: Callable[..., Any], arguments: Mapping[str, Any
 
 
 def _loop_running() -> bool:
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

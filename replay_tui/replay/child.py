@@ -59,6 +59,7 @@ class Channel:
         self._batch: list[bytes] = []
         self._batch_bytes = 0
         self._first_sent = False  # the first event goes out alone: the parent sees the agent start at once
+        self.first_event_cpu_s: float | None = None  # CPU this process spent from exec to the first event
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
 
     def produce(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> None:
@@ -71,7 +72,8 @@ class Channel:
         self._batch.append(item)
         self._batch_bytes += len(item)
         if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES or not self._first_sent:
-            self._first_sent = True
+            if not self._first_sent:
+                self._first_sent, self.first_event_cpu_s = True, round(time.process_time(), 4)
             self.flush()
 
     def request(self, kind: str, key: Any) -> None:
@@ -209,7 +211,7 @@ def run_session(spec: ReplaySpec, channel: Channel, guard: SocketGuard) -> int:
     except SystemExit as error:  # agent code called sys.exit() mid-run
         channel.error(AGENT_CRASH, f"the agent called sys.exit({error.code!r}) during the replay", error)
         return 1
-    channel.send(RESULT, **result)
+    channel.send(RESULT, **result, first_event_cpu_s=channel.first_event_cpu_s)
     return 0
 
 

@@ -54,8 +54,19 @@ NOBODY = 65534
 #: users' files usually live. Paths the child needs below them are bound back read-only.
 HIDDEN_ROOTS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm", "/home", "/root")
 
-#: The environment a child keeps (besides LC_* and --pass-env names).
-ENV_ALLOWLIST = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUTF8", "PYTHONIOENCODING")
+#: The environment a child keeps (besides LC_* and --pass-env names). PYTHONPYCACHEPREFIX: the caller's
+#: bytecode cache, which the child reads (read-only, like everything) instead of compiling every module.
+ENV_ALLOWLIST = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "PYTHONUTF8",
+    "PYTHONIOENCODING",
+    "PYTHONPYCACHEPREFIX",
+)
 
 # Layer names, as the report shows them.
 NETWORK_NAMESPACE = "network namespace"

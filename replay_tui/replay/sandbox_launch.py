@@ -128,7 +128,11 @@ def prepare_launch(
         sys_path = list(spec.sys_path) + ([base_dir] if base_dir not in spec.sys_path else [])
         model_config, tools_config = (_reachable_copy(path, scratch) for path in (spec.model_config, spec.tools_config))
         configs = [path for path in (model_config, tools_config) if path]
-        readable = needed_paths([*sys_path, PACKAGE_ROOT, *configs, *(os.path.dirname(path) for path in configs)])
+        source_env = os.environ if env is None else env
+        bytecode = [path for path in [source_env.get("PYTHONPYCACHEPREFIX")] if path and os.path.isdir(path)]
+        readable = needed_paths(
+            [*sys_path, PACKAGE_ROOT, *configs, *(os.path.dirname(path) for path in configs), *bytecode]
+        )
         policy = SandboxPolicy(
             scratch=scratch,
             mechanism=mechanism,
