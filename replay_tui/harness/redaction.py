@@ -9,13 +9,18 @@ replaced by ``[REDACTED:<hash8>]``. Last, a ``max_body_bytes`` cap on strings.
 
 Speed matters (budget: a few µs per event), so the common case is one orjson
 dump and a gate over its bytes; only a payload that might hold a secret is
-copied and walked. Fields replay matches on (step ids, tool names) are never
-rewritten: a secret there is an error naming the field.
+copied and walked, and the walk gates each object, list and long string again,
+descending only into the parts that might hold one. Objects and lists found clean
+are kept (by their bytes, bounded) for the rest of the run: a model request resends
+the whole conversation, and one credential header makes the whole request need a
+walk. Fields replay matches on (step ids, tool names) are never rewritten: a
+secret there is an error naming the field.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +70,16 @@ DETECTOR_ALIASES: Mapping[str, tuple[str, ...]] = {
 }
 #: Fields replay matches on: never rewritten, so a secret there stops the recording.
 MATCHED_PAYLOAD_FIELDS = ("tool",)
+
+# Verdicts of the gate on a serialized object or list (see Redactor._judge).
+_CLEAN, _WALK, _SPLIT = "clean", "walk", "split"
+#: An object or list bigger than this (serialized) is judged part by part.
+_SPLIT_BYTES = 512
+#: Strings this long are gated on their serialized bytes before the detectors run on them.
+_GATE_STRING_CHARS = 64
+#: The cache of clean values: entries up to 64 KiB, 8 MiB in all (then it starts again).
+_CLEAN_ENTRY_BYTES = 64 * 1024
+_CLEAN_CACHE_BYTES = 8 * 1024 * 1024
 
 
 class RedactionConfigError(ValueError):
@@ -194,7 +209,6 @@ class Redactor:
                 else None
             )
             self._extra = [(name, re.compile(pattern)) for name, pattern in rules.extra_detectors.items()]
-            self._extra_bytes = [re.compile(pattern.encode()) for pattern in rules.extra_detectors.values()]
         except re.error as error:
             raise RedactionConfigError(f"invalid redaction pattern: {error}") from None
         self._enabled = frozenset(rules.detectors)
@@ -202,13 +216,23 @@ class Redactor:
         literal = [re.sub(r"\\(.)", r"\1", name) for name in rules.key_names]
         literal_ok = all(re.escape(text) == name for text, name in zip(literal, rules.key_names))
         self._extra_key_hints = tuple(text.lower().encode() for text in literal) if literal_ok else None
+        self._extra_literals = _required_literals(pattern for _, pattern in self._extra)
         self._allow = frozenset(rules.key_allow)
         self._drop_headers = frozenset(rules.drop_headers)
+        # a dropped header's name as the serialization spells it (a headers key, a pair's name)
+        # (the shared gate already stops at every sensitive name, which the default headers all are)
+        self._drop_quoted = tuple(
+            orjson.dumps(name.lower())
+            for name in self._drop_headers
+            if not (self._shared and detectors.is_secret_key(name))
+        )
         self._replacements: dict[str | None, list[Replacement]] = {}
         for replacement in rules.replacements:
             self._replacements.setdefault(replacement.kind, []).append(replacement)
         self._cap = rules.max_body_bytes
         self._matched_cache: dict[str, str | None] = {}
+        self._clean: set[bytes] = set()  # serialized objects and lists the rules leave alone
+        self._clean_bytes = 0
 
     # -- the entry points ----------------------------------------------------------------------
     def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -226,15 +250,16 @@ class Redactor:
         trims = capture is not None and isinstance(body, dict) and not body.keys() <= set(capture)
         replacements = self._replacements.get(kind, []) + self._replacements.get(None, [])
         data = orjson.dumps(scope)
-        if not (trims or replacements or self._needs_walk(data)):
+        edited = trims or bool(replacements)
+        if not edited and self._judge(scope, data, None, top=True) is _CLEAN:
             return payload
         copy = orjson.loads(data)
         if trims and capture is not None and body_field is not None:
             copy[body_field] = {key: value for key, value in copy[body_field].items() if key in capture}
         for replacement in replacements:
             replacement.path.replace(copy, replacement.value)
-        walked = self._walk(copy, None, 0)
-        if walked == scope:
+        walked = self._walk(copy, None, 0, judged=None if edited else data)
+        if walked is copy and not edited or walked == scope:
             return payload
         out = {**payload, **walked}
         if kind == "model.response":
@@ -246,10 +271,12 @@ class Redactor:
         if not self.rules.enabled:
             return value
         data = orjson.dumps(value)
-        if not self._needs_walk(data):
+        container = type(value) is dict or type(value) is list
+        if self._judge(value, data, None, top=True) is _CLEAN if container else not self._needs_walk(data):
             return value
-        walked = self._walk(orjson.loads(data), None, 0)
-        return value if walked == value else walked
+        copy = orjson.loads(data)
+        walked = self._walk(copy, None, 0, judged=data)
+        return value if walked is copy or walked == value else walked
 
     def secret_in_matched_field(self, name: str, value: Any) -> str | None:
         """The detector that finds a secret in ``value`` of a matched field, else None."""
@@ -280,20 +307,58 @@ class Redactor:
 
     # -- the gate ------------------------------------------------------------------------------
     def _needs_walk(self, data: bytes) -> bool:
+        """False when no rule can change the JSON value serialized as ``data`` (a payload, or any
+        object or list inside one): the common case, decided by byte searches at C speed."""
         if self._cap is not None and len(data) > self._cap:
             return True
-        if self._drop_headers and b'"headers":' in data:
+        if detectors.folds_to_ascii(data):
+            return True  # the lower-cased byte searches below cannot see such a name
+        lowered = data.lower() if self._drop_quoted or self._extra_keys is not None or self._extra else data
+        if any(name in lowered for name in self._drop_quoted):
             return True
         if self._shared and detectors.might_hold_secret(data):
             return True
-        if any(pattern.search(data) for pattern in self._extra_bytes):
-            return True
+        if self._extra:
+            if self._extra_literals is None:
+                return True  # a pattern with no literal every match holds: only the walk can tell
+            for literals, folded in self._extra_literals:
+                haystack = lowered if folded else data
+                if any(literal in haystack for literal in literals):
+                    return True
         if self._extra_keys is not None:
             if self._extra_key_hints is None:
                 return True
-            lowered = data.lower()
             return any(hint in lowered for hint in self._extra_key_hints)
         return False
+
+    def _judge(self, value: dict[str, Any] | list[Any], data: bytes, key: str | None, *, top: bool = False) -> str:
+        """Whether ``value`` (serialized as ``data``, under ``key``; ``top``: a whole payload) is left
+        as it is (``_CLEAN``), walked (``_WALK``), or walked without searching it whole first
+        (``_SPLIT``): a big payload, list, or object holding a list, whose parts repeat from call to
+        call (the conversation every model request resends) and are found in the cache of clean
+        values instead of being searched again. A value under a sensitive name that is allowed
+        (``key_allow``) is walked: the detectors judge its strings by that name."""
+        if key is not None and detectors.is_secret_key(key):
+            return _WALK
+        if key != "headers" and data in self._clean:  # (a "headers" object loses members other objects keep)
+            return _CLEAN
+        if len(data) > _SPLIT_BYTES and (top or _holds_a_list(value)):
+            return _SPLIT
+        if self._needs_walk(data):
+            return _WALK
+        self._remember_clean(data)  # the gate knows no key or depth: clean under any of them
+        return _CLEAN
+
+    def _remember_clean(self, data: bytes) -> None:
+        """Keep ``data`` as a value the rules leave alone (bounded: cleared when full)."""
+        if len(data) > _CLEAN_ENTRY_BYTES:
+            return
+        if self._clean_bytes + len(data) > _CLEAN_CACHE_BYTES:
+            self._clean.clear()
+            self._clean_bytes = 0
+        if data not in self._clean:
+            self._clean.add(data)
+            self._clean_bytes += len(data)
 
     # -- the walk ------------------------------------------------------------------------------
     def _secret_key(self, key: str) -> bool:
@@ -304,42 +369,66 @@ class Redactor:
             return True
         return self._extra_keys is not None and self._extra_keys.search(key) is not None
 
-    def _walk(self, value: Any, key: str | None, depth: int) -> Any:
+    def _walk(self, value: Any, key: str | None, depth: int, *, judged: bytes | None = None) -> Any:
+        """``value`` with the rules applied: ``value`` itself when nothing changed, else a new value
+        (whose unchanged parts are the input's own). ``judged``: its serialization, already judged
+        to need a walk."""
         kind = type(value)
-        if kind is dict:
-            return self._walk_dict(value, key, depth)
-        if kind is list:
-            pair_name = detectors.pair_name(value)
-            secret_pair = pair_name is not None and (
-                self._secret_key(pair_name) or pair_name.lower() in self._drop_headers
-            )
-            return [
-                self._redact_under(item, pair_name, depth)
-                if secret_pair and index == 1
-                else self._walk(item, key, depth)
-                for index, item in enumerate(value)
-            ]
+        if kind is dict or kind is list:
+            data = judged
+            if data is None:
+                data = orjson.dumps(value)
+                if self._judge(value, data, key) is _CLEAN:
+                    return value
+            out = self._walk_dict(value, key, depth) if kind is dict else self._walk_list(value, key, depth)
+            if out is value and kind is dict and depth == 0 and key != "headers":
+                # nothing to change: the same object is clean anywhere (its members carry their own
+                # names; only a "headers" object or a list's strings depend on the name above them)
+                self._remember_clean(data)
+            return out
         if kind is str:
+            if len(value) >= _GATE_STRING_CHARS and not (key is not None and detectors.is_secret_key(key)):
+                if not self._needs_walk(orjson.dumps(value)):
+                    return value
             return self._scrub(value, key, depth).text
         return value
 
+    def _walk_list(self, value: list[Any], key: str | None, depth: int) -> list[Any]:
+        pair_name = detectors.pair_name(value)
+        secret_pair = pair_name is not None and (self._secret_key(pair_name) or pair_name.lower() in self._drop_headers)
+        out: list[Any] | None = None
+        for index, item in enumerate(value):
+            if secret_pair and index == 1:
+                new = self._redact_under(item, pair_name, depth)
+            else:
+                new = self._walk(item, key, depth)
+            if out is None and new is not item:
+                out = value[:index]
+            if out is not None:
+                out.append(new)
+        return value if out is None else out
+
     def _walk_dict(self, value: dict[str, Any], key: str | None, depth: int) -> dict[str, Any]:
+        kept = value
         if key == "headers":
-            value = {name: item for name, item in value.items() if name.lower() not in self._drop_headers}
-        pair_name = detectors.pair_name(value) if len(value) == 2 else None
+            kept = {name: item for name, item in value.items() if name.lower() not in self._drop_headers}
+        pair_name = detectors.pair_name(kept) if len(kept) == 2 else None
         secret_pair = pair_name is not None and (self._secret_key(pair_name) or pair_name.lower() in self._drop_headers)
         out: dict[str, Any] = {}
-        for child_key, item in value.items():
+        changed = len(kept) != len(value)
+        for child_key, item in kept.items():
             new_key = child_key
             if len(child_key) >= 8 and self._secret_in_key(child_key):
                 new_key = key_marker(child_key)
-                while new_key in out or new_key in value:
+                while new_key in out or new_key in kept:
                     new_key = key_marker(new_key)
             if self._secret_key(child_key) or secret_pair and child_key == "value":
-                out[new_key] = self._redact_under(item, child_key if not secret_pair else pair_name, depth)
+                new = self._redact_under(item, child_key if not secret_pair else pair_name, depth)
             else:
-                out[new_key] = self._walk(item, child_key, depth)
-        return out
+                new = self._walk(item, child_key, depth)
+            changed = changed or new is not item or new_key is not child_key
+            out[new_key] = new
+        return out if changed else value
 
     def _redact_under(self, item: Any, key: str | None, depth: int) -> Any:
         """A value under a sensitive name: replaced whole (numbers, strings, containers)."""
@@ -451,6 +540,50 @@ class Redactor:
             body = body if body is not None else "[REDACTED: the raw stream held a secret; see content]"
             after["response"] = {**after["response"], "http": {**http, "body_text": body}}
         return after
+
+
+def _holds_a_list(value: dict[str, Any] | list[Any]) -> bool:
+    """A list of several values, or an object with one among its members."""
+    if isinstance(value, list):
+        return len(value) > 1
+    return any(type(item) is list and len(item) > 1 for item in value.values())
+
+
+def _required_literals(patterns: Iterable[re.Pattern[str]]) -> list[tuple[tuple[bytes, ...], bool]] | None:
+    """For each extra detector, literals one of which every match holds, as serialized JSON spells
+    them (with whether to look in the lower-cased bytes); None when a pattern has none.
+
+    Searching the bytes with the pattern itself would miss matches: anchors, lookarounds and
+    classes mean something else over a whole serialization (``^``, ``\\b``, ``\\d`` of other
+    scripts, a newline written as ``\\n``). A literal of printable ASCII other than the quote and
+    backslash is written as itself, so if it is not in the bytes, no string there can match."""
+    found = []
+    for pattern in patterns:
+        parsed = _sre_parser.parse(pattern.pattern, pattern.flags)
+        literals = _literals_of(list(parsed))
+        if not literals:
+            return None
+        folded = bool(parsed.state.flags & re.IGNORECASE)
+        found.append((tuple((text.lower() if folded else text).encode() for text in literals), folded))
+    return found
+
+
+def _literals_of(items: list[tuple[Any, Any]]) -> list[str]:
+    """Literals one of which every match of the parsed sequence ``items`` holds ([] when unknown)."""
+    if len(items) == 1 and items[0][0].name == "BRANCH":
+        alternatives = [_literals_of(list(branch)) for branch in items[0][1][1]]
+        return [text for texts in alternatives for text in texts] if all(alternatives) else []
+    best, run = "", ""
+    for op, argument in items:
+        if op.name == "LITERAL" and 0x20 <= argument < 0x7F and chr(argument) not in '"\\':
+            run += chr(argument)
+            best = max(best, run, key=len)
+        else:
+            run = ""
+    return [best] if best else []
+
+
+_sre_parser: Any = importlib.import_module("re._parser")
 
 
 def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:

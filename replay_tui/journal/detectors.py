@@ -33,7 +33,11 @@ import orjson
 @dataclass(frozen=True)
 class Format:
     """A credential shape. ``anchors`` are regex fragments one of which every match contains
-    (a cheap gate before the full pattern); a group named ``secret`` marks the secret part."""
+    (a cheap gate before the full pattern); a group named ``secret`` marks the secret part.
+
+    Each anchor starts at an uncommon character (upper case, '_', '-', '.', '/'), a lookbehind
+    checking what comes before it (``-(?<=sk-)`` is "sk-"): the gate is one alternation, and the
+    regex engine skips quickly over positions where no alternative can start."""
 
     name: str
     pattern: str
@@ -70,29 +74,39 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "github-token",
         _START + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
-        ("gh[pousr]_", "github_pat_"),
+        ("_(?<=gh[pousr]_)", "_pat_(?<=github_pat_)"),
         "GitHubTokenDetector",
     ),
     Format(
         "gitlab-token",
         _START + r"gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-[A-Za-z0-9_-]{20,}",
-        ("gl(?:pat|dt|ptt|rt|soat|ffct|cbt|imt|agent|oas)-",),
+        ("-(?:" + "|".join(f"(?<=gl{kind}-)" for kind in "pat dt ptt rt soat ffct cbt imt agent oas".split()) + ")",),
         "GitLabTokenDetector",
     ),
-    Format("anthropic-key", _START + r"sk-ant-(?:api|admin|oat)[0-9]{2}-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
-    Format("openai-key", _START + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", ("sk-",), "OpenAIDetector"),
-    Format("slack-token", _START + r"xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), "SlackDetector"),
+    Format("anthropic-key", _START + r"sk-ant-(?:api|admin|oat)[0-9]{2}-[A-Za-z0-9_-]{20,}", ("-ant-(?<=sk-ant-)",)),
+    Format(
+        "openai-key",
+        _START + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}",
+        ("-(?<=sk-)",),
+        "OpenAIDetector",
+    ),
+    Format("slack-token", _START + r"xox[abposr]-[A-Za-z0-9-]{10,}", ("-(?<=xox[abposr]-)",), "SlackDetector"),
     Format(
         "slack-webhook",
         r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+",
-        (r"hooks\.slack",),
+        (r"\.slack(?<=hooks\.slack)",),
         "SlackDetector",
     ),
-    Format("stripe-key", _START + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", ("k_(?:live|test)_",), "StripeDetector"),
+    Format(
+        "stripe-key",
+        _START + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
+        ("_live_(?<=k_live_)", "_test_(?<=k_test_)"),
+        "StripeDetector",
+    ),
     Format("google-api-key", r"AIza[0-9A-Za-z_-]{35}", ("AIza",)),
     Format("sendgrid-key", _START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", (r"SG\.",), "SendGridDetector"),
-    Format("npm-token", _START + r"npm_[A-Za-z0-9]{36}", ("npm_",), "NpmDetector"),
-    Format("pypi-token", _START + r"pypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-AgE",), "PypiTokenDetector"),
+    Format("npm-token", _START + r"npm_[A-Za-z0-9]{36}", ("_(?<=npm_)",), "NpmDetector"),
+    Format("pypi-token", _START + r"pypi-AgE[A-Za-z0-9_-]{50,}", ("-AgE(?<=pypi-AgE)",), "PypiTokenDetector"),
     Format("twilio-key", _START + r"SK[0-9a-fA-F]{32}", ("SK[0-9a-fA-F]",), "TwilioKeyDetector"),
     Format(
         "discord-bot-token",
@@ -100,7 +114,9 @@ FORMATS: tuple[Format, ...] = (
         (r"\.[A-Za-z0-9_-]{6}\.",),
         "DiscordBotTokenDetector",
     ),
-    Format("telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", (":AA",), "TelegramBotTokenDetector"),
+    Format(
+        "telegram-bot-token", r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}", ("AA(?<=:AA)",), "TelegramBotTokenDetector"
+    ),
     Format(
         "azure-storage-key",
         r"(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})",
@@ -108,7 +124,12 @@ FORMATS: tuple[Format, ...] = (
         "AzureStorageKeyDetector",
         folded=("accountkey=", "sharedaccesskey="),
     ),
-    Format("jwt", _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", ("eyJ",), "JwtTokenDetector"),
+    Format(
+        "jwt",
+        _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        ("J(?<=eyJ)",),
+        "JwtTokenDetector",
+    ),
     # short values only with a digit, so prose ("bearer tokens are...") is not a token
     Format(
         "bearer-token",
@@ -128,7 +149,7 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "url-password",
         r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]{1,200})@",
-        ("://",),
+        ("//(?<=://)",),
         "BasicAuthDetector",
     ),
 )
@@ -377,9 +398,14 @@ def _class_switch_ratio(token: str) -> float:
 
 # -- strings ---------------------------------------------------------------------------------
 def might_hold_secret(data: bytes) -> bool:
-    """Cheap test over serialized JSON: False means no detector can fire on any key or value in it."""
+    """Cheap test over serialized JSON: False means no detector can fire on any key or value in it.
+
+    Any contiguous piece of a serialization (a nested object or list as orjson writes it) can be
+    tested on its own, which is how redaction skips the clean parts of a payload it must walk."""
     patterns = compiled()
     if patterns.format_gate_bytes.search(data):
+        return True
+    if folds_to_ascii(data):
         return True
     lowered = data.lower()
     if any(anchor in lowered for anchor in patterns.folded_bytes):
@@ -390,14 +416,42 @@ def might_hold_secret(data: bytes) -> bool:
             if _names_a_secret(data, position):
                 return True
             position = lowered.find(hint, position + len(hint))
+    if _CANDIDATE_RUN not in data.translate(_CANDIDATE_CLASS):
+        return False  # no run of token characters long enough to be a candidate (one C pass, not a regex)
     for candidate in patterns.candidate_bytes.finditer(data):
         token = candidate.group().decode("ascii")
-        if random_part(token) is not None or _base64_hit(token, 0) is not None:
+        if (_token_may_be_secret if len(token) <= _CACHED_TOKEN_CHARS else _token_may_be_secret.__wrapped__)(token):
             return True
     return False
 
 
+_CACHED_TOKEN_CHARS = 128
+
+
+@lru_cache(maxsize=8192)
+def _token_may_be_secret(token: str) -> bool:
+    """A candidate token that looks random or is base64 of a secret (identifiers such as
+    ``additionalProperties`` turn up in every request: judged once)."""
+    return random_part(token) is not None or _base64_hit(token, 0) is not None
+
+
 NAME_HINTS_BYTES = tuple(hint.encode() for hint in NAME_HINTS)
+# _CANDIDATE's characters as b"a", every other byte as b" ": a candidate needs ENTROPY_MIN_CHARS of them in a row
+_CANDIDATE_CLASS = bytes(
+    0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20 for byte in range(256)
+)
+_CANDIDATE_RUN = b"a" * ENTROPY_MIN_CHARS
+
+# The only characters outside ASCII that lower-case to ASCII letters ("\u212a" -> "k", "\u0130" -> "i")
+# or match them case-insensitively ("\u017f" ~ "s", "\u0131" ~ "i"): a name spelled with one is a
+# sensitive name to the str tests (``is_secret_key`` lower-cases) but not to a byte search of ``bytes.lower()``.
+_FOLDS_TO_ASCII = re.compile(rb"\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
+
+
+def folds_to_ascii(data: bytes) -> bool:
+    """Whether UTF-8 ``data`` holds a character that case-folds to an ASCII letter: byte gates that
+    compare lower-cased ASCII must then give way to the str tests."""
+    return not data.isascii() and _FOLDS_TO_ASCII.search(data) is not None
 
 
 def _names_a_secret(data: bytes, position: int) -> bool:
@@ -410,6 +464,18 @@ def _names_a_secret(data: bytes, position: int) -> bool:
     text = data[start + 1 : end]
     if b"\\" in text or b"=" in text or b":" in text:
         return True
+    if len(text) > _CACHED_NAME_BYTES:  # prose, not a name: judged, never kept in a cache
+        return bool(is_secret_key.__wrapped__(text.decode("utf-8", "replace")))
+    return _is_secret_name(text)
+
+
+_CACHED_NAME_BYTES = 256
+
+
+@lru_cache(maxsize=8192)
+def _is_secret_name(text: bytes) -> bool:
+    """``is_secret_key`` of a serialized name (the same keys turn up in every payload:
+    ``prompt_tokens``, ``authorization``)."""
     return is_secret_key(text.decode("utf-8", "replace"))
 
 

@@ -1,0 +1,165 @@
+"""The redaction gate: skipping the parts of a payload no rule can change must never change
+what is recorded. Every test compares with, or relies on, the full walk of every value."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay_tui.harness import RedactionRules, Redactor
+from replay_tui.harness.canaries import detector_canaries, random_token
+from replay_tui.harness.redaction import _WALK, REDACTED
+
+
+class FullWalk(Redactor):
+    """The same rules with no gate and no cache: every object, list and string is walked."""
+
+    def _judge(self, value: Any, data: bytes, key: str | None, *, top: bool = False) -> str:
+        return _WALK
+
+    def _needs_walk(self, data: bytes) -> bool:
+        return True
+
+
+RULES = {
+    "drop_headers": ["X-Tenant"],
+    "key_allow": ["token"],
+    "key_names": ["internal_ref"],
+    "extra_detectors": {"employee": r"^EMP-\d{6}$", "ticket": r"(?i)\bsecret-ticket-\w+"},
+}
+_rng = random.Random(16)
+_texts = [canary.text for canary in detector_canaries(_rng)] + [
+    random_token(_rng),
+    "pw=1234",
+    "plain words",
+    "EMP-123456",
+    "Secret-Ticket-42",
+    "x" * 600,  # big enough to make its container be judged part by part
+    "http://bob:hunter2hunter2@example.com/x",
+    "the API_KEY=" + random_token(_rng),
+]
+_keys = [
+    "a",
+    "notes",
+    "call_id",
+    "headers",
+    "token",
+    "raw_token",
+    "authorization",
+    "x-tenant",
+    "name",
+    "value",
+    "usage",
+]
+_header_like = st.dictionaries(
+    st.sampled_from(["x-tenant", "accept", "authorization", "Accept"]),
+    st.sampled_from(["plain words", "json"]),
+    min_size=1,
+)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 123456) | st.sampled_from(_texts) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.sampled_from(_keys), children, max_size=5)
+        | children.map(lambda value: json.dumps(value))  # JSON kept in a string
+        | _header_like
+    ),
+    max_leaves=25,
+)
+# one gated redactor across all examples, so its cache of clean values is full of earlier ones
+_gated = Redactor(RedactionRules.from_config(RULES))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_json, min_size=1, max_size=3))
+def test_the_gate_and_its_cache_record_what_the_full_walk_records(values):
+    full = FullWalk(RedactionRules.from_config(RULES))
+    for value in values:
+        payload = {"tool": "t", "call_id": "c", "call_key": "k", "result": value}
+        assert _gated.redact("tool.result", payload) == full.redact("tool.result", payload)
+        assert _gated.redact_value(value) == full.redact_value(value)
+        headers = value if isinstance(value, dict) else {"a": value}  # the same object seen elsewhere first
+        request = {"model": "m", "messages": [value, {"role": "user", "content": value}], "headers": headers}
+        assert _gated.redact("model.request", {"request": request}) == full.redact(
+            "model.request", {"request": request}
+        )
+
+
+def test_a_credential_header_walks_only_the_parts_that_may_hold_a_secret():
+    secret = random_token(random.Random(1))
+    history = [{"role": "user", "content": f"question {index} " + "words " * 40} for index in range(20)]
+    request = {
+        "model": "m",
+        "messages": [*history, {"role": "tool", "content": f"found it: {secret}"}],
+        "headers": {"authorization": "Bearer abc", "accept": "application/json"},
+    }
+    scrubbed: list[str] = []
+
+    class Counting(Redactor):
+        def _scrub(self, text: str, key: str | None, depth: int) -> Any:
+            scrubbed.append(text)
+            return super()._scrub(text, key, depth)
+
+    redactor = Counting()
+    out = redactor.redact("model.request", {"request": request})["request"]
+    assert out["headers"] == {"accept": "application/json"}
+    assert secret not in out["messages"][-1]["content"]
+    assert out["messages"][:-1] == history
+    assert not any("words" in text for text in scrubbed)  # the history was skipped whole, not searched string by string
+    scrubbed.clear()
+    again = redactor.redact("model.request", {"request": request})["request"]
+    assert again == out and not any("words" in text for text in scrubbed)
+
+
+def test_a_value_clean_elsewhere_is_still_judged_as_headers():
+    redactor = Redactor(RedactionRules.from_config({"drop_headers": ["x-tenant"]}))
+    tenant = {"x-tenant": "acme", "accept": "json"}
+    assert redactor.redact("tool.call", {"tool": "t", "arguments": {"meta": tenant}})["arguments"]["meta"] == tenant
+    out = redactor.redact("model.request", {"request": {"model": "m", "headers": dict(tenant)}})
+    assert out["request"]["headers"] == {"accept": "json"}
+
+
+def test_strings_clean_under_an_id_name_are_still_judged_under_another():
+    token = random_token(random.Random(2))
+    redactor = Redactor()
+    assert redactor.redact("tool.call", {"tool": "t", "arguments": {"call_id": [token, token]}})["arguments"] == {
+        "call_id": [token, token]
+    }
+    out = redactor.redact("tool.call", {"tool": "t", "arguments": {"notes": [token, token]}})
+    assert token not in orjson.dumps(out).decode()
+
+
+def test_an_anchored_extra_detector_is_applied_though_its_pattern_never_matches_the_serialized_bytes():
+    redactor = Redactor(RedactionRules.from_config({"extra_detectors": {"employee": r"^EMP-\d{6}$"}}))
+    out = redactor.redact("input.received", {"role": "user", "content": {"id": "EMP-123456", "note": "hi"}})
+    assert out["content"] == {"id": "[REDACTED:employee]", "note": "hi"}
+    multiline = Redactor(RedactionRules.from_config({"extra_detectors": {"pair": r"secret\s+value"}}))
+    out = multiline.redact("input.received", {"role": "user", "content": "a secret\nvalue"})
+    assert out["content"] == "a [REDACTED:pair]"
+
+
+def test_a_sensitive_name_spelled_with_a_kelvin_sign_is_redacted():
+    name = "x-api-\u212aey"  # lower-cases to x-api-key; a byte search for "key" does not see it
+    out = Redactor().redact("tool.call", {"tool": "t", "arguments": {name: "hunter22"}})
+    assert out["arguments"] == {name: REDACTED}
+
+
+def test_the_cache_of_clean_values_is_bounded():
+    redactor = Redactor()
+    for index in range(3000):
+        redactor.redact(
+            "tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": {"n": "x" * 4000, "i": index}}
+        )
+    assert redactor._clean_bytes <= 8 * 1024 * 1024
+
+
+def test_values_under_an_allowed_sensitive_name_are_judged_by_that_name():
+    rules = RedactionRules.from_config({"key_allow": ["token"]})
+    for value in (["plain words", "more words"], {"token": ["plain words"]}, [["plain words"]]):
+        payload = {"tool": "t", "arguments": {"token": value}}
+        assert Redactor(rules).redact("tool.call", payload) == FullWalk(rules).redact("tool.call", payload)
