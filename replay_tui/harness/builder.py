@@ -23,7 +23,15 @@ from .transport import JsonlSink
 if TYPE_CHECKING:
     from ..journal.seal import Signer
 
-_HARNESS_KEYS = {"snapshot_every", "clock", "random_seed", "feature_flags", "prompt_bundle", "signing_key"}
+_HARNESS_KEYS = {
+    "snapshot_every",
+    "clock",
+    "random_seed",
+    "feature_flags",
+    "prompt_bundle",
+    "signing_key",
+    "checkpoint_every",
+}
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class HarnessOptions:
     feature_flags: Mapping[str, Any] = field(default_factory=dict)
     prompt_bundle: tuple[str, ...] = ()
     signing_key: str | None = None  # private key file ('replay-tui keygen'): the journal is sealed on close
+    checkpoint_every: int | None = None  # with signing_key: a signed chain.checkpoint every N events
 
 
 def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> HarnessOptions:
@@ -74,7 +83,13 @@ def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> Harn
     signing_key = table.get("signing_key")
     if signing_key is not None and (not isinstance(signing_key, str) or not signing_key):
         raise ConfigError(source, "[harness]: signing_key must be the path of a private key file ('replay-tui keygen')")
-    return HarnessOptions(snapshot_every, wall, monotonic, seed, flags, tuple(bundle), signing_key)
+    checkpoint_every = table.get("checkpoint_every")
+    if checkpoint_every is not None:
+        if type(checkpoint_every) is not int or checkpoint_every < 1:
+            raise ConfigError(source, "[harness]: checkpoint_every must be a positive integer (events between seals)")
+        if signing_key is None:
+            raise ConfigError(source, "[harness]: checkpoint_every needs signing_key (a checkpoint is a signed seal)")
+    return HarnessOptions(snapshot_every, wall, monotonic, seed, flags, tuple(bundle), signing_key, checkpoint_every)
 
 
 def _signer_for(options: HarnessOptions, config: HarnessConfig) -> Signer | None:
@@ -199,7 +214,7 @@ def build_harness(
                     raise ConfigError(
                         config.source, "[harness]: signing_key needs the jsonl transport (it seals the journal)"
                     )
-                sink.writer.seal_with(signer)
+                sink.writer.seal_with(signer, options.checkpoint_every)
         described = plugins.describe()
         if environment is None:
             environment = fingerprint(

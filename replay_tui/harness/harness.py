@@ -39,7 +39,7 @@ from .adapters import Clock, Ids, RandomSource
 from .patch import diff
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
-from .seam import EventSink, ObservationSource, StopRun, error_from_payload, error_to_payload
+from .seam import EventSink, ObservationSource, SealingSink, StopRun, error_from_payload, error_to_payload
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
 
@@ -94,6 +94,7 @@ class Harness:
         if snapshot_every < 1:
             raise HarnessError("snapshot_every must be at least 1")
         self.sink = sink
+        self._sealing_sink = sink if isinstance(sink, SealingSink) else None  # checked once: a Protocol check is slow
         self.run_id = run_id
         self.sources: Mapping[str, ObservationSource] = dict(observation_sources or {})  # replay may swap in a view
         self.model_client = model
@@ -260,8 +261,11 @@ class Harness:
         if redact:
             payload = self.redactor.redact(kind, payload)
         event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
-        if event.seq != self.last_seq + 1:
-            raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {self.last_seq + 1}")
+        expected = self.last_seq + 1
+        if self._sealing_sink is not None and self._sealing_sink.last_seal_seq == expected:
+            expected += 1  # the sink's own seal took that seq
+        if event.seq != expected:
+            raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {expected}")
         self.last_seq, self.last_hash = event.seq, event.event_hash
         self._last_event = event
         for hook in self.hooks:

@@ -42,6 +42,16 @@ class EventSink(Protocol):
 
 
 @runtime_checkable
+class SealingSink(Protocol):
+    """A sink that may put a seal of its own (``chain.checkpoint``) between two of the harness's events.
+
+    ``last_seal_seq`` is the seq of the last such seal: the one seq the harness lets the sink skip.
+    """
+
+    last_seal_seq: int | None
+
+
+@runtime_checkable
 class ObservationSource(Protocol):
     def observe(self, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
         """Recorded payload for observation `kind` (model.response, tool.result, clock.read, random.draw)

@@ -31,6 +31,7 @@ class JsonlSink:
         start_after: tuple[int, str] | None = None,
     ) -> None:
         self.path = Path(path)
+        self.last_seal_seq: int | None = None  # a chain.checkpoint the writer added: see SealingSink
         if rotate_bytes is None and self.path.suffix != ".jsonl":
             rotate_bytes = DEFAULT_ROTATE_BYTES
         # Harness payloads are JSON round-tripped before they reach the sink, so the
@@ -45,7 +46,10 @@ class JsonlSink:
         )
 
     def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
-        return self.writer.append(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+        event = self.writer.append(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+        if self.writer.last_seq > event.seq:  # the writer signed the chain after it (checkpoint_every)
+            self.last_seal_seq = self.writer.last_seq
+        return event
 
     def close(self) -> None:
         self.writer.close()

@@ -19,6 +19,7 @@ import orjson
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import (
+    CHAIN_CHECKPOINT,
     CLOCK_READ,
     DIAGNOSTIC_FIELDS,
     INPUT_RECEIVED,
@@ -201,6 +202,7 @@ class Cursor:
         self.state_checks = 0
         self.observations = 0
         self.ended = False  # a recorded run.ended was matched
+        self.last_seal_seq: int | None = None  # the last chain.checkpoint stepped over (see ``peek``)
 
     @property
     def consumed(self) -> int:
@@ -218,8 +220,18 @@ class Cursor:
         return self.journal.event(position)
 
     def peek(self) -> Event | None:
-        """The next recorded event, or None at the end."""
-        return self.event_at(self.position) if self.position < self.total else None
+        """The next recorded event of the run, or None at the end.
+
+        A ``chain.checkpoint`` is the recorder's signature over the chain so far, not an event the agent
+        produced: it is stepped over (and counted as consumed). Only looked at here, where the fast path of
+        ``RefereeCursor.check`` gives up, so journals without checkpoints pay nothing for them."""
+        while self.position < self.total:
+            event = self.event_at(self.position)
+            if event.kind != CHAIN_CHECKPOINT:
+                return event
+            self.position += 1
+            self.last_seq = self.last_seal_seq = event.seq
+        return None
 
     def advance(self, event: Event) -> None:
         self.advance_by(event.seq, event.kind)
@@ -239,8 +251,8 @@ class Cursor:
         self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None
     ) -> Event | Mismatch:
         """Compare one produced event with the recorded event of the same seq."""
+        recorded = self.peek()  # first: it steps over a checkpoint, which moves next_seq
         seq = self.next_seq
-        recorded = self.peek()
         if recorded is None or recorded.seq != seq:
             produced = produced_event(kind, payload, step_id, parent_event_id)
             reason = "the journal ends before this event" if recorded is None else deleted_reason(seq, recorded.seq)
@@ -278,9 +290,9 @@ class Cursor:
                 return recorded
             if recorded.kind == RUN_ENDED:
                 break
+        recorded_next = self.peek()  # first: it steps over a checkpoint, which moves next_seq
         seq = self.next_seq
         produced = produced_event(kind, {field: key}, None, None)
-        recorded_next = self.peek()
         if recorded_next is None:
             return Mismatch(seq, f"the agent asked for a {kind} but the journal has ended", produced, None)
         produced["step_id"] = recorded_next.step_id
@@ -296,6 +308,7 @@ class Cursor:
 
     def unused(self) -> dict[str, Any] | None:
         """Recorded events after the cursor: count, first seq and kinds."""
+        self.peek()  # past a trailing checkpoint
         left = self.total - self.position
         if left <= 0:
             return None

@@ -172,6 +172,39 @@ def test_events_after_the_seal_are_a_fault(tmp_path: Path, sealed: Path, keys: d
     assert "after the run.sealed" in report.faults[0].message and seal["kind"] == "run.sealed"
 
 
+def test_the_harness_config_turns_on_checkpoints(tmp_path: Path, keys: dict[str, Path]) -> None:
+    """``checkpoint_every`` in [harness] signs the chain head every N events while recording."""
+    from replay_tui.harness.config import ConfigError
+
+    def config_with(extra: str) -> Path:
+        config = tmp_path / "probe.toml"
+        config.write_text(PROBE_CONFIG.read_text().replace("[harness]\n", f"[harness]\n{extra}\n", 1))
+        return config
+
+    journal = tmp_path / "checkpointed.jsonl"
+    record_run(
+        config_with(f'signing_key = "{keys["alice"]}"\ncheckpoint_every = 4'), PROBE_AGENT, ["q"], journal=journal
+    )
+    kinds = [event["kind"] for event in _events(journal)]
+    assert kinds.count("chain.checkpoint") >= 1 and kinds[-1] == "run.sealed"
+    report = verify_journal(journal, public_key=load_public_key(str(keys["alice"]) + ".pub"))
+    assert report.ok and {seal.status for seal in report.seals} == {"verified"}
+    # the checkpoints are the writer's seals between the agent's events: a strict replay steps over them
+    from tests.replay.helpers import replay
+
+    outcome = replay(journal, agent=PROBE_AGENT)
+    assert outcome.status == "match" and outcome.consumed == outcome.total == len(kinds) - 1, outcome.to_text()
+    for extra, expected in (
+        ("checkpoint_every = 4", "needs signing_key"),
+        (f'signing_key = "{keys["alice"]}"\ncheckpoint_every = 0', "positive integer"),
+        (f'signing_key = "{keys["alice"]}"\ncheckpoint_every = "4"', "positive integer"),
+    ):
+        never = tmp_path / "never.jsonl"
+        with pytest.raises(ConfigError, match=expected):
+            record_run(config_with(extra), PROBE_AGENT, ["q"], journal=never)
+        assert not never.exists()
+
+
 def test_a_bad_signing_key_is_a_config_error_before_anything_is_recorded(tmp_path: Path, keys: dict[str, Path]) -> None:
     from replay_tui.harness.config import ConfigError
 
