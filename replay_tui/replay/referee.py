@@ -308,7 +308,11 @@ class Cursor:
 
     def unused(self) -> dict[str, Any] | None:
         """Recorded events after the cursor: count, first seq and kinds."""
-        self.peek()  # past a trailing checkpoint
+        while (
+            self.position < self.total
+            and getattr(self.journal.try_event(self.position), "kind", None) == CHAIN_CHECKPOINT
+        ):
+            self.position += 1  # a checkpoint left at the end is the writer's, not an unused event of the run
         left = self.total - self.position
         if left <= 0:
             return None
