@@ -22,12 +22,17 @@ All traces of a file go into one journal, in start-time order.
 from __future__ import annotations
 
 import base64
+import gc
 import os
+import pickle
+import shutil
+import subprocess
+import sys
 import tempfile
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -140,17 +145,34 @@ def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     f"complete OTLP/JSON (the file is cut short or not JSON: {error.msg})",
                 ) from None
             return
-        for number, line in enumerate(handle, start=2):
-            if not line.strip():
-                continue
-            try:
-                yield number, _request(orjson.loads(line), path, number)
-            except orjson.JSONDecodeError as error:
-                raise TraceImportError(
-                    str(path),
-                    f"line {number}",
-                    f"a complete OTLP/JSON request (the line is cut short or not JSON: {error.msg})",
-                ) from None
+        yield from _line_requests(handle, path, 2)
+
+
+def _line_requests(lines: Iterable[bytes], path: Path, first: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, request) of one request per line, numbered from ``first``; blank lines are skipped."""
+    for number, line in enumerate(lines, start=first):
+        if not line.strip():
+            continue
+        try:
+            yield number, _request(orjson.loads(line), path, number)
+        except orjson.JSONDecodeError as error:
+            raise TraceImportError(
+                str(path),
+                f"line {number}",
+                f"a complete OTLP/JSON request (the line is cut short or not JSON: {error.msg})",
+            ) from None
+
+
+def _lines_between(handle: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+    """The lines from byte ``start`` (a line start) up to byte ``end`` (a line start or the end)."""
+    handle.seek(start)
+    at = start
+    while at < end:
+        line = handle.readline()
+        if not line:
+            return
+        at += len(line)
+        yield line
 
 
 def _request(value: Any, path: Path, line: int) -> dict[str, Any]:
@@ -174,17 +196,118 @@ def _log_records(request: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 
 # -- the import -------------------------------------------------------------------------
+#: From this size on, pass one is shared between worker processes (below it, starting them costs more).
+PARALLEL_BYTES = 16 * 1024 * 1024
+MAX_WORKERS = 4
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def _worker_environment() -> dict[str, str]:
+    """This environment, with the directory holding replay_tui first on the path (as this process found it)."""
+    paths = [_PACKAGE_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def _worker_count(path: Path) -> int:
+    if path.stat().st_size < PARALLEL_BYTES:
+        return 1
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+def _one_request_per_line(path: Path) -> bool:
+    """Whether the file is the OTLP file exporter's form (the first line a whole request): only that
+    form can be cut into runs of lines."""
+    with open(path, "rb") as handle:
+        first = handle.readline()
+    try:
+        return isinstance(orjson.loads(first), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _chunks(path: Path, count: int) -> list[tuple[int, int, int]]:
+    """``count`` runs of whole lines of about the same size: (first byte, end byte, first line number)."""
+    size = path.stat().st_size
+    starts = [0]
+    with open(path, "rb") as handle:
+        for part in range(1, count):
+            handle.seek(max(size * part // count, starts[-1]))
+            handle.readline()  # on to the start of the next line
+            starts.append(min(handle.tell(), size))
+        starts.append(size)
+        numbers = [1]
+        handle.seek(0)
+        for begin, end in zip(starts, starts[1:-1]):  # line numbers: the newlines before each start
+            numbers.append(numbers[-1] + _newlines(handle, begin, end))
+    return [(begin, end, number) for begin, end, number in zip(starts, starts[1:], numbers) if end > begin]
+
+
+def _newlines(handle: BinaryIO, start: int, end: int) -> int:
+    handle.seek(start)
+    count, left = 0, end - start
+    while left > 0:
+        block = handle.read(min(left, 1 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        left -= len(block)
+    return count
+
+
+def read_chunk(
+    path: str, start: int, end: int, first_line: int, spool_path: str
+) -> dict[str, Any] | tuple[str, str | None, str]:
+    """A worker's pass one (``otlp_worker``) over a run of whole lines; its entries go to its own spool.
+    Bad input comes back as the error's (path, record, expected): the error itself does not unpickle."""
+    gc.disable()  # as import_trace does: parsed JSON holds no cycles
+    trace = OtlpTrace.__new__(OtlpTrace)
+    with open(spool_path, "xb") as spool, open(path, "rb") as handle:
+        trace._begin(Path(path), spool)
+        try:
+            for number, request in _line_requests(_lines_between(handle, start, end), trace.path, first_line):
+                trace._take(number, request)
+        except TraceImportError as error:
+            return (str(error.path), error.record, error.expected)
+    return trace._chunk_state()
+
+
+def _later(kept: Any, seen: Any) -> Any:
+    """The one of two (order key, ...) tuples that comes later in the run (``seen`` on a tie)."""
+    return seen if kept is None or seen[0] >= kept[0] else kept
 
 
 class OtlpTrace:
     """Pass one over the file: map and spool spans, keep the GenAI log content; then the spans whose
-    content is in log records are mapped (their lines read again); ``items()`` is pass two."""
+    content is in log records are mapped (their lines read again); ``items()`` is pass two.
 
-    def __init__(self, path: Path) -> None:
+    A big file of one request per line is read by ``workers`` processes at once, each a run of whole
+    lines into its own spool; what they found is joined in file order, so the journal is the same bytes
+    as from one reader (``workers=1``). None: one per CPU (at most ``MAX_WORKERS``) from ``PARALLEL_BYTES`` on.
+    """
+
+    def __init__(self, path: Path, *, workers: int | None = None) -> None:
+        self._begin(path, tempfile.TemporaryFile(prefix="replay-tui-otlp-"))  # noqa: SIM115 (open until close())
+        try:
+            count = _worker_count(path) if workers is None else workers
+            if count > 1 and _one_request_per_line(path):
+                self._read_in_parallel(count)
+            else:
+                self._read()
+            if not self.spans:
+                raise TraceImportError(str(self.path), None, "at least one span (an OTLP/JSON file with resourceSpans)")
+            self._settle_fidelity()
+            self._map_late()
+        except BaseException:
+            self.close()
+            raise
+
+    def _begin(self, path: Path, spool: BinaryIO) -> None:
         self.path = path
-        self.spool = tempfile.TemporaryFile(prefix="replay-tui-otlp-")  # noqa: SIM115 (open until close())
+        self.spool = spool
+        self.spools: list[BinaryIO] = [spool]  # the workers' spools after this one
+        self.spool_of = array("h")  # which spool holds each span's entry
         self.starts = array("q")
-        self.offsets = array("q")  # where each span's entry starts in the spool
+        self.offsets = array("q")  # where each span's entry starts in its spool
         self.header_lengths = array("l")
         self.entry_lengths = array("q")
         self.ends = array("q")
@@ -202,27 +325,102 @@ class OtlpTrace:
         self.trace_ids: set[str] = set()
         self.fidelity = Fidelity()
         self._unsure: list[tuple[tuple[str, str], bool, bool]] = []  # model spans whose content may be in logs
-        self._read()
-        self._settle_fidelity()
-        self._map_late()
 
     def close(self) -> None:
-        self.spool.close()
+        for spool in self.spools:
+            spool.close()
 
     def _read(self) -> None:
         for number, request in iter_requests(self.path):
-            for span, _scope in _spans(request):
-                self._spool(span, number)
-            for record in _log_records(request):
-                self._keep_log(record)
-        if not self.spans:
-            raise TraceImportError(str(self.path), None, "at least one span (an OTLP/JSON file with resourceSpans)")
+            self._take(number, request)
+
+    def _take(self, number: int, request: Mapping[str, Any]) -> None:
+        for position, (span, _scope) in enumerate(_spans(request), start=1):
+            if not span.get("spanId"):
+                raise TraceImportError(str(self.path), f"line {number}, span {position}", "a spanId on every span")
+            self._spool(span, number)
+        for record in _log_records(request):
+            self._keep_log(record)
+
+    # -- pass one in worker processes ---------------------------------------------------
+
+    def _read_in_parallel(self, workers: int) -> None:
+        chunks = _chunks(self.path, workers)
+        folder = tempfile.mkdtemp(prefix="replay-tui-otlp-")
+        started: list[subprocess.Popen[bytes]] = []
+        try:
+            for index, (start, end, first_line) in enumerate(chunks):
+                spool_path = os.path.join(folder, f"{index}.spool")
+                arguments = [str(self.path), str(start), str(end), str(first_line), spool_path]
+                started.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "replay_tui.importers.otlp_worker", *arguments],
+                        stdout=subprocess.PIPE,
+                        env=_worker_environment(),
+                    )
+                )
+            for number, worker in enumerate(started, start=1):
+                output, _ = worker.communicate()
+                if worker.returncode != 0:
+                    raise RuntimeError(f"an OTLP import worker failed (exit status {worker.returncode})")
+                state = pickle.loads(output)  # noqa: S301 (our own child's answer)
+                if isinstance(state, tuple):  # the first bad line in file order, where one reader would stop
+                    raise TraceImportError(str(self.path), state[1], state[2])
+                self.spools.append(open(os.path.join(folder, f"{number - 1}.spool"), "rb"))  # noqa: SIM115
+                self._join(state, number)
+        finally:
+            for worker in started:
+                if worker.poll() is None:
+                    worker.kill()
+                    worker.wait()
+            shutil.rmtree(folder, ignore_errors=True)  # the spools stay readable through their open files
+
+    def _chunk_state(self) -> dict[str, Any]:
+        """What a worker found, for ``_join``."""
+        names = ("starts", "ends", "ranks", "late", "offsets", "header_lengths", "entry_lengths", "operation")
+        return {name: getattr(self, name) for name in names} | {
+            "parent": self.parent,
+            "content": self.content,
+            "spans": self.spans,
+            "trace_ids": self.trace_ids,
+            "fidelity": self.fidelity,
+            "unsure": self._unsure,
+            "answer": self._answer,
+            "root": self._root,
+        }
+
+    def _join(self, state: dict[str, Any], spool: int) -> None:
+        """Add a worker's spans after the ones so far, as if one reader had gone on reading."""
+        base = self.spans
+        for name in ("starts", "ends", "ranks", "late", "offsets", "header_lengths", "entry_lengths"):
+            getattr(self, name).extend(state[name])
+        self.spool_of.extend(array("h", [spool]) * state["spans"])
+        self.operation.update(state["operation"])
+        self.parent.update(state["parent"])
+        for key, logged in state["content"].items():
+            kept = self.content.setdefault(key, {})
+            for field, value in logged.items():
+                if field == "events":
+                    kept.setdefault("events", []).extend(value)
+                else:
+                    kept[field] = value
+        self.trace_ids |= state["trace_ids"]
+        fidelity: Fidelity = state["fidelity"]
+        self.fidelity.model_calls += fidelity.model_calls
+        self.fidelity.tool_calls += fidelity.tool_calls
+        self.fidelity.tools_incomplete |= fidelity.tools_incomplete
+        self._unsure.extend(state["unsure"])
+        if state["answer"] is not None:
+            (start, rank, index), answer = state["answer"]
+            self._answer = _later(self._answer, ((start, rank, index + base), answer))
+        if state["root"] is not None:
+            (start, rank, index), answer, error = state["root"]
+            self._root = _later(self._root, ((start, rank, index + base), answer, error))
+        self.spans += state["spans"]
 
     def _reduce(self, span: Mapping[str, Any], line: int) -> dict[str, Any]:
         """What the mapping reads of a span, attributes as a dict."""
-        span_id = str(span.get("spanId") or "")
-        if not span_id:
-            raise TraceImportError(str(self.path), f"line {line}, span {self.spans + 1}", "a spanId on every span")
+        span_id = str(span.get("spanId") or "")  # never empty: _take checks
         attrs = attributes(span.get("attributes"))
         events = span.get("events")
         return {
@@ -253,6 +451,7 @@ class OtlpTrace:
         self.starts.append(start)
         self.ends.append(reduced["end"])
         self.ranks.append(rank)
+        self.spool_of.append(0)
         if self._count(operation, attrs, reduced):
             self.late.append(LATE)  # its content may be in logs not read yet: mapped by _map_late
             self.offsets.append(0)
@@ -281,6 +480,7 @@ class OtlpTrace:
         self.spool.write(header)
         self.spool.writelines(prepared.payloads)
         entry = len(header) + sum(len(payload) for payload in prepared.payloads)
+        self.spool_of[index] = 0
         self.offsets[index] = self._spooled
         self.header_lengths[index] = len(header)
         self.entry_lengths[index] = entry
@@ -388,10 +588,10 @@ class OtlpTrace:
         order = sorted(range(self.spans), key=keys.__getitem__)
         del keys
         self.spool.flush()
-        spooled = self.spool.fileno()  # read with pread, not mmap: mapped pages would count as the import's memory
+        spooled = [spool.fileno() for spool in self.spools]  # pread, not mmap: mapped pages would count as memory
         seen_input = False
         for index in order:
-            entry = os.pread(spooled, self.entry_lengths[index], self.offsets[index])
+            entry = os.pread(spooled[self.spool_of[index]], self.entry_lengths[index], self.offsets[index])
             header_end = self.header_lengths[index]
             kind, when, span_id, links, lengths = orjson.loads(entry[:header_end])
             payloads = []

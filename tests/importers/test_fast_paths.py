@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from replay_tui.importers import import_trace
+from replay_tui.importers import TraceImportError, import_trace, otlp
 from replay_tui.importers.builder import json_hash, prepare, rfc3339_of_nanos
 from replay_tui.importers.records import ModelRecord, ToolRecord
 from replay_tui.journal import JournalWriter
@@ -144,3 +145,68 @@ def test_the_collector_is_paused_only_during_the_import(tmp_path: Path) -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "imports" / "weather.otlp.jsonl"
+
+
+def _many_runs(path: Path, runs: int, *, logs_last: bool) -> None:
+    """The fixture's run (a spans line, a logs line) ``runs`` times with fresh ids; blank lines between
+    runs; with ``logs_last`` every log line comes after every span line (joined across workers' parts)."""
+    span_lines, log_lines = [], []
+    for run in range(runs):
+        text = FIXTURE.read_text(encoding="utf-8")
+        for old in sorted(set(re.findall(r'"(?:traceId|spanId|parentSpanId)":"([0-9a-f]+)"', text))):
+            text = text.replace(old, f"{run:04x}{old[4:]}")
+        spans, logs = text.splitlines()
+        span_lines.append(spans)
+        log_lines.append(logs)
+    if logs_last:
+        lines = [*span_lines, "", *log_lines]
+    else:
+        lines = [line for pair in zip(span_lines, log_lines) for line in (*pair, "")]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _import_with(workers: int, trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    monkeypatch.setattr(otlp, "_worker_count", lambda path: workers)
+    import_trace(trace, out)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("logs_last", [False, True])
+def test_workers_write_the_journal_one_reader_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logs_last: bool
+) -> None:
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 7, logs_last=logs_last)
+    alone = _import_with(1, trace, tmp_path / "one.jsonl", monkeypatch)
+    shared = _import_with(3, trace, tmp_path / "three.jsonl", monkeypatch)
+    assert shared == alone
+    events = events_of(tmp_path / "three.jsonl")
+    assert sum(event["kind"] == "model.request" for event in events) == 14
+    assert len(otlp._chunks(trace, 3)) == 3
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda line: line[: len(line) // 2],  # cut short
+        lambda line: line.replace('"spanId":"', '"spanIdGone":"', 1),  # a span without its id
+    ],
+)
+def test_workers_report_the_bad_line_one_reader_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: Any
+) -> None:
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 6, logs_last=False)
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    lines[12] = spoil(lines[12])  # a spans line in the last worker's part; the earlier parts are fine
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    messages = []
+    for workers in (1, 3):
+        with pytest.raises(TraceImportError) as error:
+            _import_with(workers, trace, tmp_path / f"{workers}.jsonl", monkeypatch)
+        messages.append(str(error.value))
+        assert not (tmp_path / f"{workers}.jsonl").exists()
+    assert messages[0] == messages[1] and "line 13" in messages[0]
