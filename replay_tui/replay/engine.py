@@ -130,7 +130,7 @@ class ReplaySession:
         if spec.from_seq is not None and _is_step_agent(entry, StepAgent):
             resume = nearest_snapshot(journal, spec.from_seq)
         start = journal.position_of_seq(resume.seq) + 1 if resume is not None else 0  # type: ignore[operator]
-        tape = Tape(journal, start)
+        tape = Tape(journal, start, verified=spec.journal_verified)
         to_consume = tape.total - start
         checks = {"state": 0, "observations": 0}
         from_seq = spec.from_seq or 1

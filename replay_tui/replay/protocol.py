@@ -111,6 +111,7 @@ class ReplaySpec:
     sandbox: dict[str, Any] | None = None  # the SandboxPolicy the runner made (set by the runner)
     broker_fd: int = -1  # experiments: the child's end of the broker socketpair (live calls go through the parent)
     wait_for_go: bool = False  # read "go" on stdin before loading the agent (the parent verifies meanwhile)
+    journal_verified: bool = False  # "go" comes only after the parent verified every line: the tape may trust them
     sys_path: list[str] = field(default_factory=list)  # prepended, so fixture agents import
     protocol_fd: int = -1
     progress_interval_s: float = 0.05

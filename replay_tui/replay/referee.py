@@ -333,12 +333,13 @@ class RefereeCursor(Cursor):
     there goes the full way (``Cursor.emit``/``observe``), which finds the exact reason or the journal error.
     """
 
-    RAW_KEPT = 8192  # parsed lines kept for the lookahead of concurrent observations
+    RAW_KEPT = 256  # parsed lines kept: read ahead (concurrent observations) or just compared
 
     def __init__(self, journal: Journal, start: int = 0, *, verified: bool = False) -> None:
         super().__init__(journal, start)
         self.fast = verified and journal.dialect == V1
         self._raw: dict[int, dict[str, Any]] = {}
+        self._raw_limit = self.RAW_KEPT
 
     def raw_at(self, position: int) -> dict[str, Any] | None:
         """The recorded line at ``position`` as parsed, or None (then the full path decides)."""
@@ -350,8 +351,9 @@ class RefereeCursor(Cursor):
                 return None
             if type(found) is not dict or found.get("schema_version") != SCHEMA_VERSION:
                 return None  # an older version is migrated on the full path
-            if len(self._raw) >= self.RAW_KEPT:
+            if len(self._raw) >= self._raw_limit:  # drop the consumed; the limit grows with a long lookahead
                 self._raw = {kept: line for kept, line in self._raw.items() if kept >= self.position}
+                self._raw_limit = max(self.RAW_KEPT, 2 * len(self._raw))
             self._raw[position] = found
         return found
 

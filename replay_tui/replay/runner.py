@@ -117,6 +117,7 @@ class ReplayOutcome:
     child_startup_s: float | None = None  # spawn to the child's hello (sandbox entered)
     first_event_s: float | None = None  # spawn to the first event the agent produced
     first_event_cpu_s: float | None = None  # the child's CPU from exec to its first event (stable under load)
+    child_cpu_s: float | None = None  # the child's CPU in all, as it reports it (informational)
     elapsed_s: float | None = None  # whole child run, from start-up to result
     replay_s: float | None = None  # the replay loop alone
     replay_cpu_s: float | None = None  # CPU seconds of the replay loop (stable under machine load)
@@ -797,6 +798,7 @@ class ReplayRunner:
             "replay_cpu_s",
             "events_per_s",
             "first_event_cpu_s",
+            "child_cpu_s",
         ]
         if self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
             names += ["consumed", "total", "state_checks", "observations_served", "unused", "experiment"]

@@ -148,6 +148,7 @@ def prepare_launch(
             out=child_out,
             verify_hash_chain=False,  # the parent verifies its own journal
             wait_for_go=True,
+            journal_verified=spec.verify_hash_chain,  # the runner says "go" only once its verification passed
             broker_fd=broker_fd,
             protocol_fd=protocol_fd,
             sys_path=sys_path,

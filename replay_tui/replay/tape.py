@@ -18,9 +18,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Iterable
 
+import orjson
+
 from ..harness.replay_support import observation_key
 from ..harness.seam import ObservationMissing, StopRun
 from ..journal import Event, Journal, JournalError
+from ..journal.dialects import V1
+from ..journal.model import SCHEMA_VERSION
 from .referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
 
 __all__ = [
@@ -87,16 +91,58 @@ class TapeUnreadable(StopRun):
 class Tape(Cursor):
     """The referee's cursor, with the child's way of stopping: exceptions the agent cannot catch."""
 
-    def __init__(self, journal: Journal, start: int = 0) -> None:
+    KEPT = 256  # events kept: read ahead (concurrent observations) or just consumed; a big dict costs per event
+
+    def __init__(self, journal: Journal, start: int = 0, *, verified: bool = False) -> None:
         super().__init__(journal, start)
         self.stopped: BaseException | None = None
+        # A journal the parent verified (every line parsed, schema-checked, chained) before it said "go":
+        # its lines become Events without being checked again, the replay's main cost per event.
+        self.trusted = verified and journal.dialect == V1
+        self._read: dict[int, Event] = {}
+        self._read_limit = self.KEPT
 
     def event_at(self, position: int) -> Event:
         """A recorded event; an unreadable line stops the replay (TapeUnreadable)."""
+        if self.trusted:
+            found = self._read.get(position) or self._trusted_event(position)
+            if found is not None:
+                return found
         try:
             return self.journal.event(position)
         except JournalError as error:
             raise self.stop(TapeUnreadable(error)) from None
+
+    def advance_by(self, seq: int, kind: str) -> None:
+        self._read.pop(self.position, None)  # consumed: the dict holds only what was read ahead
+        super().advance_by(seq, kind)
+
+    def _trusted_event(self, position: int) -> Event | None:
+        """The line as an Event, built as ``validate_event`` builds it; None sends it the checked way."""
+        try:
+            line = orjson.loads(self.journal.line_bytes(position))
+            if type(line) is not dict or line.get("schema_version") != SCHEMA_VERSION:
+                return None  # an older version is migrated the checked way
+            event = Event(
+                seq=line["seq"],
+                kind=line["kind"],
+                run_id=line["run_id"],
+                event_id=line["event_id"],
+                step_id=line["step_id"],
+                parent_event_id=line["parent_event_id"],
+                recorded_at=line["recorded_at"],
+                payload=line["payload"],
+                prev_event_hash=line["prev_event_hash"],
+                event_hash=line.get("event_hash"),
+                raw=line,
+            )
+        except (orjson.JSONDecodeError, KeyError, IndexError):
+            return None
+        if len(self._read) >= self._read_limit:  # drop the consumed; the limit grows with a long lookahead
+            self._read = {kept: event for kept, event in self._read.items() if kept >= self.position}
+            self._read_limit = max(self.KEPT, 2 * len(self._read))
+        self._read[position] = event
+        return event
 
     def stop(self, reason: BaseException) -> BaseException:
         if self.stopped is None:

@@ -10,14 +10,23 @@
    ``git worktree add`` into a temporary directory that is removed afterwards; the base
    runs in a subprocess with that tree first on PYTHONPATH). Best of R each.
 3. Child start-up of this tree: spawn to the first event the agent produced, with every
-   sandbox layer in force, median over the runs (long fixture and generated run).
+   sandbox layer in force, median over the runs (the long fixture), and the child's CPU from
+   exec to that event (``first_event_cpu_s``: what the start-up costs, whatever the load).
+
+Both trees run with their modules compiled, as after a pip install: a bytecode cache
+(``PYTHONPYCACHEPREFIX``, under the temporary directory) filled by one untimed warm-up per
+tree, since a checkout run with PYTHONDONTWRITEBYTECODE=1 would compile every module in
+every child. The sandboxed child reads that cache read-only, as it would a user's.
 
 Figures: the replay loop's rate in the child (``events_per_s``), and the end-to-end
 rate seen by the caller (events / wall time of ``ReplayRunner.run``, which now includes
 the parent's chain verification and its comparison); and, since wall clock on a shared
 machine mostly measures the load, the child's loop per CPU-second, and the parent's CPU
-per event (getrusage: it now verifies the chain and referees every event). The last line is one JSON object.
-Targets: start-up < 0.25 s; CPU throughput >= 0.8 x the base, side by side.
+per event (getrusage: it now verifies the chain and referees every event), and the CPU of the
+whole replay (parent and child together) per event, the throughput a loaded machine sees. The
+load average is printed before and after: on 2 shared cores, wall clock mostly measures it.
+The last line is one JSON object.
+Targets: start-up < 0.25 s; throughput >= 0.8 x the base, side by side (end to end, and in CPU).
 """
 
 from __future__ import annotations
@@ -56,20 +65,54 @@ journal, root = sys.argv[1], sys.argv[2]
 def cpu(who):
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
-started, parent_cpu = time.perf_counter(), cpu(resource.RUSAGE_SELF)
+started, parent_cpu, child_cpu = time.perf_counter(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
 outcome = ReplayRunner(ReplaySpec(journal=journal, sys_path=[root]), timeout_s=900, cwd=root).run()
 wall = time.perf_counter() - started
+# The child's CPU: counted in RUSAGE_CHILDREN when it is our descendant we reaped; bwrap's pid namespace loses
+# it, so the child's own figure (the sandbox's) is used when larger.
+children = max(cpu(resource.RUSAGE_CHILDREN) - child_cpu, getattr(outcome, "child_cpu_s", None) or 0.0)
+total_cpu = cpu(resource.RUSAGE_SELF) - parent_cpu + children
 print(json.dumps({"status": outcome.status, "consumed": outcome.consumed, "events_per_s": outcome.events_per_s,
                   "events_per_loop_cpu_s": outcome.consumed / outcome.replay_cpu_s if outcome.replay_cpu_s else None,
                   "parent_us_per_event": 1e6 * (cpu(resource.RUSAGE_SELF) - parent_cpu) / max(outcome.consumed, 1),
+                  "total_us_per_event": 1e6 * total_cpu / max(outcome.consumed, 1),
                   "wall_s": wall, "startup_s": outcome.child_startup_s,
                   "first_event_s": getattr(outcome, "first_event_s", None),
                   "isolation": outcome.isolation.summary if outcome.isolation else None}))
 """
 
 
-def run_tree(tree: Path, journal: Path) -> dict[str, object]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+#: What a replay child imports (this tree's; the base tree's child imports a subset): the warm-up compiles them.
+CHILD_MODULES = (
+    "replay_tui.replay.child, replay_tui.replay.engine, replay_tui.replay.entry_point, replay_tui.replay.referee, "
+    "replay_tui.harness.replay_support, replay_tui.journal, tests.replay.agents.counter, fixtures.agents.stocktake"
+)
+
+
+def compiled_environment(cache: Path) -> dict[str, str]:
+    """The environment with a bytecode cache, as an installed package has one (see the module docstring)."""
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    environment["PYTHONPYCACHEPREFIX"] = str(cache)
+    return environment
+
+
+def warm_up(tree: Path, journal: Path, environment: dict[str, str]) -> None:
+    """Fill the bytecode cache for ``tree``: its child's imports, then one untimed replay (the base's child,
+    unsandboxed, writes what it imports; ours reads the cache read-only)."""
+    env = dict(environment, PYTHONPATH=str(tree))
+    modules = ", ".join(
+        name
+        for name in CHILD_MODULES.split(", ")
+        if (tree / name.replace(".", "/")).exists() or (tree / (name.replace(".", "/") + ".py")).exists()
+    )
+    subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=tree, env=env, check=True)
+    run_tree(tree, journal, environment)
+
+
+def run_tree(tree: Path, journal: Path, environment: dict[str, str]) -> dict[str, object]:
+    env = dict(
+        environment, PYTHONPATH=os.pathsep.join([str(tree), environment.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    )
     done = subprocess.run(
         [sys.executable, "-c", ONE_REPLAY, str(journal), str(tree)],
         cwd=tree,
@@ -97,16 +140,16 @@ def generated_run(directory: Path, events: int) -> Path:
     return journal
 
 
-def startups(journal: Path, count: int) -> list[float]:
-    """Spawn to first event, this tree, in this process."""
+def startups(journal: Path, count: int, environment: dict[str, str]) -> list[tuple[float, float]]:
+    """Spawn to first event (wall, and the child's CPU to it), this tree, in this process."""
     found = []
     for _ in range(count):
         outcome = ReplayRunner(
-            ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=120, cwd=str(ROOT)
+            ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=120, cwd=str(ROOT), env=environment
         ).run()
-        if outcome.status != MATCH or outcome.first_event_s is None:
+        if outcome.status != MATCH or outcome.first_event_s is None or outcome.first_event_cpu_s is None:
             raise SystemExit(f"bench_replay: {journal} did not replay cleanly:\n{outcome.to_text()}")
-        found.append(outcome.first_event_s)
+        found.append((outcome.first_event_s, outcome.first_event_cpu_s))
     return found
 
 
@@ -116,20 +159,27 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="replays per tree; the best is reported (default 3)")
     parser.add_argument("--keep", type=Path, help="directory to keep and reuse the generated journal in")
     parser.add_argument("--base", default=BASE_COMMIT, help=f"the commit to compare with (default {BASE_COMMIT})")
+    parser.add_argument("--startups", type=int, default=9, help="replays of the long fixture timed to the first event")
     args = parser.parse_args()
 
-    first_event = startups(LONG_FIXTURE, 7)
+    load_before = os.getloadavg()[0]
+    print(f"load average before: {load_before:.1f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
+        os.chmod(scratch, 0o755)  # the sandboxed child (nobody) reads the bytecode cache below it
+        environment = compiled_environment(Path(scratch) / "pycache")
         directory = args.keep or Path(scratch)
         directory.mkdir(parents=True, exist_ok=True)
         journal = generated_run(directory, args.events)
+        warm_up(ROOT, LONG_FIXTURE, environment)
+        first_event = startups(LONG_FIXTURE, args.startups, environment)
         base = Path(scratch) / "base"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.base], check=True)
         try:
+            warm_up(base, LONG_FIXTURE, environment)
             runs: dict[str, list[dict[str, object]]] = {"base": [], "sandbox": []}
             for _ in range(args.repeat):  # alternate, so both see the same machine load
-                runs["base"].append(run_tree(base, journal))
-                runs["sandbox"].append(run_tree(ROOT, journal))
+                runs["base"].append(run_tree(base, journal, environment))
+                runs["sandbox"].append(run_tree(ROOT, journal, environment))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
     best = {name: max(found, key=lambda figures: figures["events_per_s"] or 0) for name, found in runs.items()}
@@ -137,32 +187,40 @@ def main() -> int:
         name: {
             "events_per_loop_cpu_s": max(figures["events_per_loop_cpu_s"] for figures in found),
             "parent_us_per_event": min(figures["parent_us_per_event"] for figures in found),
+            "total_us_per_event": min(figures["total_us_per_event"] for figures in found),
         }
         for name, found in runs.items()
     }
     loop_cpu_ratio = cpu["sandbox"]["events_per_loop_cpu_s"] / cpu["base"]["events_per_loop_cpu_s"]
+    total_cpu_ratio = cpu["base"]["total_us_per_event"] / cpu["sandbox"]["total_us_per_event"]
     best_e2e = {
         name: max(found, key=lambda figures: figures["end_to_end_events_per_s"]) for name, found in runs.items()
     }
     loop_ratio = (best["sandbox"]["events_per_s"] or 0) / (best["base"]["events_per_s"] or 1)
     e2e_ratio = best_e2e["sandbox"]["end_to_end_events_per_s"] / best_e2e["base"]["end_to_end_events_per_s"]
-    startup = statistics.median(first_event)
+    startup = statistics.median(wall for wall, _ in first_event)
+    startup_cpu = statistics.median(cpu_s for _, cpu_s in first_event)
+    load_after = os.getloadavg()[0]
     for name in ("base", "sandbox"):
         print(
             f"{name}: replay loop {best[name]['events_per_s']:,.0f} events/s, "
             f"end to end {best_e2e[name]['end_to_end_events_per_s']:,.0f} events/s ({best[name]['consumed']} events)",
             flush=True,
         )
-    print(
-        f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f} (wall clock, load {os.getloadavg()[0]:.1f})"
-    )
+    print(f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f} (wall clock, load {load_after:.1f})")
     for name in ("base", "sandbox"):
         print(
             f"{name}: {cpu[name]['events_per_loop_cpu_s']:,.0f} events per CPU-second of the child's loop; "
             f"the parent spends {cpu[name]['parent_us_per_event']:.1f} CPU-us per event (verify, referee, protocol)"
         )
     print(f"sandbox / base in CPU time of the child's loop: {loop_cpu_ratio:.2f}")
-    print(f"spawn to first event, full sandbox: median {startup:.3f} s, max {max(first_event):.3f} s")
+    for name in ("base", "sandbox"):
+        print(f"{name}: {cpu[name]['total_us_per_event']:.1f} CPU-us per event, parent and child together")
+    print(f"sandbox / base in throughput per CPU-second of the whole replay: {total_cpu_ratio:.2f}")
+    print(
+        f"spawn to first event, full sandbox: median {startup:.3f} s, max {max(wall for wall, _ in first_event):.3f} s; "
+        f"the child's CPU from exec to it: median {startup_cpu:.3f} s (load {load_before:.1f} before, {load_after:.1f} after)"
+    )
     hello = {name: statistics.median(figures["startup_s"] for figures in found) for name, found in runs.items()}
     print(
         f"spawn to hello as the caller sees it: base {hello['base']:.3f} s, sandbox {hello['sandbox']:.3f} s "
@@ -179,14 +237,17 @@ def main() -> int:
         "end_to_end_ratio": round(e2e_ratio, 3),
         "cpu": {name: {key: round(value, 1) for key, value in figures.items()} for name, figures in cpu.items()},
         "loop_cpu_ratio": round(loop_cpu_ratio, 3),
+        "total_cpu_ratio": round(total_cpu_ratio, 3),
         "first_event_s": round(startup, 4),
-        "first_event_max_s": round(max(first_event), 4),
+        "first_event_max_s": round(max(wall for wall, _ in first_event), 4),
+        "first_event_cpu_s": round(startup_cpu, 4),
         "base_hello_s": round(hello["base"], 4),
         "sandbox_hello_s": round(hello["sandbox"], 4),
-        "load_average": os.getloadavg()[0],
+        "load_average": {"before": load_before, "after": load_after},
+        "cores": os.cpu_count(),
         "isolation": best["sandbox"]["isolation"],
         "targets": {"first_event_s": TARGET_STARTUP_S, "ratio": TARGET_RATIO},
-        "ok": startup < TARGET_STARTUP_S and loop_cpu_ratio >= TARGET_RATIO,
+        "ok": startup < TARGET_STARTUP_S and min(e2e_ratio, total_cpu_ratio) >= TARGET_RATIO,
     }
     print(json.dumps(result))
     return 0
