@@ -80,6 +80,9 @@ _GATE_STRING_CHARS = 64
 #: The cache of clean values: entries up to 64 KiB, 8 MiB in all (then it starts again).
 _CLEAN_ENTRY_BYTES = 64 * 1024
 _CLEAN_CACHE_BYTES = 8 * 1024 * 1024
+#: Strings up to this long found clean are kept too (with the name they sat under), this many.
+_CACHED_STRING_CHARS = 256
+_CLEAN_STRINGS = 8192
 
 
 class RedactionConfigError(ValueError):
@@ -233,6 +236,7 @@ class Redactor:
         self._matched_cache: dict[str, str | None] = {}
         self._clean: set[bytes] = set()  # serialized objects and lists the rules leave alone
         self._clean_bytes = 0
+        self._clean_strings: set[tuple[str, str | None]] = set()  # short strings left alone, by the name above
 
     # -- the entry points ----------------------------------------------------------------------
     def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -251,14 +255,15 @@ class Redactor:
         replacements = self._replacements.get(kind, []) + self._replacements.get(None, [])
         data = orjson.dumps(scope)
         edited = trims or bool(replacements)
-        if not edited and self._judge(scope, data, None, top=True) is _CLEAN:
+        verdict = None if edited else self._judge(scope, data, None, top=True)
+        if verdict is _CLEAN:
             return payload
         copy = orjson.loads(data)
         if trims and capture is not None and body_field is not None:
             copy[body_field] = {key: value for key, value in copy[body_field].items() if key in capture}
         for replacement in replacements:
             replacement.path.replace(copy, replacement.value)
-        walked = self._walk(copy, None, 0, judged=None if edited else data)
+        walked = self._walk(copy, None, 0, data=None if edited else data, verdict=verdict)
         if walked is copy and not edited or walked == scope:
             return payload
         out = {**payload, **walked}
@@ -271,11 +276,14 @@ class Redactor:
         if not self.rules.enabled:
             return value
         data = orjson.dumps(value)
-        container = type(value) is dict or type(value) is list
-        if self._judge(value, data, None, top=True) is _CLEAN if container else not self._needs_walk(data):
+        if type(value) is dict or type(value) is list:
+            verdict = self._judge(value, data, None, top=True)
+        else:
+            verdict = _WALK if self._needs_walk(data) else _CLEAN
+        if verdict is _CLEAN:
             return value
         copy = orjson.loads(data)
-        walked = self._walk(copy, None, 0, judged=data)
+        walked = self._walk(copy, None, 0, data=data, verdict=verdict)
         return value if walked is copy or walked == value else walked
 
     def secret_in_matched_field(self, name: str, value: Any) -> str | None:
@@ -369,28 +377,44 @@ class Redactor:
             return True
         return self._extra_keys is not None and self._extra_keys.search(key) is not None
 
-    def _walk(self, value: Any, key: str | None, depth: int, *, judged: bytes | None = None) -> Any:
+    def _walk(
+        self, value: Any, key: str | None, depth: int, *, data: bytes | None = None, verdict: str | None = None
+    ) -> Any:
         """``value`` with the rules applied: ``value`` itself when nothing changed, else a new value
-        (whose unchanged parts are the input's own). ``judged``: its serialization, already judged
-        to need a walk."""
+        (whose unchanged parts are the input's own). ``data``: its serialization; ``verdict``: what
+        ``_judge`` already said of it."""
         kind = type(value)
         if kind is dict or kind is list:
-            data = judged
             if data is None:
                 data = orjson.dumps(value)
-                if self._judge(value, data, key) is _CLEAN:
+            if verdict is None:
+                verdict = self._judge(value, data, key)
+                if verdict is _CLEAN:
                     return value
-            out = self._walk_dict(value, key, depth) if kind is dict else self._walk_list(value, key, depth)
+            out: Any
+            if kind is dict:
+                # the one member of an object the gate stopped at ({"request": ...}) would stop it too
+                out = self._walk_dict(value, key, depth, lone_member=verdict is _WALK and len(value) == 1)
+            else:
+                out = self._walk_list(value, key, depth)
             if out is value and kind is dict and depth == 0 and key != "headers":
                 # nothing to change: the same object is clean anywhere (its members carry their own
                 # names; only a "headers" object or a list's strings depend on the name above them)
                 self._remember_clean(data)
             return out
         if kind is str:
+            cached = depth == 0 and len(value) <= _CACHED_STRING_CHARS
+            if cached and (value, key) in self._clean_strings:
+                return value
             if len(value) >= _GATE_STRING_CHARS and not (key is not None and detectors.is_secret_key(key)):
                 if not self._needs_walk(orjson.dumps(value)):
                     return value
-            return self._scrub(value, key, depth).text
+            text = self._scrub(value, key, depth).text
+            if cached and text is value:  # (header values, model names: the same strings in every request)
+                if len(self._clean_strings) >= _CLEAN_STRINGS:
+                    self._clean_strings.clear()
+                self._clean_strings.add((value, key))
+            return text
         return value
 
     def _walk_list(self, value: list[Any], key: str | None, depth: int) -> list[Any]:
@@ -408,7 +432,9 @@ class Redactor:
                 out.append(new)
         return value if out is None else out
 
-    def _walk_dict(self, value: dict[str, Any], key: str | None, depth: int) -> dict[str, Any]:
+    def _walk_dict(
+        self, value: dict[str, Any], key: str | None, depth: int, *, lone_member: bool = False
+    ) -> dict[str, Any]:
         kept = value
         if key == "headers":
             kept = {name: item for name, item in value.items() if name.lower() not in self._drop_headers}
@@ -424,6 +450,8 @@ class Redactor:
                     new_key = key_marker(new_key)
             if self._secret_key(child_key) or secret_pair and child_key == "value":
                 new = self._redact_under(item, child_key if not secret_pair else pair_name, depth)
+            elif lone_member and (type(item) is dict or type(item) is list):
+                new = self._walk(item, child_key, depth, verdict=_WALK)
             else:
                 new = self._walk(item, child_key, depth)
             changed = changed or new is not item or new_key is not child_key

@@ -13,6 +13,12 @@ chat-completions request to the same server). Per model call and per tool call, 
 transport and tool path every recorder uses are timed on their own: an OpenAI client with and
 without the harness transport, and ``Harness.record_tool_call`` against calling the tool.
 Target: the overhead per call is at most 5 % of a loopback model call.
+
+Every figure is given in wall time and in CPU time of the process (``*_cpu_*``; the loopback
+server is a thread of the same process, so a model call's CPU includes serving it). On a
+shared machine a busy neighbour adds wall time to either side at random; CPU time only grows
+with it, so the CPU figures are the steadier ones. ``load_average`` is the 1-minute load at
+the start and the end of the run.
 """
 
 from __future__ import annotations
@@ -20,12 +26,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -123,25 +130,25 @@ PLAIN: dict[str, Callable[[str], Any]] = {
 }
 
 
-def recorded(name: str, base_url: str, scratch: Path, index: int) -> tuple[float, int, int]:
-    """Seconds of one recorded run (from run.started to run.ended: the harness is built before the
-    clock starts and the journal's closing fsync is left out, both being per-run costs, not
-    per-call ones), and the model and tool calls it made."""
+def recorded(name: str, base_url: str, scratch: Path, index: int) -> tuple[Seconds, int, int]:
+    """Wall and CPU seconds of one recorded run (from run.started to run.ended: the harness is built
+    before the clock starts and the journal's closing fsync is left out, both being per-run costs,
+    not per-call ones), and the model and tool calls it made."""
     from replay_tui.journal import open_journal
 
     journal = scratch / f"{name}-{index}.jsonl"
     with build_harness(CONFIG, journal=journal, agent=AGENTS[name]) as recording:
         recording.started(AGENTS[name])
         sink = recording.harness.sink
-        close, closing = sink.close, [0.0]
+        close, closing = sink.close, [Seconds(0.0, 0.0)]
 
         def timed_close() -> None:  # the fsync of the finished journal: once per run, not per call
             closing[0] = timed(close)
 
         sink.close = timed_close  # type: ignore[method-assign]
-        started = time.perf_counter()
+        started = Seconds.now()
         outcome = run_agent(AGENTS[name], recording.harness, [crm.task(base_url)])
-        seconds = time.perf_counter() - started - closing[0]
+        seconds = Seconds.now() - started - closing[0]
     if outcome.status != "ok":
         raise RuntimeError(f"{name}: {outcome.error}")
     with open_journal(journal) as opened:
@@ -150,10 +157,24 @@ def recorded(name: str, base_url: str, scratch: Path, index: int) -> tuple[float
     return seconds, kinds.count("model.request"), kinds.count("tool.call")
 
 
-def timed(function: Callable[[], Any]) -> float:
-    started = time.perf_counter()
+class Seconds(NamedTuple):
+    """A duration on the wall clock and in CPU time of this process."""
+
+    wall: float
+    cpu: float
+
+    @staticmethod
+    def now() -> Seconds:
+        return Seconds(time.perf_counter(), time.process_time())
+
+    def __sub__(self, other: tuple[float, ...]) -> Seconds:
+        return Seconds(self.wall - other[0], self.cpu - other[1])
+
+
+def timed(function: Callable[[], Any]) -> Seconds:
+    started = Seconds.now()
     function()
-    return time.perf_counter() - started
+    return Seconds.now() - started
 
 
 # -- one model call and one tool call on their own ------------------------------------------
@@ -174,26 +195,37 @@ def model_call_overhead(server: LoopbackLLM, scratch: Path, calls: int) -> dict[
         plain_s.append(timed(lambda: plain.chat.completions.create(**body)))
         recorded_s.append(timed(lambda: recording.chat.completions.create(**body)))
     harness.end_run("ok")
-    plain_ms, recorded_ms = statistics.median(plain_s) * 1000, statistics.median(recorded_s) * 1000
-    return {
-        "loopback_model_call_ms": round(plain_ms, 3),
-        "overhead_per_model_call_ms": round(recorded_ms - plain_ms, 3),
-    }
+    figures = {}
+    for clock, suffix in (("wall", ""), ("cpu", "_cpu")):
+        plain_ms = statistics.median(getattr(s, clock) for s in plain_s) * 1000
+        recorded_ms = statistics.median(getattr(s, clock) for s in recorded_s) * 1000
+        figures[f"loopback_model_call{suffix}_ms"] = round(plain_ms, 3)
+        figures[f"overhead_per_model_call{suffix}_ms"] = round(recorded_ms - plain_ms, 3)
+    return figures
 
 
-def tool_call_overhead(scratch: Path, calls: int) -> float:
+def tool_call_overhead(scratch: Path, calls: int) -> Seconds:
+    """Milliseconds one recorded tool call adds (wall, CPU)."""
     harness = Harness(sink=JsonlSink(scratch / "tools.jsonl", run_id="bench"), run_id="bench")
     harness.start_run("bench")
 
     def live(arguments: Any) -> Any:
         return crm.open_tickets(arguments["customer_id"])
 
-    plain = statistics.median(timed(lambda: live({"customer_id": "C-042"})) for _ in range(calls))
-    with_harness = statistics.median(
+    plain = [timed(lambda: live({"customer_id": "C-042"})) for _ in range(calls)]
+    with_harness = [
         timed(lambda: harness.record_tool_call("open_tickets", {"customer_id": "C-042"}, live)) for _ in range(calls)
-    )
+    ]
     harness.end_run("ok")
-    return round((with_harness - plain) * 1000, 3)
+    return Seconds(
+        *(
+            round(
+                (statistics.median(s[clock] for s in with_harness) - statistics.median(s[clock] for s in plain)) * 1000,
+                3,
+            )
+            for clock in (0, 1)
+        )
+    )
 
 
 def main() -> int:
@@ -201,12 +233,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=12, help="runs of each agent, plain and recorded (default 12)")
     parser.add_argument("--calls", type=int, default=200, help="single model and tool calls timed (default 200)")
     args = parser.parse_args()
-    figures: dict[str, Any] = {"bench": "frameworks", "runs": args.runs}
+    figures: dict[str, Any] = {"bench": "frameworks", "runs": args.runs, "load_average": [os.getloadavg()[0]]}
     with LoopbackLLM() as server, tempfile.TemporaryDirectory(prefix="bench-frameworks-") as scratch_dir:
         scratch = Path(scratch_dir)
         figures.update(model_call_overhead(server, scratch, args.calls))
-        figures["overhead_per_tool_call_ms"] = tool_call_overhead(scratch, args.calls * 5)
-        model_call_ms = figures["loopback_model_call_ms"]
+        tool = tool_call_overhead(scratch, args.calls * 5)
+        figures["overhead_per_tool_call_ms"], figures["overhead_per_tool_call_cpu_ms"] = tool
+        model_call = Seconds(figures["loopback_model_call_ms"], figures["loopback_model_call_cpu_ms"])
         for name in AGENTS:
             PLAIN[name](server.url)  # warm imports and connections
             _, *calls = recorded(name, server.url, scratch, -1)
@@ -214,20 +247,25 @@ def main() -> int:
             for index in range(args.runs):
                 plain_s.append(timed(lambda: PLAIN[name](server.url)))
                 recorded_s.append(recorded(name, server.url, scratch, index)[0])
-            # the fastest run of each kind: the machine is shared, and noise only ever adds time
-            per_call_ms = (min(recorded_s) - min(plain_s)) * 1000 / sum(calls)
-            figures[name] = {
-                "model_calls": calls[0],
-                "tool_calls": calls[1],
-                "plain_run_ms": round(min(plain_s) * 1000, 2),
-                "recorded_run_ms": round(min(recorded_s) * 1000, 2),
-                "overhead_per_call_ms": round(per_call_ms, 3),
-                "overhead_pct_of_model_call": round(100 * per_call_ms / model_call_ms, 1),
-            }
-        figures["overhead_per_model_call_pct"] = round(100 * figures["overhead_per_model_call_ms"] / model_call_ms, 1)
-        figures["overhead_per_tool_call_pct_of_model_call"] = round(
-            100 * figures["overhead_per_tool_call_ms"] / model_call_ms, 1
-        )
+            figures[name] = {"model_calls": calls[0], "tool_calls": calls[1]}
+            for clock, suffix in ((0, ""), (1, "_cpu")):
+                # the fastest run of each kind: the machine is shared, and noise only ever adds time
+                plain_ms, recorded_ms = (min(s[clock] for s in runs) * 1000 for runs in (plain_s, recorded_s))
+                per_call_ms = (recorded_ms - plain_ms) / sum(calls)
+                figures[name] |= {
+                    f"plain_run{suffix}_ms": round(plain_ms, 2),
+                    f"recorded_run{suffix}_ms": round(recorded_ms, 2),
+                    f"overhead_per_call{suffix}_ms": round(per_call_ms, 3),
+                    f"overhead{suffix}_pct_of_model_call": round(100 * per_call_ms / model_call[clock], 1),
+                }
+        for clock, suffix in ((0, ""), (1, "_cpu")):
+            figures[f"overhead_per_model_call{suffix}_pct"] = round(
+                100 * figures[f"overhead_per_model_call{suffix}_ms"] / model_call[clock], 1
+            )
+            figures[f"overhead_per_tool_call{suffix}_pct_of_model_call"] = round(
+                100 * figures[f"overhead_per_tool_call{suffix}_ms"] / model_call[clock], 1
+            )
+    figures["load_average"].append(os.getloadavg()[0])
     print(json.dumps(figures))
     return 0
 
