@@ -101,12 +101,18 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "scroll_sideways",
                 "left,right,h,l",
                 "Sideways",
-                "scroll the timeline's summaries left / right (in a state pane or the event: ← / → scroll long lines)",
+                "scroll the timeline's summaries left / right (seq, kind and step stay); in a state pane "
+                "or the event, long lines",
                 "widget",
                 label="← / → (h / l)",
             ),
             Action(
-                "toggle_wrap", "o", "Wrap", "in a state pane or the event: wrap long lines, or one line each", "widget"
+                "toggle_wrap",
+                "o",
+                "Wrap",
+                "wrap long rows or lines, or one line each (←/→ scroll), in the timeline, a state pane or the event",
+                "timeline",
+                palette_title="Wrap long rows",
             ),
             Action(
                 "panes",

@@ -36,7 +36,8 @@ from ...analysis.search import (
 )
 from ...journal import Event, Journal, JournalError
 from ...journal.safe_text import safe_line
-from ..format import summary_of
+from ..actions import bindings_for
+from ..format import SUMMARY_LIMIT, summary_of
 from ..messages import CursorMoved
 from .timeline_time import StepFold, format_duration, format_offset, parse_time, parse_when
 
@@ -44,6 +45,9 @@ from .timeline_time import StepFold, format_duration, format_offset, parse_time,
 MARK_GLYPHS = ((DIVERGENT, "≠"), (ERROR, "✗"), (TIMEOUT, "◷"), (REDACTED, "▒"), (UNUSED, "·"), (CONSUMED, "✓"))
 KIND_WIDTH = 16
 STEP_WIDTH = 12
+WRAP_INDENT = 12  # continuation lines of a wrapped row start under the kind, past the marks and the seq
+MIN_WRAP_TEXT = 16  # narrower than this after the indent: continuation lines use the whole width
+SIDEWAYS_STEP = 8
 
 
 class Timeline(ScrollView, can_focus=True):
@@ -75,15 +79,11 @@ class Timeline(ScrollView, can_focus=True):
     BINDINGS = [
         Binding("j,down", "cursor_down", "Down", show=False),
         Binding("k,up", "cursor_up", "Up", show=False),
-        Binding("g,home", "first", "First", show=False),
-        Binding("G,end", "last", "Last", show=False),
         Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False),
         Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
-        Binding("left,h", "scroll_sideways(-8)", "Left", show=False),
-        Binding("right,l", "scroll_sideways(8)", "Right", show=False),
-        Binding("i", "toggle_time", "Time column", show=False, id="toggle_time"),
-        Binding("z", "toggle_fold_steps", "Fold steps", show=False, id="toggle_fold_steps"),
-        Binding("T", "goto_time", "Go to time", show=False, id="goto_time"),
+        Binding("left,h", f"scroll_sideways(-{SIDEWAYS_STEP})", "Left", show=False),
+        Binding("right,l", f"scroll_sideways({SIDEWAYS_STEP})", "Right", show=False),
+        *bindings_for("timeline"),  # first, last, go to time, time column, fold, wrap: tui/actions.py
     ]
 
     def __init__(self, journal: Journal, *, id: str | None = None, classes: str | None = None) -> None:
@@ -97,6 +97,9 @@ class Timeline(ScrollView, can_focus=True):
         self.search_query: Query | None = None  # rows that match are underlined (not `query`: DOMNode.query)
         self.indexing = True
         self._strips: LRUCache[tuple[int, int, bool, int, bool, int, bool], Strip] = LRUCache(4096)
+        self.wrap = False  # o: a row's whole summary over as many lines as it needs
+        self._wrapped: LRUCache[tuple[int, int, bool, int, bool, bool], list[Strip]] = LRUCache(1024)
+        self._wrap_layout: tuple[tuple[object, ...], list[tuple[int, int]]] | None = None
         self._styles: dict[str, Style] = {}
         self._generation = 0
         # Extra marks shown first, e.g. bookmarks and secrets: (glyph, mark) pairs per event.
@@ -126,7 +129,10 @@ class Timeline(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         busy = self.indexing if self.rows is None else not self.rows_complete
-        self.virtual_size = Size(1, self.shown + (1 if busy else 0))
+        # Wrapping, scroll_offset.y stays the top row; rows are taller than one line, so the last
+        # row may be at the top (the lines below it are blank).
+        room = max(0, self.scrollable_content_region.height - 1) if self.wrap else 0
+        self.virtual_size = Size(1, self.shown + (1 if busy else 0) + room)
         self.refresh()
 
     @property
@@ -156,6 +162,7 @@ class Timeline(ScrollView, can_focus=True):
         """Forget rendered rows (theme, marks or the journal changed)."""
         self._generation += 1
         self._strips.clear()
+        self._wrapped.clear()
         self._styles.clear()
         self.refresh()
 
@@ -163,6 +170,12 @@ class Timeline(ScrollView, can_focus=True):
         super().notify_style_update()
         self._styles.clear()
         self._strips.clear()
+        self._wrapped.clear()
+
+    def on_resize(self) -> None:
+        if self.wrap:
+            self._resize()
+            self._scroll_to_cursor(center=False)
 
     # -- cursor -----------------------------------------------------------
     def move_to(self, position: int, *, center: bool = False) -> None:
@@ -193,7 +206,9 @@ class Timeline(ScrollView, can_focus=True):
         top = self.scroll_offset.y
         row = self.row_of(self.cursor)
         target: int | None = None
-        if center and not top <= row < top + height:
+        if self.wrap:
+            target = self._wrapped_top(row, top, height, center)
+        elif center and not top <= row < top + height:
             target = max(0, row - height // 2)
         elif row < top:
             target = row
@@ -201,16 +216,52 @@ class Timeline(ScrollView, can_focus=True):
             target = row - height + 1
         if target is None:
             return
-        target = min(target, max(0, self.shown - height))
+        if not self.wrap:
+            target = min(target, max(0, self.shown - height))
         self.scroll_to(y=target, animate=False, immediate=True)
         if self.scroll_offset.y != target and retries:
             # A grown virtual size (or the first layout) is applied on the next refresh, and
             # scroll_to clamps to the old size until then: scroll again once it is.
             self.call_after_refresh(self._scroll_to_cursor, center, retries - 1)
 
+    def _wrapped_top(self, row: int, top: int, height: int, center: bool) -> int | None:
+        """The top row that shows ``row`` whole when rows wrap (None: it already is)."""
+        if top <= row and self._lines_between(top, row + 1, height) <= height:
+            return None
+        if row < top and not center:
+            return row
+        budget = max(1, height // 2) if center else height
+        target, used = row, self._row_height(row)
+        while target > 0:
+            above = self._row_height(target - 1)
+            if used + above > budget:
+                break
+            target, used = target - 1, used + above
+        return target
+
+    def _lines_between(self, first: int, end: int, limit: int) -> int:
+        """Screen lines rows ``first`` to ``end`` take when wrapped (counting stops past ``limit``)."""
+        lines = 0
+        for row in range(first, min(end, self.shown)):
+            lines += self._row_height(row)
+            if lines > limit:
+                break
+        return lines
+
+    def _row_height(self, row: int) -> int:
+        position = self.position_at(row)
+        return len(self._wrapped_row(position, self.scrollable_content_region.width, position == self.cursor))
+
     @property
     def page(self) -> int:
-        return max(1, self.scrollable_content_region.height - 1)
+        height = max(1, self.scrollable_content_region.height)
+        if self.wrap:  # the rows on screen, whole
+            top, lines, rows = self.scroll_offset.y, 0, 0
+            while top + rows < self.shown and lines + self._row_height(top + rows) <= height:
+                lines += self._row_height(top + rows)
+                rows += 1
+            return max(1, rows - 1)
+        return max(1, height - 1)
 
     def action_cursor_down(self) -> None:
         self.move_rows(1)
@@ -237,8 +288,11 @@ class Timeline(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is not None and self.scroll_offset.y + offset.y < self.shown:
-            self.move_to(self.position_at(self.scroll_offset.y + offset.y))
+        if offset is None:
+            return
+        row = self._layout()[offset.y][0] if self.wrap else self.scroll_offset.y + offset.y
+        if row < self.shown:
+            self.move_to(self.position_at(row))
 
     # -- rendering --------------------------------------------------------
     def _style(self, name: str) -> Style:
@@ -248,8 +302,17 @@ class Timeline(ScrollView, can_focus=True):
         return style
 
     def render_line(self, y: int) -> Strip:
-        row = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
+        if self.wrap:
+            layout = self._layout()
+            row, part = layout[y] if y < len(layout) else (self.shown + 1, 1)
+            if row < self.shown:
+                position = self.position_at(row)
+                return self._wrapped_row(position, width, position == self.cursor)[part]
+            if part:
+                return Strip.blank(width, self.rich_style)
+        else:
+            row = self.scroll_offset.y + y
         if row >= self.shown:
             if row == self.shown and (self.indexing if self.rows is None else not self.rows_complete):
                 text = " opening journal…" if not self.count else " indexing…" if self.rows is None else " filtering…"
@@ -281,12 +344,60 @@ class Timeline(ScrollView, can_focus=True):
             strip = self._strips[key] = self._render_row(position, width, position == self.cursor)
         return strip
 
+    def _layout(self) -> list[tuple[int, int]]:
+        """Wrapping: (row, line of that row) for each screen line, from the top row down; a row
+        past the last is the placeholder or blank."""
+        height = max(1, self.scrollable_content_region.height)
+        key = (
+            self.scroll_offset.y,
+            height,
+            self.scrollable_content_region.width,
+            self.shown,
+            id(self.rows),
+            self._generation,
+            self.show_time,
+            self.folds is not None,
+        )
+        if self._wrap_layout is not None and self._wrap_layout[0] == key:
+            return self._wrap_layout[1]
+        layout: list[tuple[int, int]] = []
+        row = self.scroll_offset.y
+        while len(layout) < height:
+            lines = self._row_height(row) if row < self.shown else 1
+            layout.extend((row, part) for part in range(lines))
+            row += 1
+        layout = layout[:height]
+        self._wrap_layout = (key, layout)
+        return layout
+
+    def _wrapped_row(self, position: int, width: int, is_cursor: bool) -> list[Strip]:
+        """A row cut into lines of ``width``; lines after the first start under the kind column."""
+        key = (position, width, is_cursor, self._generation, self.show_time, self.folds is not None)
+        lines = self._wrapped.get(key)
+        if lines is not None:
+            return lines
+        whole, style = self._row_strip(position, is_cursor)
+        lines = [whole.crop_extend(0, width, style)]
+        indent = WRAP_INDENT if width - WRAP_INDENT >= MIN_WRAP_TEXT else 0
+        start, step = width, max(1, width - indent)
+        while start < whole.cell_length:
+            piece = whole.crop(start, start + step)
+            lines.append(Strip([Segment(" " * indent, style), *piece]).crop_extend(0, width, style))
+            start += step
+        self._wrapped[key] = lines
+        return lines
+
     def _render_row(self, row: int, width: int, is_cursor: bool) -> Strip:
+        whole, style = self._row_strip(row, is_cursor)
+        return whole.crop_extend(0, width, style)
+
+    def _row_strip(self, row: int, is_cursor: bool) -> tuple[Strip, Style]:
+        """One event's row at its natural width, and the style its padding takes."""
         try:
             event = self.journal.try_event(row)
         except (OSError, IndexError):
             # The journal is being reopened under us (follow mode saw it truncated or replaced).
-            return Strip([Segment(" …".ljust(width), self.rich_style)]).crop(0, width)
+            return Strip([Segment(" …", self.rich_style)]), self.rich_style
         line = line_of(self.journal, row, event)
         marks = event_marks(event, line, self.replay_marks)
         hit = self.search_query is not None and self.search_query.matches(event, line, self.replay_marks)
@@ -322,8 +433,9 @@ class Timeline(ScrollView, can_focus=True):
             if fold is not None and fold.count > 1:
                 segments.append(styled(f"▸ {fold.count} events{fold.duration_text()} · ", "timeline--step"))
             summary = summary_of(event)
-            segments.append(styled("…" + summary[self.sideways :] if self.sideways else summary))
-        return Strip(segments).crop_extend(0, width, base + cursor)
+            sideways = 0 if self.wrap else self.sideways
+            segments.append(styled("…" + summary[sideways:] if sideways else summary))
+        return Strip(segments), base + cursor
 
     # -- time column, sideways scroll, folding by step ----------------------------
     def run_start(self) -> datetime | None:
@@ -359,8 +471,35 @@ class Timeline(ScrollView, can_focus=True):
         )
 
     def action_scroll_sideways(self, columns: int) -> None:
-        self.sideways = max(0, self.sideways + columns)
+        """←/→: the summaries move left or right (seq, kind and step stay); nothing to do when wrapping."""
+        if self.wrap:
+            self.notify("long rows wrap: all of each summary is shown (o: one line each, then ←/→)", timeout=3)
+            return
+        self.sideways = max(0, min(self.sideways + columns, SUMMARY_LIMIT - SIDEWAYS_STEP))
+        self._show_mode()
         self.refresh()
+
+    def action_toggle_wrap(self) -> None:
+        """o: wrap each row's summary over as many lines as it needs, or one line each (←/→ scroll)."""
+        self.wrap = not self.wrap
+        self.sideways = 0
+        self._wrap_layout = None
+        self._resize()
+        self._scroll_to_cursor(center=False)
+        self._show_mode()
+        self.notify(
+            "timeline rows wrap (o: one line each, ←/→ scroll)" if self.wrap else "one line each: ←/→ scroll (o wraps)",
+            timeout=3,
+        )
+
+    def _show_mode(self) -> None:
+        """The pane's subtitle says when rows wrap or the summaries are scrolled."""
+        if self.wrap:
+            self.border_subtitle = "wrapped (o)"
+        elif self.sideways:
+            self.border_subtitle = f"summaries → {self.sideways} (← back)"
+        else:
+            self.border_subtitle = ""
 
     def action_toggle_fold_steps(self) -> None:
         """z: one row per run of a step's events (with their count and duration), or every event again."""
