@@ -271,6 +271,10 @@ def read_chunk(
     return trace._chunk_state()
 
 
+class _WorkersFailed(Exception):
+    """A worker process ended without its answer (killed, out of memory...)."""
+
+
 def _later(kept: Any, seen: Any) -> Any:
     """The one of two (order key, ...) tuples that comes later in the run (``seen`` on a tie)."""
     return seen if kept is None or seen[0] >= kept[0] else kept
@@ -289,8 +293,13 @@ class OtlpTrace:
         self._begin(path, tempfile.TemporaryFile(prefix="replay-tui-otlp-"))  # noqa: SIM115 (open until close())
         try:
             count = _worker_count(path) if workers is None else workers
-            if count > 1 and _one_request_per_line(path):
-                self._read_in_parallel(count)
+            if count > 1 and sys.executable and _one_request_per_line(path):
+                try:
+                    self._read_in_parallel(count)
+                except (OSError, _WorkersFailed):  # no processes to be had, or one died: read it alone
+                    self.close()
+                    self._begin(path, tempfile.TemporaryFile(prefix="replay-tui-otlp-"))  # noqa: SIM115
+                    self._read()
             else:
                 self._read()
             if not self.spans:
@@ -356,13 +365,14 @@ class OtlpTrace:
                     subprocess.Popen(
                         [sys.executable, "-m", "replay_tui.importers.otlp_worker", *arguments],
                         stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,  # never onto the app's terminal; a failure is read alone
                         env=_worker_environment(),
                     )
                 )
             for number, worker in enumerate(started, start=1):
                 output, _ = worker.communicate()
                 if worker.returncode != 0:
-                    raise RuntimeError(f"an OTLP import worker failed (exit status {worker.returncode})")
+                    raise _WorkersFailed(worker.returncode)
                 state = pickle.loads(output)  # noqa: S301 (our own child's answer)
                 if isinstance(state, tuple):  # the first bad line in file order, where one reader would stop
                     raise TraceImportError(str(self.path), state[1], state[2])

@@ -7,6 +7,7 @@ payloads in ``prepare``) and formats times per second; each must equal the plain
 from __future__ import annotations
 
 import gc
+import os
 import random
 import re
 from datetime import UTC, datetime
@@ -210,3 +211,24 @@ def test_workers_report_the_bad_line_one_reader_reports(
         messages.append(str(error.value))
         assert not (tmp_path / f"{workers}.jsonl").exists()
     assert messages[0] == messages[1] and "line 13" in messages[0]
+
+
+def test_a_worker_that_dies_leaves_the_file_to_one_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 4, logs_last=True)
+    alone = _import_with(1, trace, tmp_path / "one.jsonl", monkeypatch)
+    failures = []
+    read_in_parallel = otlp.OtlpTrace._read_in_parallel
+
+    def watched(trace: otlp.OtlpTrace, workers: int) -> None:
+        try:
+            read_in_parallel(trace, workers)
+        except otlp._WorkersFailed as failure:
+            failures.append(failure)
+            raise
+
+    monkeypatch.setattr(otlp.OtlpTrace, "_read_in_parallel", watched)
+    # the workers' interpreter cannot start
+    monkeypatch.setattr(otlp, "_worker_environment", lambda: {**os.environ, "PYTHONHOME": str(tmp_path / "none")})
+    assert _import_with(3, trace, tmp_path / "three.jsonl", monkeypatch) == alone
+    assert failures
