@@ -32,7 +32,7 @@ import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import orjson
 
@@ -208,6 +208,14 @@ def _worker_environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
+SPOOL_BUFFER = 1 << 20  # spooled in 1 MiB writes
+
+
+def _new_spool() -> BinaryIO:
+    spool = tempfile.TemporaryFile(prefix="replay-tui-otlp-", buffering=SPOOL_BUFFER)  # noqa: SIM115 (until close())
+    return cast(BinaryIO, spool)
+
+
 def _worker_count(path: Path) -> int:
     if path.stat().st_size < PARALLEL_BYTES:
         return 1
@@ -261,7 +269,7 @@ def read_chunk(
     Bad input comes back as the error's (path, record, expected): the error itself does not unpickle."""
     gc.disable()  # as import_trace does: parsed JSON holds no cycles
     trace = OtlpTrace.__new__(OtlpTrace)
-    with open(spool_path, "xb") as spool, open(path, "rb") as handle:
+    with open(spool_path, "xb", buffering=SPOOL_BUFFER) as spool, open(path, "rb") as handle:
         trace._begin(Path(path), spool)
         try:
             for number, request in _line_requests(_lines_between(handle, start, end), trace.path, first_line):
@@ -290,7 +298,7 @@ class OtlpTrace:
     """
 
     def __init__(self, path: Path, *, workers: int | None = None) -> None:
-        self._begin(path, tempfile.TemporaryFile(prefix="replay-tui-otlp-"))  # noqa: SIM115 (open until close())
+        self._begin(path, _new_spool())
         try:
             count = _worker_count(path) if workers is None else workers
             if count > 1 and sys.executable and _one_request_per_line(path):
@@ -298,7 +306,7 @@ class OtlpTrace:
                     self._read_in_parallel(count)
                 except (OSError, _WorkersFailed):  # no processes to be had, or one died: read it alone
                     self.close()
-                    self._begin(path, tempfile.TemporaryFile(prefix="replay-tui-otlp-"))  # noqa: SIM115
+                    self._begin(path, _new_spool())
                     self._read()
             else:
                 self._read()

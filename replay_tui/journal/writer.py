@@ -85,7 +85,10 @@ class JournalWriter:
             self._file = self._open_next_shard()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "xb")
+            # a batch writer's lines go out in 1 MiB writes, not 8 KiB ones (a tenth of an import's write cost)
+            self._file = (
+                open(self.path, "xb") if flush_lines else io.BufferedWriter(io.FileIO(self.path, "xb"), 1 << 20)
+            )
 
     def seal_with(self, signer: Signer | None, checkpoint_every: int | None = None) -> None:
         """Sign the chain head when closing (and every ``checkpoint_every`` events) with ``signer``."""
