@@ -103,3 +103,23 @@ async def test_the_ui_thread_reads_at_most_one_bounded_batch(tmp_path: Path, mon
         screen = await settle(pilot)
         assert spy.events_at_start == 0
         assert len(screen.journal) == screen.timeline.count == 2
+
+
+def test_start_up_runs_without_collections_and_freezes_what_it_built() -> None:
+    """The launcher's imports and the app's construction run with the collector off; then what they
+    built is frozen out of the collector's generations and collection is on again (for the app's run)."""
+    import gc
+
+    from replay_tui.tui.launch import start_up_collection
+
+    assert gc.isenabled()
+    try:
+        with start_up_collection():
+            assert not gc.isenabled()
+            built = [object() for _ in range(10)]
+        assert gc.isenabled() and gc.get_freeze_count() >= len(built)
+        with pytest.raises(RuntimeError), start_up_collection():
+            raise RuntimeError("a failed start-up")
+        assert gc.isenabled()  # on again even when start-up fails
+    finally:
+        gc.unfreeze()
