@@ -451,7 +451,12 @@ class Referee:
         """None when the item holds; its Mismatch; or MALFORMED."""
         if type(item) is list and len(item) == 5 and item[0] == "e":
             _, kind, step_id, parent, payload = item
-            if isinstance(kind, str) and isinstance(payload, dict) and _str_or_none(step_id) and _str_or_none(parent):
+            if (
+                type(kind) is str
+                and type(payload) is dict
+                and (step_id is None or type(step_id) is str)
+                and (parent is None or type(parent) is str)
+            ):
                 found = self.cursor.check(kind, payload, step_id, parent)
                 if found is None and kind in STATEFUL_KINDS:  # the hashes matched the journal: are they true?
                     self.state, false_claim = self._check_state(self.state, kind, payload)
@@ -460,7 +465,7 @@ class Referee:
                         recorded = self.cursor.journal.event(self.cursor.position - 1)
                         return Mismatch(seq, false_claim, produced_event(kind, payload, step_id, parent), recorded)
                 return found
-        elif type(item) is list and len(item) == 3 and item[0] == "o" and isinstance(item[1], str):
+        elif type(item) is list and len(item) == 3 and item[0] == "o" and type(item[1]) is str:
             return self.cursor.check_request(item[1], item[2])
         return MALFORMED
 
@@ -488,7 +493,3 @@ def slim_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 #: What ``Referee._one`` returns for an item that is not one the protocol knows.
 MALFORMED = object()
-
-
-def _str_or_none(value: Any) -> bool:
-    return value is None or isinstance(value, str)

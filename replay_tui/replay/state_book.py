@@ -50,10 +50,8 @@ class StateBook:
         patch = payload.get("patch")
         if not isinstance(patch, list):
             return "the transition carries no patch (a JSON Patch list) for the parent to apply"
-        import jsonpatch  # on the first transition only: a run without state needs none of it
-
         try:  # the patch is copied: its values become part of the state, which later patches change in place
-            after = jsonpatch.apply_patch(self.state, _copy(patch), in_place=True)
+            after = apply_patch(self.state, _copy(patch))
             after_hash = state_hash(after)
         except Exception as error:  # hostile patches: any failure to apply is the child's, never a traceback
             self.state, self.hash = None, None
@@ -80,6 +78,59 @@ class StateBook:
         except (CanonicalizationError, TypeError, ValueError, RecursionError) as error:
             return f"the snapshot's state cannot be hashed ({error})"
         return None
+
+
+_SIMPLE_OPS = frozenset({"add", "replace", "remove"})
+
+
+def apply_patch(state: Any, patch: list[Any]) -> Any:
+    """RFC 6902, in place. The common ops (add, replace, remove below the root) are applied here, as
+    ``jsonpatch`` applies them, at a fraction of its cost per transition; any other patch goes to jsonpatch."""
+    if not all(
+        type(op) is dict and op.get("op") in _SIMPLE_OPS and type(op.get("path")) is str and op["path"][:1] == "/"
+        for op in patch
+    ):
+        import jsonpatch  # move, copy, test, the root: the library
+
+        return jsonpatch.apply_patch(state, patch, in_place=True)
+    for op in patch:
+        *parents, last = [token.replace("~1", "/").replace("~0", "~") for token in op["path"][1:].split("/")]
+        container = state
+        for token in parents:
+            container = container[token] if type(container) is dict else container[_index(container, token)]
+        kind = op["op"]
+        if type(container) is dict:
+            if kind == "add":
+                container[last] = op["value"]
+            elif last not in container:
+                raise KeyError(f"{op['path']}: no such member to {kind}")
+            elif kind == "replace":
+                container[last] = op["value"]
+            else:
+                del container[last]
+        elif type(container) is list:
+            if kind == "add":
+                position = len(container) if last == "-" else _index(container, last, end_ok=True)
+                container.insert(position, op["value"])
+            elif kind == "replace":
+                container[_index(container, last)] = op["value"]
+            else:
+                del container[_index(container, last)]
+        else:
+            raise TypeError(f"{op['path']}: not inside an object or an array")
+    return state
+
+
+def _index(container: Any, token: str, *, end_ok: bool = False) -> int:
+    """An array index token (RFC 6901: 0, or digits without a leading zero) within bounds."""
+    if type(container) is not list:
+        raise TypeError(f"{token!r}: not an array index into an array")
+    if not token.isdecimal() or not token.isascii() or (token[0] == "0" and token != "0"):
+        raise ValueError(f"{token!r} is not an array index")
+    position = int(token)
+    if position > len(container) or (position == len(container) and not end_ok):
+        raise IndexError(f"array index {position} is out of range")
+    return position
 
 
 def check_event(book: StateBook | None, kind: str, payload: dict[str, Any]) -> tuple[StateBook | None, str | None]:

@@ -93,3 +93,51 @@ def test_every_fixture_journal_bears_out_its_own_state_claims():
     for path in sorted((REPO / "fixtures" / "journals").glob("*.jsonl")):
         with open_journal(path) as journal:
             assert first_false_state(read_events(journal)) is None, path.name
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        [{"op": "add", "path": "/items/-", "value": 3}],
+        [{"op": "add", "path": "/items/0", "value": 0}, {"op": "remove", "path": "/items/1"}],
+        [{"op": "add", "path": "/items/2", "value": 9}],
+        [{"op": "replace", "path": "/a~1b/c~0d", "value": None}],
+        [{"op": "add", "path": "/new", "value": {"x": [1]}}, {"op": "add", "path": "/new/x/1", "value": 2}],
+        [{"op": "remove", "path": "/a~1b"}],
+        [{"op": "copy", "from": "/items", "path": "/copy"}, {"op": "test", "path": "/copy/0", "value": 1}],
+        [{"op": "replace", "path": "", "value": {"whole": True}}],
+    ],
+)
+def test_the_books_patch_applier_agrees_with_jsonpatch(patch):
+    import copy
+
+    import jsonpatch
+
+    from replay_tui.replay.state_book import apply_patch
+
+    state = {"items": [1, 2], "a/b": {"c~d": 1}}
+    assert apply_patch(copy.deepcopy(state), copy.deepcopy(patch)) == jsonpatch.apply_patch(state, patch)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        [{"op": "replace", "path": "/missing", "value": 1}],
+        [{"op": "remove", "path": "/items/2"}],
+        [{"op": "add", "path": "/items/3", "value": 1}],
+        [{"op": "add", "path": "/items/01", "value": 1}],
+        [{"op": "add", "path": "/items/x/y", "value": 1}],
+        [{"op": "add", "path": "/items/0/y", "value": 1}],
+        [{"op": "replace", "path": "/items/-", "value": 1}],
+        [{"op": "add", "path": "/n"}],
+    ],
+)
+def test_a_patch_jsonpatch_refuses_is_refused(patch):
+    import jsonpatch
+
+    from replay_tui.replay.state_book import apply_patch
+
+    with pytest.raises(Exception):
+        jsonpatch.apply_patch({"items": [1, 2]}, patch)
+    with pytest.raises(Exception):
+        apply_patch({"items": [1, 2]}, patch)
