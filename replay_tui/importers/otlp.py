@@ -362,11 +362,12 @@ class OtlpTrace:
     # -- pass one in worker processes ---------------------------------------------------
 
     def _read_in_parallel(self, workers: int) -> None:
-        chunks = _chunks(self.path, workers)
+        """This process reads the first run of lines while worker processes read the others."""
+        (own_start, own_end, _), *chunks = _chunks(self.path, workers)
         folder = tempfile.mkdtemp(prefix="replay-tui-otlp-")
         started: list[subprocess.Popen[bytes]] = []
         try:
-            for index, (start, end, first_line) in enumerate(chunks):
+            for index, (start, end, first_line) in enumerate(chunks, start=1):
                 spool_path = os.path.join(folder, f"{index}.spool")
                 arguments = [str(self.path), str(start), str(end), str(first_line), spool_path]
                 started.append(
@@ -377,15 +378,18 @@ class OtlpTrace:
                         env=_worker_environment(),
                     )
                 )
-            for number, worker in enumerate(started, start=1):
+            with open(self.path, "rb") as handle:
+                for number, request in _line_requests(_lines_between(handle, own_start, own_end), self.path, 1):
+                    self._take(number, request)
+            for index, worker in enumerate(started, start=1):
                 output, _ = worker.communicate()
                 if worker.returncode != 0:
                     raise _WorkersFailed(worker.returncode)
                 state = pickle.loads(output)  # noqa: S301 (our own child's answer)
                 if isinstance(state, tuple):  # the first bad line in file order, where one reader would stop
                     raise TraceImportError(str(self.path), state[1], state[2])
-                self.spools.append(open(os.path.join(folder, f"{number - 1}.spool"), "rb"))  # noqa: SIM115
-                self._join(state, number)
+                self.spools.append(open(os.path.join(folder, f"{index}.spool"), "rb"))  # noqa: SIM115
+                self._join(state, index)
         finally:
             for worker in started:
                 if worker.poll() is None:
