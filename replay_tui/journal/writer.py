@@ -74,6 +74,8 @@ class JournalWriter:
         self._now = now
         self._seq, self._prev_hash = start_after if start_after is not None else (0, None)  # type: tuple[int, str | None]
         self._canonical = canonical_json_of_parsed if payloads_are_parsed_json else canonical_json
+        self._run_id_json: bytes | None = None  # append_canonical's envelope parts that repeat
+        self._kind_json: dict[str, bytes] = {}
         self._shard_index = 0
         self._shard_bytes = 0
         self._last_kind: str | None = None
@@ -166,6 +168,8 @@ class JournalWriter:
         an importer prepares payloads before it knows their order. Returns the event id."""
         seq = self._seq + 1
         event_id = event_id_for(self.run_id, seq)
+        if self._run_id_json is None:
+            self._run_id_json = canonical_string(self.run_id)
         # The envelope's canonical form spelled out (no dict to sort and check per event): its keys in
         # JCS order, strings as canonical_string writes them, seq a small int. test_writer checks the bytes.
         body = b"".join(
@@ -173,7 +177,7 @@ class JournalWriter:
                 b'{"event_id":',
                 canonical_string(event_id),
                 b',"kind":',
-                canonical_string(kind),
+                self._kind_json.get(kind) or self._kind_json.setdefault(kind, canonical_string(kind)),
                 b',"parent_event_id":',
                 b"null" if parent_event_id is None else canonical_string(parent_event_id),
                 b',"payload":',
@@ -183,7 +187,7 @@ class JournalWriter:
                 b',"recorded_at":',
                 canonical_string(recorded_at or self._now()),
                 b',"run_id":',
-                canonical_string(self.run_id),
+                self._run_id_json,
                 b',"schema_version":%d,"seq":%d,"step_id":' % (SCHEMA_VERSION, seq),
                 b"null" if step_id is None else canonical_string(step_id),
                 b"}",
