@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 import orjson
 
 from ..journal.http_shape import (
+    CREDENTIAL_HEADERS,
     IGNORED_HEADER_PREFIXES,
     IGNORED_REQUEST_HEADERS,
     IGNORED_RESPONSE_HEADERS,
@@ -60,6 +61,9 @@ from .streaming import assemble_stream
 
 if TYPE_CHECKING:
     from .harness import Harness
+
+
+_NOT_RECORDED_REQUEST_HEADERS = IGNORED_REQUEST_HEADERS | frozenset(CREDENTIAL_HEADERS)
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,9 @@ def default_httpx_module() -> ModuleType:
 
 def recorded_request(method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes) -> dict[str, Any]:
     """The model request the harness records for one HTTP request."""
-    kept = _header_dict(headers, IGNORED_REQUEST_HEADERS, IGNORED_HEADER_PREFIXES)
+    # credentials are never recorded (as the vcr importer never imports them): left to redaction, one
+    # header made it walk every request
+    kept = _header_dict(headers, _NOT_RECORDED_REQUEST_HEADERS, IGNORED_HEADER_PREFIXES)
     params: dict[str, Any] = {"http": {"method": method.upper(), "url": url}}
     request: dict[str, Any] = {}
     parsed = _json_or_none(body)

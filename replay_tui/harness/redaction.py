@@ -75,6 +75,9 @@ MATCHED_PAYLOAD_FIELDS = ("tool",)
 _CLEAN, _WALK, _SPLIT = "clean", "walk", "split"
 #: An object or list bigger than this (serialized) is judged part by part.
 _SPLIT_BYTES = 512
+#: Objects and lists deeper in a payload than this are walked without being gated (bounds the
+#: work of a deeply nested payload, whose every level would search all that is below it).
+_GATED_LEVELS = 16
 #: Strings this long are gated on their serialized bytes before the detectors run on them.
 _GATE_STRING_CHARS = 64
 #: The cache of clean values: entries up to 64 KiB, 8 MiB in all (then it starts again).
@@ -378,26 +381,36 @@ class Redactor:
         return self._extra_keys is not None and self._extra_keys.search(key) is not None
 
     def _walk(
-        self, value: Any, key: str | None, depth: int, *, data: bytes | None = None, verdict: str | None = None
+        self,
+        value: Any,
+        key: str | None,
+        depth: int,
+        *,
+        data: bytes | None = None,
+        verdict: str | None = None,
+        level: int = 0,
     ) -> Any:
         """``value`` with the rules applied: ``value`` itself when nothing changed, else a new value
         (whose unchanged parts are the input's own). ``data``: its serialization; ``verdict``: what
-        ``_judge`` already said of it."""
+        ``_judge`` already said of it; ``level``: how deep in the payload it sits."""
         kind = type(value)
         if kind is dict or kind is list:
-            if data is None:
+            if verdict is None and level > _GATED_LEVELS:
+                verdict = _WALK  # each level searches what is below it again: deep down, only walk
+            if data is None and verdict is None:
                 data = orjson.dumps(value)
-            if verdict is None:
+            if verdict is None and data is not None:
                 verdict = self._judge(value, data, key)
                 if verdict is _CLEAN:
                     return value
             out: Any
             if kind is dict:
                 # the one member of an object the gate stopped at ({"request": ...}) would stop it too
-                out = self._walk_dict(value, key, depth, lone_member=verdict is _WALK and len(value) == 1)
+                lone = verdict is _WALK and len(value) == 1
+                out = self._walk_dict(value, key, depth, lone_member=lone, level=level)
             else:
-                out = self._walk_list(value, key, depth)
-            if out is value and kind is dict and depth == 0 and key != "headers":
+                out = self._walk_list(value, key, depth, level=level)
+            if out is value and data is not None and kind is dict and depth == 0 and key != "headers":
                 # nothing to change: the same object is clean anywhere (its members carry their own
                 # names; only a "headers" object or a list's strings depend on the name above them)
                 self._remember_clean(data)
@@ -417,7 +430,7 @@ class Redactor:
             return text
         return value
 
-    def _walk_list(self, value: list[Any], key: str | None, depth: int) -> list[Any]:
+    def _walk_list(self, value: list[Any], key: str | None, depth: int, *, level: int = 0) -> list[Any]:
         pair_name = detectors.pair_name(value)
         secret_pair = pair_name is not None and (self._secret_key(pair_name) or pair_name.lower() in self._drop_headers)
         out: list[Any] | None = None
@@ -425,7 +438,7 @@ class Redactor:
             if secret_pair and index == 1:
                 new = self._redact_under(item, pair_name, depth)
             else:
-                new = self._walk(item, key, depth)
+                new = self._walk(item, key, depth, level=level + 1)
             if out is None and new is not item:
                 out = value[:index]
             if out is not None:
@@ -433,7 +446,7 @@ class Redactor:
         return value if out is None else out
 
     def _walk_dict(
-        self, value: dict[str, Any], key: str | None, depth: int, *, lone_member: bool = False
+        self, value: dict[str, Any], key: str | None, depth: int, *, lone_member: bool = False, level: int = 0
     ) -> dict[str, Any]:
         kept = value
         if key == "headers":
@@ -451,9 +464,9 @@ class Redactor:
             if self._secret_key(child_key) or secret_pair and child_key == "value":
                 new = self._redact_under(item, child_key if not secret_pair else pair_name, depth)
             elif lone_member and (type(item) is dict or type(item) is list):
-                new = self._walk(item, child_key, depth, verdict=_WALK)
+                new = self._walk(item, child_key, depth, verdict=_WALK, level=level + 1)
             else:
-                new = self._walk(item, child_key, depth)
+                new = self._walk(item, child_key, depth, level=level + 1)
             changed = changed or new is not item or new_key is not child_key
             out[new_key] = new
         return out if changed else value

@@ -163,3 +163,20 @@ def test_values_under_an_allowed_sensitive_name_are_judged_by_that_name():
     for value in (["plain words", "more words"], {"token": ["plain words"]}, [["plain words"]]):
         payload = {"tool": "t", "arguments": {"token": value}}
         assert Redactor(rules).redact("tool.call", payload) == FullWalk(rules).redact("tool.call", payload)
+
+
+def test_a_deeply_nested_payload_is_searched_a_bounded_number_of_times():
+    gated: list[int] = []
+
+    class Counting(Redactor):
+        def _needs_walk(self, data: bytes) -> bool:
+            gated.append(len(data))
+            return super()._needs_walk(data)
+
+    secret = random_token(random.Random(3))
+    value: Any = {"note": f"key {secret}"}
+    for _ in range(200):  # (orjson serializes up to 254 levels)
+        value = [value, "words"]
+    out = Counting().redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": value})
+    assert secret not in orjson.dumps(out).decode()
+    assert len(gated) < 40  # not once per level: each would search all that is below it
