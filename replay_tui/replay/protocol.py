@@ -23,7 +23,9 @@ type             fields
 ``events``       ``items``: what the agent produced, in order, batched:
                  ``["e", kind, step_id, parent_event_id, payload]`` (an event) and
                  ``["o", kind, key]`` (an observation it asked for). The parent
-                 compares them with its own journal: that alone is the verdict
+                 compares them with its own journal: that alone is the verdict.
+                 An observation event (served from the journal, judged by key)
+                 carries its key fields only; the first event is sent at once
 ``progress``     ``phase`` ("verify", "load", "fast-forward", "replay"),
                  ``consumed`` (events matched so far), ``total`` (events in the
                  journal), ``seq`` (last seq matched, or null)
@@ -37,7 +39,9 @@ type             fields
                  null), ``state_checks``, ``observations_served``, ``unused``
                  {count, first_seq, kinds} or null, ``refusals`` [...],
                  ``verification`` (verify report or null), ``elapsed_s``,
-                 ``replay_s``, ``replay_cpu_s``, ``events_per_s``, ``out``
+                 ``replay_s``, ``replay_cpu_s``, ``events_per_s``,
+                 ``first_event_cpu_s``, ``child_cpu_s`` (the child's own CPU
+                 figures, informational), ``out``
                  (journal written, or null), ``experiment`` {mode, identical,
                  summary, stopped, first_difference, first_decision,
                  first_live_observation, alignment} or null, ``live_calls``
@@ -46,8 +50,11 @@ type             fields
 ===============  ==============================================================
 
 The child's ``divergence`` and ``result`` are its own view, used only for what the
-parent cannot see (timings, refusals, the agent's traceback, experiment summaries).
-They can make a run fail, never pass: the parent decides from the ``events`` stream.
+parent cannot see (timings, refusals, the agent's traceback, a call an experiment's
+journal never recorded). They can make a run fail, never pass: the parent decides from
+the ``events`` stream, checking every state claim against its own copy of the state
+(``state_book.py``), and judges an experiment from the journal the child wrote
+(``experiment_verdict.py``), never from the child's summary.
 
 A timeout or a cancel is decided by the parent, which kills the child's process
 group; it never appears on the pipe.

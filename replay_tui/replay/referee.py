@@ -2,8 +2,10 @@
 
 The child uses it (through ``tape.py``) only to stop early; the parent runs the same
 ``Cursor`` over its own copy of the journal on the events the child streams back, and
-only the parent's result is the verdict. Nothing here imports the harness, so the app
-can run a referee without importing agent-side code.
+only the parent's result is the verdict. The parent also checks each state claim the
+agent's events make against its own copy of the state (``state_book.py``): matching
+hashes prove nothing if the child computed them. Nothing here imports the harness, so
+the app can run a referee without importing agent-side code.
 """
 
 from __future__ import annotations
