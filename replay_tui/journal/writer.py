@@ -75,7 +75,8 @@ class JournalWriter:
         self._seq, self._prev_hash = start_after if start_after is not None else (0, None)  # type: tuple[int, str | None]
         self._canonical = canonical_json_of_parsed if payloads_are_parsed_json else canonical_json
         self._run_id_json: bytes | None = None  # append_canonical's envelope parts that repeat
-        self._kind_json: dict[str, bytes] = {}
+        self._strings: dict[str | None, bytes] = {}
+        self._prev_hash_json: tuple[str | None, bytes] = (None, b"null")
         self._shard_index = 0
         self._shard_bytes = 0
         self._last_kind: str | None = None
@@ -170,26 +171,29 @@ class JournalWriter:
         event_id = event_id_for(self.run_id, seq)
         if self._run_id_json is None:
             self._run_id_json = canonical_string(self.run_id)
+        string = self._string_json
+        last_hash, last_hash_json = self._prev_hash_json
         # The envelope's canonical form spelled out (no dict to sort and check per event): its keys in
-        # JCS order, strings as canonical_string writes them, seq a small int. test_writer checks the bytes.
+        # JCS order, strings as canonical_string writes them, seq a small int. Checked against append's
+        # bytes by tests/importers/test_fast_paths.py.
         body = b"".join(
             (
                 b'{"event_id":',
-                canonical_string(event_id),
+                string(event_id),
                 b',"kind":',
-                self._kind_json.get(kind) or self._kind_json.setdefault(kind, canonical_string(kind)),
+                string(kind),
                 b',"parent_event_id":',
-                b"null" if parent_event_id is None else canonical_string(parent_event_id),
+                b"null" if parent_event_id is None else string(parent_event_id),
                 b',"payload":',
                 payload_json,
                 b',"prev_event_hash":',
-                b"null" if self._prev_hash is None else canonical_string(self._prev_hash),
+                last_hash_json if last_hash is self._prev_hash else string(self._prev_hash),
                 b',"recorded_at":',
-                canonical_string(recorded_at or self._now()),
+                string(recorded_at or self._now()),
                 b',"run_id":',
                 self._run_id_json,
                 b',"schema_version":%d,"seq":%d,"step_id":' % (SCHEMA_VERSION, seq),
-                b"null" if step_id is None else canonical_string(step_id),
+                b"null" if step_id is None else string(step_id),
                 b"}",
             )
         )
@@ -197,10 +201,20 @@ class JournalWriter:
         self._write(b'{"event_hash":"' + digest.encode("ascii") + b'",' + body[1:] + b"\n")
         self._seq = seq
         self._prev_hash = digest
+        self._prev_hash_json = (digest, b'"' + digest.encode("ascii") + b'"')  # "sha256:" and hex: no escapes
         self._last_kind = kind
         if self.checkpoint_every and kind not in _NO_CHECKPOINT_AFTER and seq % self.checkpoint_every == 0:
             self._seal(CHAIN_CHECKPOINT)
         return event_id
+
+    def _string_json(self, text: str | None) -> bytes:
+        """Canonical JSON of an envelope string, remembered: ids, kinds, steps and times recur within a few events."""
+        known = self._strings.get(text)
+        if known is None:
+            if len(self._strings) >= 256:
+                self._strings.clear()
+            known = self._strings[text] = b"null" if text is None else canonical_string(text)
+        return known
 
     def _write(self, line: bytes) -> None:
         if self.rotate_bytes is not None and self._shard_bytes and self._shard_bytes + len(line) > self.rotate_bytes:

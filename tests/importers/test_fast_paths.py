@@ -36,12 +36,18 @@ def test_append_canonical_writes_the_bytes_append_writes(tmp_path: Path) -> None
     payloads = [{"text": text, "value": [1.5, 1e16, -0.0, {"\ue000": 1, "\U0001f600": 2}]} for text in STRINGS]
     steps = [None, "step-01", *STRINGS]
     outputs = []
-    for name, spliced in (("append.jsonl", False), ("canonical.jsonl", True)):
-        with JournalWriter(tmp_path / name, run_id='run "x" \ue000', now=_fixed_now) as writer:
+    for name, spliced, after in (
+        ("append.jsonl", False, None),
+        ("canonical.jsonl", True, None),
+        ("mixed.jsonl", None, None),  # append_canonical and append by turns
+        ("append-after.jsonl", False, (7, "sha256:" + "ab" * 32)),
+        ("canonical-after.jsonl", True, (7, "sha256:" + "ab" * 32)),
+    ):
+        with JournalWriter(tmp_path / name, run_id='run "x" \ue000', now=_fixed_now, start_after=after) as writer:
             for index, payload in enumerate(payloads):
                 parent = None if index == 0 else f"parent {STRINGS[index]}"
                 recorded = None if index % 2 else f"2026-11-29T10:00:0{index}.000000Z"
-                if spliced:
+                if spliced or (spliced is None and index % 2):
                     writer.append_canonical(
                         "note",
                         canonical_json(payload),
@@ -52,7 +58,8 @@ def test_append_canonical_writes_the_bytes_append_writes(tmp_path: Path) -> None
                 else:
                     writer.append("note", payload, step_id=steps[index], parent_event_id=parent, recorded_at=recorded)
         outputs.append((tmp_path / name).read_bytes())
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[3] == outputs[4] != outputs[0]
 
 
 def test_times_round_as_datetime_does() -> None:
