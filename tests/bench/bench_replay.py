@@ -6,7 +6,8 @@
    harness by the counter agent (tests/replay/agents/counter.py). ``--keep DIR`` keeps
    (and reuses) it.
 2. The same journal replayed, alternately, by this tree (parent referee, sandboxed
-   child) and by ``--base`` (default: the commit before the sandbox, checked out with
+   child) and by ``--base`` (both verify the hash chain first, this tree's default;
+   default base: the commit before the sandbox, checked out with
    ``git worktree add`` into a temporary directory that is removed afterwards; the base
    runs in a subprocess with that tree first on PYTHONPATH). Best of R each.
 3. Child start-up of this tree: spawn to the first event the agent produced, with every
@@ -66,7 +67,9 @@ def cpu(who):
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 started, parent_cpu, child_cpu = time.perf_counter(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
-outcome = ReplayRunner(ReplaySpec(journal=journal, sys_path=[root]), timeout_s=900, cwd=root).run()
+# The chain is verified in both (the default now; the base's was off): like is compared with like.
+spec = ReplaySpec(journal=journal, sys_path=[root], verify_hash_chain=True)
+outcome = ReplayRunner(spec, timeout_s=900, cwd=root).run()
 wall = time.perf_counter() - started
 # The child's CPU: counted in RUSAGE_CHILDREN when it is our descendant we reaped; bwrap's pid namespace loses
 # it, so the child's own figure (the sandbox's) is used when larger.
