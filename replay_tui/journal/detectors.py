@@ -248,6 +248,15 @@ class _Compiled:
         self.name_gate = re.compile("|".join(NAME_HINTS))
         self.candidate = re.compile(_CANDIDATE)
         self.candidate_bytes = re.compile(_CANDIDATE.encode())
+        # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
+        self.candidate_class = bytes(
+            0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20
+            for byte in range(256)
+        )
+        # The only characters outside ASCII that lower-case to ASCII letters ("\u212a" -> "k", "\u0130" -> "i")
+        # or match them case-insensitively ("\u017f" ~ "s", "\u0131" ~ "i"): a name spelled with one is a sensitive
+        # name to the str tests (``is_secret_key`` lower-cases), not to a byte search of ``bytes.lower()``.
+        self.folds_to_ascii = re.compile(rb"\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
         self.sensitive = re.compile(_SENSITIVE_NAME)
         self.not_sensitive = re.compile(_NOT_SENSITIVE_NAME)
         self.placeholder = re.compile(_PLACEHOLDER, re.IGNORECASE)
@@ -416,7 +425,7 @@ def might_hold_secret(data: bytes) -> bool:
             if _names_a_secret(data, position):
                 return True
             position = lowered.find(hint, position + len(hint))
-    if _CANDIDATE_RUN not in data.translate(_CANDIDATE_CLASS):
+    if _CANDIDATE_RUN not in data.translate(patterns.candidate_class):
         return False  # no run of token characters long enough to be a candidate (one C pass, not a regex)
     for candidate in patterns.candidate_bytes.finditer(data):
         token = candidate.group().decode("ascii")
@@ -436,22 +445,13 @@ def _token_may_be_secret(token: str) -> bool:
 
 
 NAME_HINTS_BYTES = tuple(hint.encode() for hint in NAME_HINTS)
-# _CANDIDATE's characters as b"a", every other byte as b" ": a candidate needs ENTROPY_MIN_CHARS of them in a row
-_CANDIDATE_CLASS = bytes(
-    0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20 for byte in range(256)
-)
 _CANDIDATE_RUN = b"a" * ENTROPY_MIN_CHARS
-
-# The only characters outside ASCII that lower-case to ASCII letters ("\u212a" -> "k", "\u0130" -> "i")
-# or match them case-insensitively ("\u017f" ~ "s", "\u0131" ~ "i"): a name spelled with one is a
-# sensitive name to the str tests (``is_secret_key`` lower-cases) but not to a byte search of ``bytes.lower()``.
-_FOLDS_TO_ASCII = re.compile(rb"\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
 
 
 def folds_to_ascii(data: bytes) -> bool:
     """Whether UTF-8 ``data`` holds a character that case-folds to an ASCII letter: byte gates that
     compare lower-cased ASCII must then give way to the str tests."""
-    return not data.isascii() and _FOLDS_TO_ASCII.search(data) is not None
+    return not data.isascii() and compiled().folds_to_ascii.search(data) is not None
 
 
 def _names_a_secret(data: bytes, position: int) -> bool:
