@@ -3,15 +3,17 @@ memory, a JSONL session store and a callback hook. Each is one extension point."
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import orjson
 
 from ..journal import Event
 from .config import resolve_attr
 from .plugins import PluginBase, PluginContext, ToolSpec
+
+if TYPE_CHECKING:  # imported when a store starts: a replay child, which starts no plugin, never needs it
+    import sqlite3
 
 
 def _path_option(context: PluginContext, name: str) -> Path:
@@ -108,6 +110,8 @@ class SqliteMemory(PluginBase):
         self._db: sqlite3.Connection | None = None
 
     def start(self) -> None:
+        import sqlite3
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: tools may run in the harness's worker threads
         self._db = sqlite3.connect(self.path, check_same_thread=False)

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,8 @@ def lockfile_hash(directory: Path) -> dict[str, Any]:
             candidate = folder / name
             if candidate.is_file():
                 return {"source": name, "hash": "sha256:" + hashlib.sha256(candidate.read_bytes()).hexdigest()}
+    from importlib import metadata  # here: it costs every process that imports the journal (replay children too)
+
     installed = sorted(
         {
             f"{dist.metadata['Name']}=={dist.version}".lower()
