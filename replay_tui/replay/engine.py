@@ -28,9 +28,8 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from .entry_point import load_entry_point
-from .experiment_verdict import SERVED_KINDS, pair_report, summarize_experiment
 from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
-from .referee import nearest_snapshot
+from .referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .tape import (
     OBSERVATION_KEY,
     Divergence,
@@ -49,8 +48,8 @@ if TYPE_CHECKING:
 
 #: Per experiment: the observation kinds served from the journal, and the plugin kinds started live.
 EXPERIMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    MODEL_LIVE: (SERVED_KINDS[MODEL_LIVE], frozenset({"model"})),
-    TOOLS_LIVE: (SERVED_KINDS[TOOLS_LIVE], frozenset({"tools", "memory"})),
+    MODEL_LIVE: (EXPERIMENT_SERVED_KINDS[MODEL_LIVE], frozenset({"model"})),
+    TOOLS_LIVE: (EXPERIMENT_SERVED_KINDS[TOOLS_LIVE], frozenset({"tools", "memory"})),
 }
 
 
@@ -228,6 +227,7 @@ class ReplaySession:
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
         from ..harness import ConfigError, JsonlSink, StopRun, build_harness, load_config, run_agent
         from .compare import read_events
+        from .experiment_verdict import summarize_experiment
 
         spec = self.spec
         served, live = EXPERIMENTS[spec.mode]
@@ -287,6 +287,8 @@ class ReplaySession:
         )
 
     def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
+        from .experiment_verdict import pair_report
+
         self.channel.send(DIVERGENCE, report=pair_report(journal, pair, stopped).to_json())
 
     # -- result ------------------------------------------------------------------------------

@@ -15,26 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..journal import Event, Journal, JournalError, open_journal, verify_journal
 from ..journal.model import (
-    CLOCK_READ,
-    MODEL_RESPONSE,
     OBSERVATION_KINDS,
-    RANDOM_DRAW,
     STATE_SNAPSHOT,
     STATE_TRANSITION,
-    TOOL_RESULT,
 )
-from .protocol import MODEL_LIVE, TOOLS_LIVE
-from .referee import OBSERVATION_KEY, deep_enough
+from .referee import EXPERIMENT_SERVED_KINDS, OBSERVATION_KEY, deep_enough
 from .state_book import first_false_state
 
-if TYPE_CHECKING:  # report.py is imported when a report is made: the child imports this module at start-up
+if TYPE_CHECKING:  # report.py is imported when a report is made
     from .report import DivergenceReport
 
-#: Per experiment, the observation kinds served from the journal (the others are live).
-SERVED_KINDS: dict[str, frozenset[str]] = {
-    MODEL_LIVE: frozenset({TOOL_RESULT, CLOCK_READ, RANDOM_DRAW}),
-    TOOLS_LIVE: frozenset({MODEL_RESPONSE, CLOCK_READ, RANDOM_DRAW}),
-}
+SERVED_KINDS = EXPERIMENT_SERVED_KINDS
 
 
 @dataclass

@@ -38,6 +38,7 @@ from ..journal.model import (
     TOOL_CALL,
     TOOL_RESULT,
 )
+from .protocol import MODEL_LIVE, TOOLS_LIVE
 
 #: The payload fields that are an event's key, compared in strict matching.
 KEY_FIELDS: dict[str, tuple[str, ...]] = {
@@ -77,6 +78,11 @@ _PAYLOAD_UNCHECKED = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_
 #: hash-seed order), and a new reducer version that computes the same states is no divergence.
 #: A snapshot's ``resume`` block is the harness's restart bookkeeping (step count, causal
 #: cursor), which harness versions write differently; the state and its hash are what count.
+#: Per experiment, the observation kinds served from the journal (the others are live).
+EXPERIMENT_SERVED_KINDS: dict[str, frozenset[str]] = {
+    MODEL_LIVE: frozenset({TOOL_RESULT, CLOCK_READ, RANDOM_DRAW}),
+    TOOLS_LIVE: frozenset({MODEL_RESPONSE, CLOCK_READ, RANDOM_DRAW}),
+}
 #: Observations: served from the tape, judged by their key fields (a subset of _PAYLOAD_UNCHECKED).
 SERVED_KINDS = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW})
 _IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
