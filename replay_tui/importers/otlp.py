@@ -13,9 +13,10 @@ spans hang from. OpenInference attributes (``llm.input_messages.N.message.*``,
 The input is streamed: a file of OTLP/JSON requests one per line (the OTLP file
 exporter's form) is read line by line; each span is mapped as it is read and its events'
 payloads spooled, as canonical JSON, to a temporary file, so memory holds an index entry
-per span, not the trace. Pass two writes them in start-time order and links them (steps,
-parents). A model span whose content may come from log records later in the file is
-spooled as a reduced span too, and mapped again in pass two once every log is known.
+per span, not the trace. A big file is read by worker processes at once, each a run of
+whole lines (``otlp_worker``). Spans whose content is in log records (or may be: logs
+further down add to a model call) are mapped once every log is known, their lines read
+again. Pass two writes the entries in start-time order and links them (steps, parents).
 All traces of a file go into one journal, in start-time order.
 """
 
