@@ -58,6 +58,8 @@ LEGACY_MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 STATUS_ERROR = 2
+_EXACT_INT = 2**53 - 1  # JSON's exact integers (the journal's canonical form refuses others)
+_LAST_NANOS = 253_402_300_800 * 10**9  # 10000-01-01T00:00:00Z
 #: A span mapped after every log record is read: its content may be in them (``late``).
 LATE = 1
 #: A model span mapped while reading, and again if log records add to its content.
@@ -69,24 +71,35 @@ EXACT_PAYLOAD = "replay_tui.payload"
 # -- OTLP/JSON values -------------------------------------------------------------------
 
 
+class _Shape(Exception):
+    """Part of a request is not of the OTLP/JSON shape; the message says what was expected there.
+    ``OtlpTrace._take`` names the line."""
+
+
 def any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as a plain JSON value."""
+    """An OTLP ``AnyValue`` as a plain JSON value (an int64 beyond JSON's exact range stays a string)."""
     if not isinstance(value, Mapping):
         return value
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return value["doubleValue"]
-    if "boolValue" in value:
-        return value["boolValue"]
-    if "arrayValue" in value:
-        return [any_value(item) for item in (value["arrayValue"] or {}).get("values") or ()]
-    if "kvlistValue" in value:
-        return attributes((value["kvlistValue"] or {}).get("values") or ())
-    if "bytesValue" in value:
-        return base64.b64decode(value["bytesValue"]).hex()
+    try:
+        if "stringValue" in value:
+            return value["stringValue"]
+        if "intValue" in value:
+            number = int(value["intValue"])
+            return number if -_EXACT_INT <= number <= _EXACT_INT else str(number)
+        if "doubleValue" in value:
+            return value["doubleValue"]
+        if "boolValue" in value:
+            return value["boolValue"]
+        if "arrayValue" in value:
+            return [any_value(item) for item in (value["arrayValue"] or {}).get("values") or ()]
+        if "kvlistValue" in value:
+            return attributes((value["kvlistValue"] or {}).get("values") or ())
+        if "bytesValue" in value:
+            return base64.b64decode(value["bytesValue"], validate=True).hex()
+    except (AttributeError, TypeError, ValueError):  # binascii.Error is a ValueError
+        raise _Shape(
+            f"an OTLP AnyValue, not {orjson.dumps(value, default=str)[:80].decode(errors='replace')}"
+        ) from None
     return None
 
 
@@ -111,11 +124,15 @@ def attributes(items: Any) -> dict[str, Any]:
     return converted
 
 
-def _nanos(value: Any) -> int:
+def _nanos(value: Any, field: str) -> int:
+    """Nanoseconds since 1970 (0 when missing or not a number)."""
     try:
-        return int(value or 0)
+        nanos = int(value or 0)
     except (TypeError, ValueError):
         return 0
+    if not 0 <= nanos < _LAST_NANOS:
+        raise _Shape(f"{field}: nanoseconds since 1970, before the year 10000 (found {nanos})")
+    return nanos
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -183,17 +200,27 @@ def _request(value: Any, path: Path, line: int) -> dict[str, Any]:
 
 
 def _spans(request: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], Mapping[str, Any]]]:
-    for resource_spans in request.get("resourceSpans") or ():
-        for scope_spans in resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ():
+    for resource_spans in _objects(request.get("resourceSpans"), "resourceSpans"):
+        scopes = resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans")
+        for scope_spans in _objects(scopes, "scopeSpans"):
             scope = scope_spans.get("scope") or {}
-            for span in scope_spans.get("spans") or ():
+            for span in _objects(scope_spans.get("spans"), "spans"):
                 yield span, scope
 
 
 def _log_records(request: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for resource_logs in request.get("resourceLogs") or ():
-        for scope_logs in resource_logs.get("scopeLogs") or ():
-            yield from scope_logs.get("logRecords") or ()
+    for resource_logs in _objects(request.get("resourceLogs"), "resourceLogs"):
+        for scope_logs in _objects(resource_logs.get("scopeLogs"), "scopeLogs"):
+            yield from _objects(scope_logs.get("logRecords"), "logRecords")
+
+
+def _objects(items: Any, field: str) -> list[dict[str, Any]]:
+    """A list of JSON objects (a missing or empty one as an empty list)."""
+    if not items:
+        return []
+    if type(items) is not list or not all(type(item) is dict for item in items):
+        raise _Shape(f"{field}: a list of objects")
+    return items
 
 
 # -- the import -------------------------------------------------------------------------
@@ -353,12 +380,15 @@ class OtlpTrace:
             self._take(number, request)
 
     def _take(self, number: int, request: Mapping[str, Any]) -> None:
-        for position, (span, _scope) in enumerate(_spans(request), start=1):
-            if not span.get("spanId"):
-                raise TraceImportError(str(self.path), f"line {number}, span {position}", "a spanId on every span")
-            self._spool(span, number)
-        for record in _log_records(request):
-            self._keep_log(record)
+        try:
+            for position, (span, _scope) in enumerate(_spans(request), start=1):
+                if not span.get("spanId"):
+                    raise TraceImportError(str(self.path), f"line {number}, span {position}", "a spanId on every span")
+                self._spool(span, number)
+            for record in _log_records(request):
+                self._keep_log(record)
+        except _Shape as shape:
+            raise TraceImportError(str(self.path), f"line {number}", str(shape)) from None
 
     # -- pass one in worker processes ---------------------------------------------------
 
@@ -445,18 +475,21 @@ class OtlpTrace:
         """What the mapping reads of a span, attributes as a dict."""
         span_id = str(span.get("spanId") or "")  # never empty: _take checks
         attrs = attributes(span.get("attributes"))
-        events = span.get("events")
+        events = _objects(span.get("events"), "events")
+        status = span.get("status") or {}
+        if type(status) is not dict:
+            raise _Shape("status: an object")
         return {
             "trace": str(span.get("traceId") or ""),
             "span": span_id,
             "parent": span.get("parentSpanId") or None,
             "name": span.get("name"),
-            "start": _nanos(span.get("startTimeUnixNano")),
-            "end": _nanos(span.get("endTimeUnixNano")),
+            "start": _nanos(span.get("startTimeUnixNano"), "startTimeUnixNano"),
+            "end": _nanos(span.get("endTimeUnixNano"), "endTimeUnixNano"),
             "line": line,
             "op": _operation(str(span.get("name") or ""), attrs),
             "attrs": attrs,
-            "status": span.get("status") or {},
+            "status": status,
             "events": [
                 {"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
                 for event in events
