@@ -404,6 +404,7 @@ class OtlpTrace:
                 started.append(
                     subprocess.Popen(
                         [sys.executable, "-m", "replay_tui.importers.otlp_worker", *arguments],
+                        stdin=subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL,  # never onto the app's terminal; a failure is read alone
                         env=_worker_environment(),
