@@ -247,7 +247,14 @@ def _new_spool() -> BinaryIO:
 def _worker_count(path: Path) -> int:
     if path.stat().st_size < PARALLEL_BYTES:
         return 1
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    return max(1, min(MAX_WORKERS, usable_cpus()))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (all of them where the OS cannot say)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _one_request_per_line(path: Path) -> bool:

@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from replay_tui.importers import otlp
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "fixtures" / "imports" / "weather.otlp.jsonl"
 SPANS_PER_LINE = 1000
@@ -116,7 +118,7 @@ def _import(source: Path, out: Path, workers: int) -> dict[str, float]:
         "rss_mb": rss_kb / 1024,
         "worker_rss_mb": worker_rss_kb / 1024,
         "parse_cpu": parse_cpu,
-        "workers_used": 0 if worker_cpu == 0 else min(workers, len(os.sched_getaffinity(0))),
+        "workers_used": 0 if worker_cpu == 0 else min(workers, otlp.usable_cpus()),
     }
 
 
