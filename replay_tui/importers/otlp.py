@@ -97,9 +97,8 @@ def any_value(value: Any) -> Any:
         if "bytesValue" in value:
             return base64.b64decode(value["bytesValue"], validate=True).hex()
     except (AttributeError, TypeError, ValueError):  # binascii.Error is a ValueError
-        raise _Shape(
-            f"an OTLP AnyValue, not {orjson.dumps(value, default=str)[:80].decode(errors='replace')}"
-        ) from None
+        kinds = ", ".join(sorted("".join(c if " " <= c <= "~" else "?" for c in str(key)[:40]) for key in value)[:4])
+        raise _Shape(f"an OTLP AnyValue whose value parses (found one with {kinds})") from None
     return None
 
 

@@ -57,3 +57,13 @@ def test_an_int64_beyond_json_exact_integers_is_kept_as_text(tmp_path: Path) -> 
     import_trace(trace, tmp_path / "out.jsonl", format="otlp")
     responses = [event for event in events_of(tmp_path / "out.jsonl") if event["kind"] == "model.response"]
     assert responses[0]["payload"]["response"]["usage"] == {"input_tokens": "9223372036854775807"}
+
+
+def test_the_error_never_carries_the_trace_s_control_characters(tmp_path: Path) -> None:
+    trace = tmp_path / "escape.otlp.jsonl"
+    hostile = {"intValue": "many", "\x1b]0;owned\x07\u009b31m": 1}
+    trace.write_bytes(orjson.dumps(_with_span(attributes=[{"key": "k", "value": hostile}])) + b"\n")
+    with pytest.raises(TraceImportError) as error:
+        import_trace(trace, tmp_path / "out.jsonl", format="otlp")
+    assert "an OTLP AnyValue" in str(error.value)
+    assert all(" " <= char <= "~" for char in str(error.value).replace(str(trace), ""))
