@@ -600,6 +600,8 @@ def _required_literals(patterns: Iterable[re.Pattern[str]]) -> list[tuple[tuple[
     backslash is written as itself, so if it is not in the bytes, no string there can match."""
     found = []
     for pattern in patterns:
+        if _sre_parser is None:
+            return None
         parsed = _sre_parser.parse(pattern.pattern, pattern.flags)
         literals = _literals_of(list(parsed))
         if not literals:
@@ -624,7 +626,10 @@ def _literals_of(items: list[tuple[Any, Any]]) -> list[str]:
     return [best] if best else []
 
 
-_sre_parser: Any = importlib.import_module("re._parser")
+try:  # the stdlib's own regex parser (private: without it every extra detector is searched by the walk)
+    _sre_parser: Any = importlib.import_module("re._parser")
+except ImportError:  # pragma: no cover
+    _sre_parser = None
 
 
 def iter_string_paths(value: Any, path: str = "$") -> Iterable[tuple[str, str]]:
