@@ -46,7 +46,8 @@ def test_ray_gives_the_same_grouping_report_and_exit_code_as_local(corpus_dir: P
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # "local": a new cluster of our own, never one found through RAY_ADDRESS or a `ray start` on the machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         yield
     finally:
@@ -63,12 +64,14 @@ def test_the_text_table_is_the_same_too(ray_cluster: None, corpus_dir: Path) -> 
 
 
 def _task_processes() -> list:
+    """Workers of this process's own cluster running a replay task: our descendants only, never the tasks of
+    a cluster another xdist worker (or another pytest session on the machine) is running at the same time."""
     found = []
-    for process in psutil.process_iter(["pid", "cmdline", "name"]):
+    for process in psutil.Process().children(recursive=True):
         try:
-            if any(TASK_TITLE in part for part in process.info["cmdline"] or []):
+            if any(TASK_TITLE in part for part in process.cmdline()):
                 found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return found
 
