@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -43,12 +44,15 @@ class Project:
 
 def run(project: Project, *args: str) -> pytest.RunResult:
     started = time.perf_counter()
+    # the plugin (and the replay children it starts) come from this checkout, whatever else is installed
+    python_path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *NO_SNAPSHOTS, *args],
         cwd=project.path,
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "PYTHONPATH": python_path},
     )
     return pytest.RunResult(
         done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), time.perf_counter() - started
