@@ -60,16 +60,25 @@ def _alive(pid: int) -> bool:
     return not (status.exists() and status.read_text().split()[2] == "Z")
 
 
+#: Timeouts tried in turn: the group part needs the agent to have started its grandchild before the
+#: timeout, and a loaded machine can take longer than the first one just to start the child.
+TIMEOUTS_S = (1.5, 6.0, 24.0)
+
+
 def test_timeout_kills_the_child_and_its_process_group(journal):
-    started = time.monotonic()
-    outcome = runner_for(journal, "tests.replay.agents.hang_at_import:agent", timeout_s=1.5).run()
-    assert time.monotonic() - started < 10
-    assert outcome.status == TIMEOUT and outcome.exit_code == 1
-    assert "timed out after 1.5 s" in outcome.to_text()
-    scratch = next(
-        m.group(1) for line in outcome.stderr_tail if (m := re.search(r"grandchild pid \d+ cwd (\S+)", line))
-    )
-    deadline = time.monotonic() + 5
+    for timeout_s in TIMEOUTS_S:
+        started = time.monotonic()
+        outcome = runner_for(journal, "tests.replay.agents.hang_at_import:agent", timeout_s=timeout_s).run()
+        assert time.monotonic() - started < timeout_s + 30  # the agent hangs for 10 minutes
+        assert outcome.status == TIMEOUT and outcome.exit_code == 1
+        assert f"timed out after {timeout_s:g} s" in outcome.to_text()
+        found = [m.group(1) for line in outcome.stderr_tail if (m := re.search(r"grandchild pid \d+ cwd (\S+)", line))]
+        if found:
+            break
+    else:
+        pytest.fail(f"the agent never started its grandchild within {TIMEOUTS_S[-1]:g} s: {outcome.stderr_tail}")
+    scratch = found[0]
+    deadline = time.monotonic() + 30
     while _running_in(scratch) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _running_in(scratch)
@@ -96,15 +105,16 @@ def test_cancel_from_another_thread_stops_the_run(journal):
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("outcome", runner.run()))
     worker.start()
-    assert seen_hello.wait(10)
+    assert seen_hello.wait(120), "the child said hello"
     started = time.monotonic()
     runner.cancel()
-    worker.join(10)
-    assert not worker.is_alive() and time.monotonic() - started < 5
+    worker.join(60)
+    assert not worker.is_alive() and time.monotonic() - started < 30  # the agent hangs for 10 minutes
     assert result["outcome"].status == CANCELLED
 
 
-def test_child_reports_isolation_and_starts_fast(journal):
+def test_child_reports_isolation_and_its_start_up_time(journal):
+    """How fast it starts is measured by tests/bench/bench_replay.py, not asserted here (a loaded machine)."""
     outcome = runner_for(journal, "tests.replay.agents.broken_import:agent", timeout_s=30).run()
     assert outcome.isolation is not None and outcome.isolation.socket_guard
     if outcome.isolation.network_namespace:
@@ -112,7 +122,7 @@ def test_child_reports_isolation_and_starts_fast(journal):
         assert outcome.isolation.sandbox and not outcome.isolation.missing_layers
     else:
         assert outcome.isolation.reason
-    assert outcome.child_startup_s is not None and outcome.child_startup_s < 1.0
+    assert outcome.child_startup_s is not None and 0 < outcome.child_startup_s < 60
 
 
 @pytest.mark.parametrize("isolation", ["auto", "guard-only"])

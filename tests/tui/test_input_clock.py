@@ -9,24 +9,26 @@ from replay_tui.tui.input_clock import UserInputClock
 
 
 def test_a_scan_waits_while_keys_arrive_then_carries_on() -> None:
+    """Bounds are far from the grace periods, so a loaded machine (a thread descheduled for a while) cannot
+    turn "did not wait" into "waited", or "waited the grace out" into "hung"."""
+    idle = UserInputClock(grace_s=60.0)
+    started = time.monotonic()
+    assert idle.politely(lambda: False)() is False
+    assert time.monotonic() - started < 30  # nobody typing: no wait
     clock = UserInputClock(grace_s=0.2)
-    check = clock.politely(lambda: False)
-    started = time.monotonic()
-    assert check() is False and time.monotonic() - started < 0.05  # nobody typing: no wait
     clock.touch()
-    started = time.monotonic()
-    assert check() is False
-    assert 0.15 <= time.monotonic() - started < 1.0  # waited out the grace period
+    quiet_from = clock.quiet_from
+    assert clock.politely(lambda: False)() is False
+    assert time.monotonic() >= quiet_from  # waited out the grace period, then carried on
 
 
 def test_cancelling_ends_the_wait_at_once() -> None:
-    clock = UserInputClock(grace_s=5.0)
+    clock = UserInputClock(grace_s=60.0)
     cancelled = threading.Event()
     clock.touch()
     threading.Timer(0.1, cancelled.set).start()
-    started = time.monotonic()
     assert clock.politely(cancelled.is_set)() is True
-    assert time.monotonic() - started < 1.0
+    assert clock.busy, "the wait ended on the cancel, long before the grace period"
 
 
 def test_keys_reach_the_clock(incident_path) -> None:  # type: ignore[no-untyped-def]
