@@ -225,18 +225,25 @@ def test_a_forged_result_after_a_real_divergence_is_still_a_divergence(tmp_path,
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_every_layer_holds_as_root_and_the_scratch_dir_goes(journal, tmp_path, mechanism):
+def test_every_layer_holds_as_root_and_the_scratch_dir_goes(journal, tmp_path, mechanism, monkeypatch):
     if os.getuid() != 0:
         pytest.skip("the full set of layers is checked as root here; unprivileged runs report what they have")
+    made: list[str] = []  # this run's scratch dir: not any replay-tui-scratch-* another run on the machine has
+
+    def recording_mkdtemp(*args: object, **kwargs: object) -> str:
+        made.append(real_mkdtemp(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
     spec = ReplaySpec(journal=str(journal), sys_path=[str(REPO)], isolation=mechanism, require_isolation=True)
     outcome = ReplayRunner(spec, timeout_s=60, cwd=str(REPO)).run()
     assert outcome.status == MATCH, outcome.to_text()
     layers = {layer["name"]: layer["in_force"] for layer in outcome.isolation.sandbox["layers"]}
     assert layers == {name: True for name in ALL_LAYERS}
     assert outcome.isolation.sandbox["mechanism"] == mechanism and outcome.isolation.network_namespace
-    assert not [
-        path for path in Path(tempfile.gettempdir()).glob("replay-tui-scratch-*") if str(os.getpid()) in path.name
-    ]
+    scratch = [path for path in made if Path(path).name.startswith("replay-tui-scratch-")]
+    assert len(scratch) == 1 and not os.path.exists(scratch[0]), "the run's scratch dir is removed afterwards"
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
