@@ -149,25 +149,41 @@ def test_cli_report_is_the_same_with_and_without_the_fork_server(tmp_path: Path)
     )
 
 
-def test_a_dead_fork_server_falls_back_to_plain_children(tmp_path: Path) -> None:
-    """The server killed mid-corpus: the remaining journals replay as new interpreters, still refereed."""
+def test_a_dead_fork_server_falls_back_to_plain_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server killed mid-corpus: the remaining journals replay as new interpreters, still refereed.
+
+    It is killed just before the second fork (not from on_done, which raced the job thread: the second
+    journal was already running, or on a loaded machine even done, on the server)."""
     journals = [str(path) for path in sorted(copy_corpus(tmp_path / "corpus", CLEAN[:3]).glob("*.jsonl"))]
     executor = LocalExecutor(1)
     mechanisms: list[str] = []
+    forks = 0
+    fork = ForkServer.__call__
 
-    def kill_server(entry: object, done: int, total: int) -> None:
+    def kill_before_the_second_fork(server: ForkServer, argv: list[str], **options: object) -> object:
+        nonlocal forks
+        forks += 1
+        if forks == 2 and server.server_pid is not None:
+            os.kill(server.server_pid, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while alive(server.server_pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return fork(server, argv, **options)
+
+    monkeypatch.setattr(ForkServer, "__call__", kill_before_the_second_fork)
+
+    def note_mechanism(entry: object, done: int, total: int) -> None:
         outcome = getattr(entry, "outcome")
         mechanisms.append((outcome.isolation.sandbox or {}).get("mechanism"))
-        if done == 1 and executor._server is not None and executor._server.server_pid is not None:
-            os.kill(executor._server.server_pid, signal.SIGKILL)
 
     result = replay_corpus(
         journals,
         executor=executor,
-        on_done=kill_server,
+        on_done=note_mechanism,
         timeout_s=120,
         spec_for=lambda journal: ReplaySpec(journal=journal, sys_path=[str(REPO)]),
     )
     assert [entry.outcome.status for entry in result.entries] == [MATCH] * 3
+    assert forks >= 2, "the second journal went to the (dead) server first"
     assert mechanisms[0] == FORK_SERVER_MECHANISM
     assert FORK_SERVER_MECHANISM not in mechanisms[1:]
