@@ -100,9 +100,11 @@ class LocalExecutor:
             except ForkServerError:
                 pass  # the server went away before this child was forked: run it plainly below
             else:
-                outcome.journal = spec.journal
-                label_isolation(outcome)
-                return outcome
+                if runner.pid not in server.lost:
+                    outcome.journal = spec.journal
+                    label_isolation(outcome)
+                    return outcome
+                # the server died mid-run and took the child along: no verdict yet, run it plainly below
         runner = ReplayRunner(spec, timeout_s=timeout_s)
         with self._lock:
             self._runners.append(runner)

@@ -81,11 +81,22 @@ class ForkedChild:
         self.stderr = stderr
         self.returncode: int | None = None
 
+    def _status(self, op: str) -> int | None:
+        """The server's answer on this child. A server that is gone took the child with it (the child's
+        parent-death signal is SIGKILL), so the answer is "killed" rather than an exception in the middle
+        of the runner's clean-up (which left the scratch dir behind)."""
+        try:
+            status = self._server.request({"op": op, "pid": self.pid}).get("status")
+        except ForkServerError:
+            self._server.lost.add(self.pid)
+            self.returncode = -signal.SIGKILL
+            return self.returncode
+        return status if isinstance(status, int) else None
+
     def poll(self) -> int | None:
         """The exit status once the child has exited (not reaped yet: its pid stays ours)."""
         if self.returncode is None:
-            status = self._server.request({"op": "poll", "pid": self.pid}).get("status")
-            return status if isinstance(status, int) else None
+            return self._status("poll")
         return self.returncode
 
     def await_exit(self, limit_s: float) -> None:
@@ -98,8 +109,8 @@ class ForkedChild:
         """Reap the child (the server does) and return its status, like ``Popen.wait``."""
         deadline = None if timeout is None else time.perf_counter() + timeout
         while self.returncode is None:
-            status = self._server.request({"op": "reap", "pid": self.pid}).get("status")
-            if isinstance(status, int):
+            status = self._status("reap")
+            if status is not None:
                 self.returncode = status
                 break
             if deadline is not None and time.perf_counter() >= deadline:
@@ -120,6 +131,7 @@ class ForkServer:
         self._socket: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._home: str | None = None
+        self.lost: set[int] = set()  # pids of children that were running when the server died
 
     def start(self) -> ForkServer:
         from .sandbox import child_environment

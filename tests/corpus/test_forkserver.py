@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -187,3 +188,67 @@ def test_a_dead_fork_server_falls_back_to_plain_children(tmp_path: Path, monkeyp
     assert forks >= 2, "the second journal went to the (dead) server first"
     assert mechanisms[0] == FORK_SERVER_MECHANISM
     assert FORK_SERVER_MECHANISM not in mechanisms[1:]
+
+
+def _record_scratch_dirs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The scratch dirs runs in this test make (recorded from mkdtemp), not another test's or session's."""
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: object, **kwargs: object) -> str:
+        path = real_mkdtemp(*args, **kwargs)  # type: ignore[call-overload]
+        if os.path.basename(path).startswith("replay-tui-scratch-"):
+            made.append(path)
+        return str(path)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    return made
+
+
+def test_a_server_that_dies_mid_run_ends_the_run_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child dies with its server: the runner reports it killed and still removes its scratch dir
+    (the server's absence used to raise out of the runner's clean-up)."""
+    made = _record_scratch_dirs(monkeypatch)
+    spec = ReplaySpec(journal=str(CLEAN[0]), agent="tests.corpus.sleepy_agent:agent", **FORKED)
+    with ForkServer() as server:
+        said_hello = threading.Event()
+        runner = ReplayRunner(spec, timeout_s=120, spawner=server)
+        runner.on_message = lambda message: message.get("type") == "hello" and said_hello.set()
+        runner.start()
+        killer = threading.Thread(
+            target=lambda: said_hello.wait(120) and os.kill(server.server_pid or 0, signal.SIGKILL)
+        )
+        killer.start()
+        outcome = runner.wait()
+        killer.join()
+        assert runner.pid in server.lost
+    assert not outcome.ok and outcome.child_exit == -signal.SIGKILL, outcome.to_text()
+    assert runner.pid is not None and not alive(runner.pid)
+    assert len(made) == 1 and not os.path.exists(made[0]), "the scratch dir is removed"
+
+
+def test_a_journal_whose_child_died_with_the_server_is_replayed_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = _record_scratch_dirs(monkeypatch)
+    fork = ForkServer.__call__
+
+    def kill_after_the_fork(server: ForkServer, argv: list[str], **options: object) -> object:
+        child = fork(server, argv, **options)
+        if server.server_pid is not None:
+            os.kill(server.server_pid, signal.SIGKILL)  # the child is forked, then its server dies
+        return child
+
+    monkeypatch.setattr(ForkServer, "__call__", kill_after_the_fork)
+    journals = [str(path) for path in copy_corpus(tmp_path / "corpus", CLEAN[:1]).glob("*.jsonl")]
+    result = replay_corpus(
+        journals,
+        executor=LocalExecutor(1),
+        timeout_s=120,
+        spec_for=lambda journal: ReplaySpec(journal=journal, sys_path=[str(REPO)]),
+    )
+    (entry,) = result.entries
+    assert entry.outcome.status == MATCH, entry.outcome.to_text()
+    assert entry.outcome.isolation and entry.outcome.isolation.sandbox
+    assert entry.outcome.isolation.sandbox["mechanism"] != FORK_SERVER_MECHANISM, "replayed as a plain child"
+    assert len(made) == 2 and not any(os.path.exists(path) for path in made), "no scratch dir left behind"
