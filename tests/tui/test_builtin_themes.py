@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.theme import BUILTIN_THEMES
-from tui_helpers import SIZE, make_app, settle
+from textual.widgets import Input
+from tui_helpers import SIZE, make_app, settle, wait_until
 
 from replay_tui.tui.themes import CUSTOM_VARIABLE_FALLBACKS
 
@@ -35,21 +38,34 @@ async def test_switching_to_every_builtin_theme_at_runtime(incident_path: Path) 
             assert app.screen.query_one("#timeline").styles.background is not None
 
 
+def palette_query(app: Any) -> str | None:
+    """What is typed in the open palette; None when no palette is open."""
+    return app.screen.query_one(Input).value if isinstance(app.screen, CommandPalette) else None
+
+
+def palette_highlights(app: Any, text: str) -> bool:
+    """The open palette's highlighted hit mentions ``text`` (its hits arrive from a background search)."""
+    if not isinstance(app.screen, CommandPalette):
+        return False
+    option = app.screen.query_one(CommandList).highlighted_option
+    return option is not None and text in str(option.prompt).lower()
+
+
 async def test_choosing_a_builtin_theme_from_the_palette(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        # the palette gathers its hits in the background: wait for the hit, not for a fixed time
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
         await pilot.press(*"Theme")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: palette_highlights(app, "theme"), "a theme command in the palette")
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: palette_query(app) == "", "the theme picker (a new, empty palette)")
         await pilot.press(*"nord")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: palette_highlights(app, "nord"), "nord in the theme picker")
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert app.theme == "nord"
+        await wait_until(pilot, lambda: app.theme == "nord", "the nord theme")
         assert app.is_running and app.return_code is None
         await settle(pilot)
         assert app.return_code is None
