@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import socket
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -18,17 +17,13 @@ REPO = Path(__file__).resolve().parents[2]
 JOURNALS = REPO / "fixtures" / "journals"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # port 0: the server binds a free port itself (a port probed free and bound later can be taken meanwhile
+    # by another xdist worker or another test session on the machine)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    _host, port = server.get_host_and_port()
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

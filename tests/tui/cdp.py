@@ -7,7 +7,7 @@ import itertools
 import json
 import os
 import shutil
-import socket
+import signal
 import subprocess
 import tempfile
 import time
@@ -35,18 +35,11 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Browser:
     """Headless Chromium with a fresh profile; ``page`` is a CDP session on its first tab."""
 
     def __init__(self) -> None:
         self.profile = tempfile.TemporaryDirectory(prefix="replay-tui-chromium-")
-        self.port = free_port()
         chromium = chromium_path()
         assert chromium is not None
         self.process = subprocess.Popen(
@@ -54,15 +47,17 @@ class Browser:
                 chromium,
                 *FLAGS,
                 f"--user-data-dir={self.profile.name}",
-                f"--remote-debugging-port={self.port}",
+                "--remote-debugging-port=0",  # a port of its own choosing, written to DevToolsActivePort
                 "--remote-debugging-address=127.0.0.1",
                 "about:blank",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "HOME": self.profile.name},
+            start_new_session=True,  # its own process group: close() stops its renderers and helpers too
         )
         deadline = time.monotonic() + 60
+        self.port = self._devtools_port(deadline)
         targets: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
             try:
@@ -114,10 +109,37 @@ class Browser:
                 params["text"] = key
             self.call("Input.dispatchKeyEvent", **params)
 
+    def _devtools_port(self, deadline: float) -> int:
+        """The port Chromium bound (no port probed free beforehand, which another process could take)."""
+        active = os.path.join(self.profile.name, "DevToolsActivePort")
+        while True:
+            try:
+                with open(active) as handle:
+                    first = handle.readline().strip()
+                if first.isdigit():
+                    return int(first)
+            except FileNotFoundError:
+                pass
+            assert self.process.poll() is None, f"chromium exited ({self.process.returncode}) before listening"
+            assert time.monotonic() < deadline, "chromium did not write DevToolsActivePort"
+            time.sleep(0.1)
+
     def close(self) -> None:
+        """Stop Chromium's whole process group, then remove the profile once nothing writes in it."""
         try:
             self.socket.close()
         finally:
-            self.process.kill()
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.process.wait()
-            self.profile.cleanup()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    self.profile.cleanup()  # a retry removes what is left (the first call unregisters the finalizer)
+                    break
+                except OSError:  # a helper outside the group still writing: retry until the deadline
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
