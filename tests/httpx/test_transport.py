@@ -186,10 +186,7 @@ def test_recorded_request_keeps_body_fields_and_drops_attempt_headers() -> None:
             "http": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions"},
             "body": {"temperature": 0.2},
         },
-        "headers": {
-            "authorization": "Bearer x",
-            "content-type": "application/json",
-        },  # the harness redactor drops the first
+        "headers": {"content-type": "application/json"},  # credential headers are never recorded
     }
     body = b"\x00\x01binary"
     payload = {
