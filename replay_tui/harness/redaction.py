@@ -225,10 +225,11 @@ class Redactor:
         self._extra_literals = _required_literals(pattern for _, pattern in self._extra)
         self._allow = frozenset(rules.key_allow)
         self._drop_headers = frozenset(rules.drop_headers)
-        # a dropped header's name as the serialization spells it (a headers key, a pair's name)
+        # a dropped header's name as the serialization spells it (a headers key, a pair's name), without its
+        # quotes: inside JSON kept in a string they are escaped (\"x-tenant\"), and that header is dropped too
         # (the shared gate already stops at every sensitive name, which the default headers all are)
         self._drop_quoted = tuple(
-            orjson.dumps(name.lower())
+            orjson.dumps(name.lower())[1:-1]
             for name in self._drop_headers
             if not (self._shared and detectors.is_secret_key(name))
         )
