@@ -8,16 +8,15 @@ writes one journal (``out``) or, for a log with several samples and epochs, a di
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..journal.collector import collector_paused
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
@@ -67,23 +66,8 @@ def import_trace(
             str(path), None, f"one of the formats {', '.join(FORMATS)} (detected none; pass --format)"
         )
     digest = sha256 or file_sha256(path)
-    with _collector_paused():
+    with collector_paused():  # the parse makes containers by the million (a third of it was collection)
         return IMPORTERS[chosen](path, Path(out), digest)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the import. Parsing makes containers by the million,
-    each few hundred of which start a collection that walks every object still alive (the span
-    index too): that cost a third of the parse. Parsed JSON holds no cycles, so reference counting
-    still frees each request as soon as it is mapped; memory stays bounded."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _source(path: Path, fmt: str, digest: str, detail: dict[str, Any] | None = None) -> SourceInfo:

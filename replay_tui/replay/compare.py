@@ -18,15 +18,14 @@ decision where two runs differ; the app's comparison screen uses ``align_journal
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import gc
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from ..journal import Event, Journal, JournalError, canonical_json
 from ..journal.canonical import canonical_json_of_parsed
+from ..journal.collector import collector_paused
 from ..journal.model import (
     MODEL_REQUEST,
     MODEL_RESPONSE,
@@ -209,22 +208,11 @@ def read_events(journal: Journal, cancelled: CancelCheck | None = None) -> list[
 
 def align_journals(a: Journal, b: Journal, cancelled: CancelCheck | None = None) -> Alignment:
     """Align two indexed journals (see the module docstring)."""
-    with _no_gc():  # hundreds of thousands of small dicts: the cyclic collector only slows this down
+    with collector_paused():  # hundreds of thousands of small dicts: the cyclic collector only slows this down
         a_events, b_events = read_events(a, cancelled), read_events(b, cancelled)
         alignment = align_events(a_events, b_events)
     alignment.a_label, alignment.b_label = str(a.path), str(b.path)
     return alignment
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def align_events(a_events: Sequence[Event], b_events: Sequence[Event]) -> Alignment:

@@ -18,11 +18,12 @@ from typing import Any
 
 from ..analysis.search import iter_lines
 from ..journal import Event, Journal, JournalError
+from ..journal.collector import collector_paused
 from ..journal.dialects import V1, to_v1
 from ..journal.model import validate_event
 from ..journal.progress import CancelCheck
 from ..journal.reader import parse_line
-from .compare import AlignedPair, Alignment, _differences, _judge, _no_gc, align_rows, setup_differences
+from .compare import AlignedPair, Alignment, _differences, _judge, align_rows, setup_differences
 
 
 @dataclass
@@ -96,7 +97,7 @@ def diff_journals(a: Journal, b: Journal, cancelled: CancelCheck | None = None) 
         else:
             agreeing += 1
     if a_rest or b_rest:
-        with _no_gc():  # the differing tail in memory, as align_journals holds whole journals
+        with collector_paused():  # the differing tail in memory, as align_journals holds whole journals
             a_rest.extend(a_events)
             b_rest.extend(b_events)
             a_count, b_count = a_count + len(a_rest), b_count + len(b_rest)
