@@ -240,6 +240,14 @@ def _explain_payload(obj: dict[str, Any]) -> None:
 def validate_event(obj: Any) -> Event:
     """Check ``obj`` against schema v1 and wrap it as an Event."""
     check_event(obj)
+    return event_of(obj)
+
+
+def event_of(obj: dict[str, Any]) -> Event:
+    """Wrap a parsed v1 line as an Event without checking it (``validate_event`` checks first).
+
+    Only for lines already checked elsewhere (the replay child's copy of a journal the parent
+    verified); a missing field raises ``KeyError``."""
     return Event(
         seq=obj["seq"],
         kind=obj["kind"],

@@ -24,7 +24,7 @@ from ..harness.replay_support import observation_key
 from ..harness.seam import ObservationMissing, StopRun
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
-from ..journal.model import SCHEMA_VERSION
+from ..journal.model import SCHEMA_VERSION, event_of
 from .referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
 
 __all__ = [
@@ -118,24 +118,12 @@ class Tape(Cursor):
         super().advance_by(seq, kind)
 
     def _trusted_event(self, position: int) -> Event | None:
-        """The line as an Event, built as ``validate_event`` builds it; None sends it the checked way."""
+        """The line as an Event, unchecked (``event_of``); None sends it the checked way."""
         try:
             line = orjson.loads(self.journal.line_bytes(position))
             if type(line) is not dict or line.get("schema_version") != SCHEMA_VERSION:
                 return None  # an older version is migrated the checked way
-            event = Event(
-                seq=line["seq"],
-                kind=line["kind"],
-                run_id=line["run_id"],
-                event_id=line["event_id"],
-                step_id=line["step_id"],
-                parent_event_id=line["parent_event_id"],
-                recorded_at=line["recorded_at"],
-                payload=line["payload"],
-                prev_event_hash=line["prev_event_hash"],
-                event_hash=line.get("event_hash"),
-                raw=line,
-            )
+            event = event_of(line)
         except (orjson.JSONDecodeError, KeyError, IndexError):
             return None
         if len(self._read) >= self._read_limit:  # drop the consumed; the limit grows with a long lookahead
