@@ -31,6 +31,13 @@ def record_wobbly(path: Path, items: int) -> Path:
     return path
 
 
+def slow_wobbly(monkeypatch: Any, sleep_s: str) -> None:
+    """The wobbly agent sleeps ``sleep_s`` per item in the replay child; the sandbox scrubs every other
+    variable, so the replay is told to pass these in."""
+    monkeypatch.setenv("WOBBLY_SLEEP_S", sleep_s)
+    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")
+
+
 def panel_of(pilot: Any) -> ReplayPanel:
     return pilot.app.screen_stack[0].query_one(ReplayPanel)
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from replay_helpers import WOBBLY_AGENT, fixture_copy, panel_of, record_wobbly, wait_for_replay, wait_until
+from replay_helpers import WOBBLY_AGENT, fixture_copy, panel_of, record_wobbly, slow_wobbly, wait_for_replay, wait_until
 from tui_helpers import SIZE, make_app, seq_at_cursor, settle
 
 from replay_tui.analysis.search import CONSUMED, DIVERGENT, UNUSED
@@ -135,8 +135,7 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 60)
-    monkeypatch.setenv("WOBBLY_SLEEP_S", "0.2")  # ~12 s of replay: long enough to cancel mid-run
-    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
+    slow_wobbly(monkeypatch, "0.2")  # ~12 s of replay: long enough to cancel mid-run
     app = make_app(journal)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
@@ -197,8 +196,7 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
         assert "no_such_module" in error_lines[0]
         await pilot.press("escape")
 
-        monkeypatch.setenv("WOBBLY_SLEEP_S", "0.5")
-        monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
+        slow_wobbly(monkeypatch, "0.5")
         screen.start_replay(ReplayRequest(agent=WOBBLY_AGENT, timeout_s=2))
         panel = await wait_for_replay(pilot, timeout_s=15)
         assert panel.last.outcome.status == "timeout"
@@ -208,8 +206,7 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
 
 async def test_quitting_mid_replay_kills_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 60)
-    monkeypatch.setenv("WOBBLY_SLEEP_S", "0.3")
-    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
+    slow_wobbly(monkeypatch, "0.3")
     app = make_app(journal)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from replay_helpers import panel_of, record_wobbly, wait_for_replay, wait_until
+from replay_helpers import panel_of, record_wobbly, slow_wobbly, wait_for_replay, wait_until
 from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.replay.runner import Progress
@@ -18,8 +18,7 @@ async def test_the_strip_shows_isolation_phase_and_seq_while_the_child_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 40)
-    monkeypatch.setenv("WOBBLY_SLEEP_S", "0.2")  # ~8 s of replay: long enough to watch
-    monkeypatch.setenv("REPLAY_TUI_PASS_ENV", "WOBBLY_SLEEP_S,WOBBLY_CRASH_AT")  # the sandbox scrubs the rest
+    slow_wobbly(monkeypatch, "0.2")  # ~8 s of replay: long enough to watch
     app = make_app(journal)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
