@@ -187,8 +187,14 @@ class ReplayOutcome:
     def failed(cls, spec: ReplaySpec, kind: str, message: str, *, status: str = FAILED, **fields: Any) -> ReplayOutcome:
         """The outcome of a run that never reached a verdict (its child could not start, its worker
         was lost): never a match, and the error says why in ``message``."""
-        error = {"kind": kind, "message": message, "traceback": []}
-        return cls(status=status, journal=spec.journal, mode=spec.mode, error=error, **fields)
+        outcome = cls(status=status, journal=spec.journal, mode=spec.mode, **fields)
+        outcome.fail(kind, message, status=status)
+        return outcome
+
+    def fail(self, kind: str, message: str, *, status: str = FAILED) -> None:
+        """Turn this outcome into a failure that says why (the one shape of ``error`` the parent writes)."""
+        self.status = status
+        self.error = {"kind": kind, "message": message, "traceback": []}
 
     def headline(self) -> str:
         if self.experiment is not None:
@@ -370,6 +376,8 @@ class ReplayRunner:
         self._child_divergence: DivergenceReport | None = None
         self._protocol_fault: str | None = None
         self._stop_reason: str | None = None
+        self._reaped = False  # once reaped, the child's pid (and group id) may be reused: never kill it again
+        self._exit_code: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -393,7 +401,7 @@ class ReplayRunner:
         self._started = time.perf_counter()
         if self.spec.out and os.path.lexists(self.spec.out):
             message = f"--out {self.spec.out} already exists; an experiment never overwrites a journal"
-            self._early = self._outcome(FAILED, error={"kind": "usage", "message": message, "traceback": []})
+            self._early = self._failed("usage", message)
             return
         with self._wake_lock:
             self._wake_r, self._wake_w = os.pipe()
@@ -411,7 +419,7 @@ class ReplayRunner:
             self._close_wake_pipe()
             self._stop_broker()
             kind = refused.kind if isinstance(refused, LaunchRefused) else "journal"
-            self._early = self._outcome(FAILED, error={"kind": kind, "message": str(refused), "traceback": []})
+            self._early = self._failed(kind, str(refused))
             return
         self._spawned = time.perf_counter()
         try:
@@ -437,14 +445,14 @@ class ReplayRunner:
             if self._broker is not None:
                 self._broker.close_child_end()
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
-        early = self._preflight()
+        try:
+            early = self._preflight()
+        except BaseException:
+            self._clean_up()
+            raise
         if early is not None:  # the agent never runs: the child is still waiting for "go"
             self._early = early
-            self._kill()
-            self._reap()
-            self._close()
-            self._launch.cleanup()
-            self._stop_broker()
+            self._clean_up()
         else:
             try:
                 assert self._process.stdin is not None
@@ -462,6 +470,10 @@ class ReplayRunner:
             status=status, journal=self.spec.journal, mode=self.spec.mode, timeout_s=self.timeout_s, **fields
         )
 
+    def _failed(self, kind: str, message: str, **fields: Any) -> ReplayOutcome:
+        """An outcome decided before the agent ran (usage, isolation, an unreadable journal)."""
+        return ReplayOutcome.failed(self.spec, kind, message, timeout_s=self.timeout_s, **fields)
+
     def _preflight(self) -> ReplayOutcome | None:
         """What the parent checks while the child starts (before it may load the agent): the chain, its own journal."""
         from ..journal import Journal, JournalError, verify_journal
@@ -474,7 +486,7 @@ class ReplayRunner:
             try:
                 verification = verify_journal(spec.journal).to_json()
             except (JournalError, OSError) as error:
-                return self._outcome(FAILED, error={"kind": "journal", "message": str(error), "traceback": []})
+                return self._failed("journal", str(error))
             if not verification.get("ok"):
                 fault = verification.get("fault") or {}
                 if (
@@ -482,80 +494,34 @@ class ReplayRunner:
                 ):  # bad input, not tampering: exit 2, like any unreadable journal
                     where = f"line {fault['line']}: " if fault.get("line") is not None else ""
                     message = f"{spec.journal}: {where}{fault.get('message')}"
-                    return self._outcome(
-                        FAILED,
-                        verification=verification,
-                        error={"kind": "journal", "message": message, "traceback": []},
-                    )
+                    return self._failed("journal", message, verification=verification)
                 return self._outcome(VERIFICATION_FAILED, verification=verification)
         if spec.mode not in (MODEL_LIVE, TOOLS_LIVE):
             try:
                 self._journal = Journal(spec.journal)
                 self._journal.index()
             except (JournalError, OSError) as error:
-                return self._outcome(FAILED, error={"kind": "journal", "message": str(error), "traceback": []})
+                return self._failed("journal", str(error))
         self._verification = verification
         return None
 
     def wait(self) -> ReplayOutcome:
-        """Follow the child to its end; returns the outcome (never raises for child failures)."""
+        """Follow the child to its end; returns the outcome (never raises for child failures).
+
+        Whatever ends it (the verdict, a callback that raises, KeyboardInterrupt in the caller), the child's
+        process group is killed and reaped, its scratch dir removed, the broker stopped and every pipe closed."""
         if self._early is not None:
             self._early.elapsed_s = round(time.perf_counter() - self._started, 4)
             return self._early
         assert self._process is not None, "start() first"
-        outcome = self._outcome(CRASHED, verification=self._verification)
-        deadline = None if self.timeout_s is None else self._started + self.timeout_s
-        wake_r = self._wake_r
-        assert wake_r is not None, "start() opened the wake pipe"
-        selector = selectors.DefaultSelector()
-        selector.register(self._pipe, selectors.EVENT_READ)
-        selector.register(wake_r, selectors.EVENT_READ)
-        pending: list[bytes] = []  # bytes of the line being read
-        pending_size = 0
-        ended_by: str | None = None
         try:
-            while True:
-                if self._cancelled.is_set():
-                    ended_by = CANCELLED
-                    break
-                if self._stop_reason is not None:
-                    break
-                wait_s = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.perf_counter()))
-                if deadline is not None and time.perf_counter() >= deadline:
-                    ended_by = TIMEOUT
-                    break
-                ready = selector.select(wait_s)
-                if not any(key.fileobj is self._pipe for key, _ in ready):
-                    if self._process.poll() is not None and not selector.select(0):
-                        break  # exited, but a process it forked still holds the pipe open
-                    continue
-                chunk = self._pipe.read(65536)
-                if not chunk:
-                    break  # the child closed the pipe: it has exited (or is exiting)
-                if b"\n" not in chunk:  # only new bytes are searched: a long line costs linear time
-                    pending.append(chunk)
-                    pending_size += len(chunk)
-                    if pending_size > MAX_PROTOCOL_LINE:
-                        self._protocol_fault = f"the child wrote a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB"
-                        self._stop_reason = "protocol"
-                        outcome.status = FAILED
-                        outcome.error = {"kind": "internal", "message": self._protocol_fault, "traceback": []}
-                    continue
-                *lines, rest = (b"".join(pending) + chunk).split(b"\n")
-                pending, pending_size = [rest], len(rest)
-                for line in lines:
-                    if line:
-                        self._handle(line, outcome)
-        except BaseException:  # KeyboardInterrupt in the caller: never leave the child (or its scratch dir) behind
-            self._kill()
-            self._reap()
-            self._close()
-            if self._launch is not None:
-                self._launch.cleanup()
-            self._stop_broker()
-            raise
+            return self._follow()
         finally:
-            selector.close()
+            self._clean_up()
+
+    def _follow(self) -> ReplayOutcome:
+        outcome = self._outcome(CRASHED, verification=self._verification)
+        ended_by = self._read_protocol(outcome)
         if ended_by is not None:
             outcome.status = ended_by
         elif self._stop_reason is None:
@@ -571,8 +537,7 @@ class ReplayRunner:
         if ended_by is None and outcome.status == MATCH and exit_code != 0:
             outcome.status = CRASHED  # a result line followed by a failing exit is no match
         if ended_by is None and outcome.status == CRASHED and outcome.error is None and exit_code == 0:
-            outcome.error = {"kind": "internal", "message": "the child exited without a result", "traceback": []}
-            outcome.status = FAILED
+            outcome.fail("internal", "the child exited without a result")
         if self._launch is not None:
             if self.spec.out:
                 outcome.out = self._launch.collect_out(self.spec.out)
@@ -586,11 +551,57 @@ class ReplayRunner:
         outcome.stdout_tail = list(self._stdout)
         if outcome.elapsed_s is None:
             outcome.elapsed_s = round(time.perf_counter() - self._started, 4)
+        return outcome
+
+    def _read_protocol(self, outcome: ReplayOutcome) -> str | None:
+        """Read the child's protocol lines until it closes the pipe or is stopped; what ended it
+        (CANCELLED, TIMEOUT) or None."""
+        assert self._process is not None and self._wake_r is not None, "start() spawned the child"
+        deadline = None if self.timeout_s is None else self._started + self.timeout_s
+        pending: list[bytes] = []  # bytes of the line being read
+        pending_size = 0
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._pipe, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                if self._cancelled.is_set():
+                    return CANCELLED
+                if self._stop_reason is not None:
+                    return None
+                wait_s = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.perf_counter()))
+                if deadline is not None and time.perf_counter() >= deadline:
+                    return TIMEOUT
+                ready = selector.select(wait_s)
+                if not any(key.fileobj is self._pipe for key, _ in ready):
+                    if self._process.poll() is not None and not selector.select(0):
+                        return None  # exited, but a process it forked still holds the pipe open
+                    continue
+                chunk = self._pipe.read(65536)
+                if not chunk:
+                    return None  # the child closed the pipe: it has exited (or is exiting)
+                if b"\n" not in chunk:  # only new bytes are searched: a long line costs linear time
+                    pending.append(chunk)
+                    pending_size += len(chunk)
+                    if pending_size > MAX_PROTOCOL_LINE:
+                        self._protocol_fault = f"the child wrote a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB"
+                        self._stop_reason = "protocol"
+                        outcome.fail("internal", self._protocol_fault)
+                    continue
+                *lines, rest = (b"".join(pending) + chunk).split(b"\n")
+                pending, pending_size = [rest], len(rest)
+                for line in lines:
+                    if line:
+                        self._handle(line, outcome)
+
+    def _clean_up(self) -> None:
+        """Leave nothing behind: the child's group (if not reaped yet), its scratch dir, the broker, the pipes."""
+        if not self._reaped:
+            self._kill()
+            self._reap()
         self._close()
         if self._launch is not None:
             self._launch.cleanup()
         self._stop_broker()
-        return outcome
 
     def _stop_broker(self) -> None:
         if self._broker is not None:
@@ -601,20 +612,14 @@ class ReplayRunner:
         """The verdict, from the parent's own comparison; the child's claims can only make it fail."""
         claimed = outcome.status
         if self._protocol_fault is not None and claimed != DIVERGED:
-            outcome.status = FAILED
-            outcome.error = {"kind": "internal", "message": self._protocol_fault, "traceback": []}
+            outcome.fail("internal", self._protocol_fault)
         referee = self._referee
         if outcome.experiment is not None or self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
             outcome.divergence = self._child_divergence
             return  # experiments: the child's summary of its own new journal (see the README)
         if referee is None:
             if claimed in (MATCH, UNUSED_EVENTS, DIVERGED):
-                outcome.status = FAILED
-                outcome.error = {
-                    "kind": "internal",
-                    "message": "the child claimed a result but never started the replay",
-                    "traceback": [],
-                }
+                outcome.fail("internal", "the child claimed a result but never started the replay")
             return
         cursor = referee.cursor
         outcome.consumed, outcome.total, outcome.last_seq = (
@@ -630,21 +635,18 @@ class ReplayRunner:
             outcome.error = None
             return
         if referee.fault is not None:
-            outcome.status = FAILED
-            outcome.error = {"kind": referee.fault_kind, "message": referee.fault, "traceback": []}
+            outcome.fail(referee.fault_kind, referee.fault)
             return
         if outcome.status not in (MATCH, UNUSED_EVENTS):
             if outcome.status == DIVERGED:  # the child saw a divergence the parent did not: still a failure
                 outcome.divergence = self._child_divergence
             return
         if not cursor.ended:
-            outcome.status = FAILED
-            outcome.error = {
-                "kind": "internal",
-                "message": f"the child claimed {claimed!r}, but the agent never reached the recorded run.ended "
+            outcome.fail(
+                "internal",
+                f"the child claimed {claimed!r}, but the agent never reached the recorded run.ended "
                 f"({outcome.consumed} of {outcome.total} events produced)",
-                "traceback": [],
-            }
+            )
             return
         if outcome.unused and (self.spec.strict or self.spec.fail_on_unused_events):
             outcome.status = UNUSED_EVENTS
@@ -658,8 +660,8 @@ class ReplayRunner:
         if claimed not in (MATCH, DIVERGED, UNRECORDED_CALL):
             return  # the child failed, crashed or was stopped: there is nothing to judge
         if outcome.out is None:
-            outcome.status, outcome.experiment = FAILED, None
-            outcome.error = {"kind": "internal", "message": "the child wrote no experiment journal", "traceback": []}
+            outcome.experiment = None
+            outcome.fail("internal", "the child wrote no experiment journal")
             return
         from ..journal import Journal, JournalError
         from .experiment_verdict import judge_experiment
@@ -672,24 +674,19 @@ class ReplayRunner:
                 recorded.index()
                 verdict = judge_experiment(self.spec.mode, recorded, outcome.out, stopped)
         except (JournalError, OSError) as error:
-            outcome.status, outcome.experiment = FAILED, None
-            outcome.error = {"kind": "journal", "message": str(error), "traceback": []}
+            outcome.experiment = None
+            outcome.fail("journal", str(error))
             return
         if verdict.error is not None:
-            outcome.status, outcome.experiment, outcome.divergence = FAILED, None, None
-            outcome.error = {"kind": "internal", "message": verdict.error, "traceback": []}
+            outcome.experiment, outcome.divergence = None, None
+            outcome.fail("internal", verdict.error)
             return
         outcome.experiment, outcome.live_calls = verdict.experiment, verdict.live_calls
         outcome.consumed, outcome.total, outcome.last_seq = verdict.consumed, verdict.total, verdict.last_seq
         outcome.state_checks, outcome.divergence = verdict.state_checks, verdict.divergence
         outcome.status = verdict.status
         if verdict.status == MATCH and claimed != MATCH:
-            outcome.status = FAILED
-            outcome.error = {
-                "kind": "internal",
-                "message": f"the child reported {claimed!r}, but the journal it wrote matches the recording",
-                "traceback": [],
-            }
+            outcome.fail("internal", f"the child reported {claimed!r}, but the journal it wrote matches the recording")
 
     def _report(self, found: Any) -> DivergenceReport:
         from .report import build_report
@@ -755,12 +752,7 @@ class ReplayRunner:
             missing = outcome.isolation.missing_layers or ([] if outcome.isolation.sandbox else ["sandbox"])
             if self.spec.require_isolation and missing:
                 self._stop_reason = "isolation"
-                outcome.status = FAILED
-                outcome.error = {
-                    "kind": "isolation",
-                    "message": "--require-isolation: missing sandbox layer(s): " + ", ".join(missing),
-                    "traceback": [],
-                }
+                outcome.fail("isolation", "--require-isolation: missing sandbox layer(s): " + ", ".join(missing))
         elif kind == PROGRESS:
             progress = Progress(
                 message.get("phase", ""), message.get("consumed", 0), message.get("total", 0), message.get("seq")
@@ -835,11 +827,14 @@ class ReplayRunner:
 
     def _reap(self) -> int | None:
         assert self._process is not None
-        try:
-            return self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._kill()
-            return self._process.wait()
+        if not self._reaped:
+            try:
+                self._exit_code = self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._kill()
+                self._exit_code = self._process.wait()
+            self._reaped = True
+        return self._exit_code
 
     def _close(self) -> None:
         self._close_wake_pipe()
