@@ -104,4 +104,3 @@ def test_every_failure_decided_before_the_agent_runs_is_built_by_replay_outcome_
         assert outcome.status == FAILED and outcome.exit_code == 2 and outcome.timeout_s == 5
         assert outcome.error is not None and outcome.error["traceback"] == []
     assert "already exists" in usage.error["message"] and "absent.jsonl" in missing.error["message"]
-
