@@ -27,6 +27,7 @@ from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,
     MODEL_RESPONSE,
+    NOTE,
     OBSERVATION_KINDS,
     RANDOM_DRAW,
     RUN_ENDED,
@@ -87,6 +88,8 @@ EXPERIMENT_SERVED_KINDS: dict[str, frozenset[str]] = {
 SERVED_KINDS = frozenset({MODEL_RESPONSE, TOOL_RESULT, CLOCK_READ, RANDOM_DRAW})
 _IGNORED_FIELDS = {STATE_TRANSITION: ("reducer_version", "patch"), STATE_SNAPSHOT: ("resume",)}
 _ABSENT = object()
+#: Events between the agent's that the agent never produces: the recorder's seals, an importer's notes.
+NOT_PRODUCED_KINDS = frozenset({CHAIN_CHECKPOINT, RUN_SEALED, NOTE})
 #: Events whose state claims the parent checks against its own copy of the state (state_book.py).
 STATEFUL_KINDS = frozenset({RUN_STARTED, STATE_TRANSITION, STATE_SNAPSHOT})
 #: Journals nest up to 1,024 levels; comparing (==) and the stdlib JSON codec recurse once per level.
@@ -315,23 +318,22 @@ class Cursor:
         return Mismatch(seq, reason, produced, recorded_next)
 
     def unused(self) -> dict[str, Any] | None:
-        """Recorded events after the cursor: count, first seq and kinds."""
-        while (
-            self.position < self.total
-            and getattr(self.journal.try_event(self.position), "kind", None) == CHAIN_CHECKPOINT
-        ):
-            self.position += 1  # a checkpoint left at the end is the writer's, not an unused event of the run
-        left = self.total - self.position
-        if left <= 0:
-            return None
+        """Recorded events of the run after the cursor (count, first seq, kinds), or None; a pure query.
+
+        Checkpoints, seals and notes are the recorder's or an importer's, never the agent's: wherever they
+        sit (mid-run after a divergence, or at the end), they are not unused events."""
+        count, first_seq = 0, None
         kinds: dict[str, int] = {}
-        first_seq = None
         for item in self.journal.events(self.position, self.total):
             if isinstance(item, JournalError):
+                count += 1  # unreadable, but still a recorded line nobody consumed
                 continue
+            if item.kind in NOT_PRODUCED_KINDS:
+                continue
+            count += 1
             first_seq = item.seq if first_seq is None else first_seq
             kinds[item.kind] = kinds.get(item.kind, 0) + 1
-        return {"count": left, "first_seq": first_seq, "kinds": kinds}
+        return {"count": count, "first_seq": first_seq, "kinds": kinds} if count else None
 
 
 class RefereeCursor(Cursor):
