@@ -20,6 +20,7 @@ from replay_tui.analysis.annotations import AnnotationStore
 from replay_tui.analysis.export import ExportError, build_report, render, write_report
 from replay_tui.journal import open_journal
 from replay_tui.replay.results import load_replay_result
+from tests.journal_factory import run_started
 
 sys.path.insert(0, str(Path(__file__).parent))
 from incident_sample import PLANTED_SECRET, write_incident_journal  # noqa: E402
@@ -443,15 +444,7 @@ def test_hostile_journal_content_is_escaped_not_executed(tmp_path: Path) -> None
     payload = "<script src='https://evil.example/x.js'></script><img src=http://evil.example/p.png> ![x](https://evil.example/i.png) `tick` | pipe"
     with JournalWriter(path, run_id="hostile</title><script>") as writer:
         writer.append(
-            "run.started",
-            {
-                "agent": "a:<b>",
-                "environment": {"runtime": payload},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {"html": payload},
-            },
+            "run.started", run_started(agent="a:<b>", environment={"runtime": payload}, initial_state={"html": payload})
         )
         user = writer.append("input.received", {"role": "user", "content": payload})
         arguments = {"url": "https://api.example.com/v1/orders", "note": payload}

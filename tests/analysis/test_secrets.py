@@ -25,6 +25,8 @@ from replay_tui.journal import JournalWriter, call_key_of, hash_value, open_jour
 sys.path.insert(0, str(Path(__file__).parent))
 from incident_sample import PLANTED_SECRET, write_incident_journal
 
+from tests.journal_factory import run_started
+
 # Realistic shapes, built at run time so this file itself holds no token a scanner would flag.
 KNOWN = {
     "aws-access-key-id": "AKIA" + "Q3EXAMPLE7ZT5LMN",
@@ -198,17 +200,7 @@ def test_every_detector_with_json_paths(tmp_path: Path) -> None:
     path = tmp_path / "leaky.jsonl"
     aws_secret = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY3kL9mQ2vZ8nT"
     with JournalWriter(path, run_id="leaky") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "a:b",
-                "environment": {"DATABASE_URL": KNOWN["url-password"]},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {},
-            },
-        )
+        writer.append("run.started", run_started(environment={"DATABASE_URL": KNOWN["url-password"]}))
         writer.append(
             "input.received", {"role": "user", "content": "no secrets here, just a question about order A-1009"}
         )
@@ -402,17 +394,7 @@ def test_a_line_nested_past_the_recursion_limit(tmp_path: Path) -> None:
 
     path = tmp_path / "deep.jsonl"
     with JournalWriter(path, run_id="deep") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "a:b",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {},
-            },
-        )
+        writer.append("run.started", run_started())
     deep = "[" * 1015 + json.dumps(KNOWN["github-token"]) + "]" * 1015
     line = json.dumps(
         {

@@ -17,6 +17,8 @@ from replay_tui.journal import JournalWriter, open_journal
 sys.path.insert(0, str(Path(__file__).parent))
 from incident_sample import write_incident_journal  # noqa: E402
 
+from tests.journal_factory import run_started
+
 
 @pytest.fixture
 def incident(tmp_path: Path) -> Path:
@@ -153,17 +155,7 @@ def test_open_steps_are_bounded_on_interleaved_runs(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(stats_module, "OPEN_STEPS_CAP", 16)
     path = tmp_path / "many-steps.jsonl"
     with JournalWriter(path, run_id="r") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "a:b",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {},
-            },
-        )
+        writer.append("run.started", run_started())
         for index in range(200):
             writer.append("input.received", {"role": "user", "content": index}, step_id=f"s{index}")
             writer.append("input.received", {"role": "user", "content": index}, step_id=f"s{index}")
@@ -289,17 +281,7 @@ def test_distinct_names_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(stats_module, "MAX_NAMES", 5)
     path = tmp_path / "many-tools.jsonl"
     with JournalWriter(path, run_id="r") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "a:b",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {},
-            },
-        )
+        writer.append("run.started", run_started())
         for index in range(50):
             tool = f"tool_{index}"
             writer.append(

@@ -10,6 +10,7 @@ import pytest
 
 from replay_tui.analysis.corpus_index import CorpusIndexError, build_index, journal_facts, run_query
 from replay_tui.journal import JournalWriter
+from tests.journal_factory import run_started
 
 from .conftest import REPO, cli
 
@@ -87,17 +88,7 @@ def test_hostile_text_is_stored_as_data_and_printed_escaped(tmp_path: Path) -> N
     corpus.mkdir()
     hostile = "\x1b]0;pwned\x07\x1b[2J[link=https://evil.example]x[/link]\u202e"
     with JournalWriter(corpus / "hostile.jsonl", run_id="r-1") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "m:a",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {},
-            },
-        )
+        writer.append("run.started", run_started(agent="m:a"))
         writer.append(
             "tool.call",
             {"call_id": "c1", "call_key": "sha256:" + "0" * 64, "tool": hostile, "arguments": {}},

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from replay_tui.journal import call_key_of
+from tests.journal_factory import run_started
 
 from ..replay.helpers import rechained_copy
 from .conftest import REPO
@@ -70,14 +71,7 @@ def test_scan_paths_built_from_hostile_keys_are_escaped(tmp_path: Path) -> None:
     with JournalWriter(path, run_id="run-secret", fsync="never") as writer:
         writer.append(
             "run.started",
-            {
-                "agent": "m:a",
-                "environment": {},
-                "reducer_version": "1",
-                "snapshot_every": 50,
-                "harness": {"version": "0", "plugins": [], "config_hash": None},
-                "initial_state": {},
-            },
+            run_started(agent="m:a", harness={"version": "0", "plugins": [], "config_hash": None}, snapshot_every=50),
         )
         arguments = {KEY: {"aws": "AKIAIOSFODNN7EXAMPLE", "token": "ghp_" + "a1B2" * 9}}
         writer.append(

@@ -10,6 +10,7 @@ import pytest
 from replay_tui.cli import main
 from replay_tui.replay.sources import imports_cache_dir, resolve_source
 from replay_tui.tui.launch import resolve_journal
+from tests.journal_factory import run_started
 
 from .conftest import SAMPLES
 
@@ -100,14 +101,12 @@ def test_detection_reads_keys_not_words_inside_values(tmp_path: Path) -> None:
     with JournalWriter(journal, run_id="r") as writer:
         writer.append(
             "run.started",
-            {
-                "agent": "m:a",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "none",
-                "snapshot_every": 10,
-                "initial_state": {"note": '{"resourceSpans": [], "object": "trace"}'},
-            },
+            run_started(
+                agent="m:a",
+                reducer_version="none",
+                snapshot_every=10,
+                initial_state={"note": '{"resourceSpans": [], "object": "trace"}'},
+            ),
         )
     assert detect_format(journal) == "journal" and resolve_source(str(journal)).path == journal
     pretty = tmp_path / "pretty.json"

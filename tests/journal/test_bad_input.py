@@ -10,6 +10,7 @@ import pytest
 
 from replay_tui.cli import main
 from replay_tui.journal import JournalError, JournalOpenError, open_journal, verify_journal
+from tests.journal_factory import run_started
 
 from .sample import write_sample_journal
 
@@ -105,17 +106,7 @@ def test_a_deep_but_parseable_event_is_written_read_and_verified(tmp_path: Path)
         deep = [deep]
     path = tmp_path / "deep.jsonl"
     with JournalWriter(path, run_id="deep") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "a:b",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": deep,
-            },
-        )
+        writer.append("run.started", run_started(initial_state=deep))
     report = verify_journal(path)
     assert report.ok, report.to_text()
     from replay_tui.journal import canonical_json  # list == recurses in Python, so compare bytes

@@ -8,6 +8,7 @@ import pytest
 
 from replay_tui.journal import JournalWriter, verify_journal
 from replay_tui.replay.storage import ObjectFollower, StorageError, fetch
+from tests.journal_factory import run_started
 
 from .conftest import JOURNALS, put
 
@@ -31,17 +32,7 @@ def test_an_object_is_fetched_once_then_read_from_the_cache(s3_env: dict[str, st
 def test_gzip_shards_under_a_prefix_are_one_journal(s3_env: dict[str, str], bucket: str, tmp_path: Path) -> None:
     shards = tmp_path / "run"
     with JournalWriter(shards, run_id="sharded", rotate_bytes=4096) as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "m:a",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 0,
-                "initial_state": {},
-            },
-        )
+        writer.append("run.started", run_started(agent="m:a"))
         for number in range(200):
             writer.append("input.received", {"role": "user", "content": f"message {number} " + "x" * 50})
         writer.append("run.ended", {"status": "ok", "output": None, "error": None})

@@ -10,15 +10,9 @@ from tui_helpers import SIZE, make_app, settle
 from replay_tui.analysis.causal import CausalIndex
 from replay_tui.journal import Journal, JournalWriter
 from replay_tui.tui.widgets.causal_tree import CausalTree
+from tests.journal_factory import run_started
 
-STARTED = {
-    "agent": "a:b",
-    "environment": {},
-    "harness": {},
-    "reducer_version": "1",
-    "snapshot_every": 10,
-    "initial_state": {},
-}
+STARTED = run_started(snapshot_every=10)
 
 
 def write_chain(path: Path, length: int, missing_parent_at: int | None = None) -> Path:

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from replay_tui.cli import main
 from replay_tui.journal import JournalWriter, verify_journal
+from tests.journal_factory import run_started
 
-STARTED = {
-    "agent": "a:b",
-    "environment": {},
-    "harness": {},
-    "reducer_version": "1",
-    "snapshot_every": 10,
-    "initial_state": {},
-}
+STARTED = run_started(snapshot_every=10)
 
 
 def write(path: Path) -> Path:

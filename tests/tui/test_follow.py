@@ -15,6 +15,7 @@ from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.journal import JournalWriter
 from replay_tui.tui.widgets.annotation_marks import SECRET
+from tests.journal_factory import run_started
 
 pytestmark = pytest.mark.asyncio
 WRITER = Path(__file__).with_name("follow_writer.py")
@@ -100,17 +101,7 @@ async def test_scrolling_away_stops_sticking_and_G_sticks_again(tmp_path: Path) 
 async def test_a_partial_line_waits_for_its_newline(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     writer = JournalWriter(path, run_id="run-partial", fsync="never")
-    writer.append(
-        "run.started",
-        {
-            "agent": "a:b",
-            "environment": {},
-            "harness": {},
-            "reducer_version": "1",
-            "snapshot_every": 10,
-            "initial_state": {},
-        },
-    )
+    writer.append("run.started", run_started(snapshot_every=10))
     writer.append("input.received", {"role": "user", "content": "hello"})
     writer.close()
     line = tmp_path / "next.jsonl"

@@ -12,16 +12,10 @@ import pytest
 from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.journal import JournalWriter
+from tests.journal_factory import run_started
 
 pytestmark = pytest.mark.asyncio
-STARTED = {
-    "agent": "a:b",
-    "environment": {},
-    "harness": {},
-    "reducer_version": "1",
-    "snapshot_every": 10,
-    "initial_state": {},
-}
+STARTED = run_started(snapshot_every=10)
 
 
 def write_open_journal(path: Path, events: int) -> None:

@@ -12,6 +12,7 @@ from tui_helpers import SIZE, make_app, settle, wait_for_file
 from replay_tui.analysis.secrets import flagged_seqs
 from replay_tui.journal import JournalWriter, call_key_of, open_journal
 from replay_tui.tui.widgets.annotation_marks import GLYPHS, SECRET
+from tests.journal_factory import run_started
 
 pytestmark = pytest.mark.asyncio
 WRITER = Path(__file__).with_name("follow_writer.py")
@@ -20,17 +21,7 @@ LEAKED = "sk-proj-" + "Zq7xR2mK9vL4pW8nT3bY6cH1dF5gJ0sA"
 
 def write_leaky(path: Path) -> Path:
     writer = JournalWriter(path, run_id="run-leaky", fsync="never")
-    writer.append(
-        "run.started",
-        {
-            "agent": "a:b",
-            "environment": {},
-            "harness": {},
-            "reducer_version": "1",
-            "snapshot_every": 10,
-            "initial_state": {},
-        },
-    )
+    writer.append("run.started", run_started(snapshot_every=10))
     writer.append("input.received", {"role": "user", "content": "look up customer 7"})
     arguments = {"id": 7, "headers": {"Authorization": f"Bearer {LEAKED}"}}
     key = call_key_of("crm", arguments)

@@ -11,6 +11,7 @@ from tui_helpers import SIZE, make_app, settle, wait_for_workers
 
 from replay_tui.journal import JournalWriter
 from replay_tui.tui.widgets.json_view import JsonView
+from tests.journal_factory import run_started
 
 pytestmark = pytest.mark.asyncio
 STATE_SECRET = "ghp_" + "Zx8f3kQ2mN7pL1vR9tY4wB6sHj5Kd0aQe2Rt"
@@ -64,17 +65,7 @@ async def test_the_event_pane_masks_and_u_reveals_on_purpose(tmp_path: Path) -> 
 async def test_state_panes_mask_flagged_values(tmp_path: Path) -> None:
     path = tmp_path / "state.jsonl"
     with JournalWriter(path, run_id="run-state", fsync="never") as writer:
-        writer.append(
-            "run.started",
-            {
-                "agent": "a:b",
-                "environment": {},
-                "harness": {},
-                "reducer_version": "1",
-                "snapshot_every": 10,
-                "initial_state": {"note": "ok"},
-            },
-        )
+        writer.append("run.started", run_started(snapshot_every=10, initial_state={"note": "ok"}))
         writer.append("input.received", {"role": "user", "content": "hi"})
         writer.append(
             "state.snapshot",
