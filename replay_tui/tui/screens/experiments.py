@@ -8,7 +8,9 @@ when it ends the comparison screen opens on the two trajectories.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +25,9 @@ from ...replay.protocol import MODEL_LIVE, TOOLS_LIVE
 from ..widgets.replay_panel import ReplayRequest
 from .replay_dialog import parse_timeout
 
-EXPERIMENT_DIR = Path(tempfile.gettempdir()) / "replay-tui-experiments"
+#: Where an experiment journal goes when no path is given (a private folder, see ``experiment_dir``).
+DEFAULT_PLACE = "a private temp folder, removed on exit"
+_experiment_dir: Path | None = None
 MODE_HELP = {
     MODEL_LIVE: "the config's model answers live; tool results, clock and randomness come from the journal",
     TOOLS_LIVE: "model answers come from the journal; the config's tools run live",
@@ -43,9 +47,21 @@ def find_configs(journal: Path, cwd: Path) -> list[Path]:
     return found
 
 
+def experiment_dir() -> Path:
+    """This app run's own folder for experiment journals.
+
+    A fixed name in the shared temp dir could be planted (a symlink to the victim's files) or taken by another
+    user or run; ``mkdtemp`` makes a fresh name, mode 0700, so only this user reaches it. Removed at exit."""
+    global _experiment_dir
+    if _experiment_dir is None or not _experiment_dir.is_dir():
+        _experiment_dir = Path(tempfile.mkdtemp(prefix="replay-tui-experiments-"))
+        atexit.register(shutil.rmtree, _experiment_dir, ignore_errors=True)
+    return _experiment_dir
+
+
 def default_out(journal: Path, mode: str) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    return EXPERIMENT_DIR / f"{journal.name.split('.')[0]}.{mode}.{stamp}.{os.getpid()}.jsonl"
+    return experiment_dir() / f"{journal.name.split('.')[0]}.{mode}.{stamp}.{os.getpid()}.jsonl"
 
 
 def check_request(config: str, out: str, journal: Path) -> str | None:
@@ -106,8 +122,8 @@ class ExperimentsScreen(ModalScreen[ReplayRequest | None]):
             yield Input(placeholder="path/to/config.toml", id="experiments-config", compact=True)
             yield Label("Agent entry point (empty = as recorded)")
             yield Input(value=self.request.agent or "", placeholder="module:attr", id="experiments-agent", compact=True)
-            yield Label(f"New journal (empty = a new file in {EXPERIMENT_DIR})")
-            yield Input(placeholder=str(EXPERIMENT_DIR / "NAME.jsonl"), id="experiments-out", compact=True)
+            yield Label(f"New journal (empty = {DEFAULT_PLACE}; name a path to keep it)")
+            yield Input(placeholder="path/to/NAME.jsonl", id="experiments-out", compact=True)
             yield Label("Timeout in seconds")
             yield Input(value=f"{self.request.timeout_s:g}", id="experiments-timeout", compact=True)
             yield Static("", id="experiments-error", markup=False)
@@ -142,7 +158,6 @@ class ExperimentsScreen(ModalScreen[ReplayRequest | None]):
         if out:
             target = Path(out).expanduser().resolve()
         else:
-            EXPERIMENT_DIR.mkdir(parents=True, exist_ok=True)
             target = default_out(self.journal, mode)
         config_path = str(Path(config).expanduser().resolve())
         self.dismiss(
