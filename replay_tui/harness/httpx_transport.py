@@ -43,7 +43,7 @@ import functools
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import orjson
 
@@ -55,9 +55,8 @@ from ..journal.http_shape import (
     TOP_LEVEL_FIELDS,
 )
 from ..journal.model_response import response_summary
-from .openai_compat import chunks_from_chat_completion_stream, iter_sse
+from ..journal.sse import assemble_stream, sse_events, stream_chunks
 from .seam import error_from_payload, error_to_payload
-from .streaming import assemble_stream
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -139,8 +138,8 @@ def recorded_response(status: int, headers: Iterable[tuple[str, str]], body: byt
         http["body_text"] = text
         if "text/event-stream" in content_type and 200 <= status < 300:
             try:
-                summary, stream = assemble_stream(_stream_chunks(iter_sse(text.splitlines())))
-            except (ValueError, orjson.JSONDecodeError):
+                summary, stream = assemble_stream(stream_chunks(sse_events(text.splitlines())))
+            except ValueError:  # orjson's decode error and a stream's own error event are ones
                 pass  # not a stream we can read: the body is still kept whole
     else:
         http["body_base64"] = base64.b64encode(body).decode()
@@ -164,44 +163,6 @@ def exchange_from_payload(payload: Mapping[str, Any]) -> Exchange:
         body = b""
     headers = http.get("headers") or {}
     return Exchange(int(http["status"]), [(str(name), str(value)) for name, value in headers.items()], body)
-
-
-def _stream_chunks(events: Iterator[tuple[str | None, str]]) -> Iterator[dict[str, Any]]:
-    """Harness stream chunks of an OpenAI or Anthropic SSE stream."""
-    first = next(events, None)
-    if first is None:
-        return
-    rest = _chain([first], events)
-    if first[0] is None:  # OpenAI streams have no event names
-        yield from chunks_from_chat_completion_stream(rest)
-        return
-    for _, data in rest:
-        event = orjson.loads(data)
-        kind = event.get("type")
-        if kind == "message_start":
-            yield {"usage": dict((event.get("message") or {}).get("usage") or {})}
-        elif kind == "content_block_start":
-            block = event.get("content_block") or {}
-            if block.get("type") == "tool_use":
-                yield {
-                    "tool_calls": [{"index": event.get("index", 0), "id": block.get("id"), "name": block.get("name")}]
-                }
-        elif kind == "content_block_delta":
-            delta = event.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                yield {"content": delta.get("text", "")}
-            elif delta.get("type") == "input_json_delta":
-                yield {"tool_calls": [{"index": event.get("index", 0), "arguments": delta.get("partial_json", "")}]}
-        elif kind == "message_delta":
-            yield {
-                "finish_reason": (event.get("delta") or {}).get("stop_reason"),
-                "usage": dict(event.get("usage") or {}),
-            }
-
-
-def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
-    yield from first
-    yield from rest
 
 
 def _header_dict(

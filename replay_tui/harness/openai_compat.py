@@ -27,11 +27,12 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import orjson
 
 from ..journal.model_response import response_summary
+from ..journal.sse import StreamReportedError, chat_completion_chunks, sse_events
 from .plugins import PluginBase, PluginContext
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -110,57 +111,6 @@ def response_from_chat_completion(body: Mapping[str, Any]) -> dict[str, Any]:
     return response_summary(body, strict_arguments=True)
 
 
-def iter_sse(lines: Iterable[bytes | str]) -> Iterator[tuple[str | None, str]]:
-    """``(event, data)`` of a server-sent-events stream, one per blank-line-terminated block."""
-    event: str | None = None
-    data: list[str] = []
-    for raw in lines:
-        line = (raw.decode("utf-8") if isinstance(raw, bytes) else raw).rstrip("\r\n")
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = None, []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-    if data:
-        yield event, "\n".join(data)
-
-
-def chunks_from_chat_completion_stream(events: Iterable[tuple[str | None, str]]) -> Iterator[dict[str, Any]]:
-    """Harness stream chunks (see ``streaming.py``) of a chat-completions SSE stream."""
-    for _, data in events:
-        if data.strip() == "[DONE]":
-            return
-        event = orjson.loads(data)
-        if event.get("error"):
-            raise ModelHTTPError(f"the stream reported an error: {_json_text(event['error'])[:200]}")
-        chunk: dict[str, Any] = {}
-        for choice in event.get("choices") or ():
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                chunk["content"] = delta["content"]
-            calls = []
-            for call in delta.get("tool_calls") or ():
-                function = call.get("function") or {}
-                calls.append(
-                    {
-                        "index": call.get("index", 0),
-                        "id": call.get("id"),
-                        "name": function.get("name"),
-                        "arguments": function.get("arguments"),
-                    }
-                )
-            if calls:
-                chunk["tool_calls"] = calls
-            if choice.get("finish_reason"):
-                chunk["finish_reason"] = choice["finish_reason"]
-        if event.get("usage"):
-            chunk["usage"] = event["usage"]
-        yield chunk
-
-
 # -- the plugin --------------------------------------------------------------------------
 
 
@@ -215,4 +165,7 @@ class OpenAICompatModel(PluginBase):
     @staticmethod
     def _stream(response: Any) -> Iterator[dict[str, Any]]:
         with response:
-            yield from chunks_from_chat_completion_stream(iter_sse(response))
+            try:
+                yield from chat_completion_chunks(sse_events(response))
+            except StreamReportedError as error:
+                raise ModelHTTPError(str(error)) from None

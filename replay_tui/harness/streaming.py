@@ -8,10 +8,11 @@ chunk's content in the assembled text, so replay can re-split it identically.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import orjson
+
+from ..journal.sse import assemble_stream as assemble_stream  # its home: the importers assemble streams too
 
 
 class Edit(NamedTuple):
@@ -20,43 +21,6 @@ class Edit(NamedTuple):
     start: int
     end: int
     length: int
-
-
-def assemble_stream(chunks: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """-> (response, stream) where stream = ``{chunks, boundaries}``."""
-    parts: list[str] = []
-    boundaries: list[int] = []
-    length = 0
-    calls: dict[int, dict[str, Any]] = {}
-    finish_reason = None
-    usage: dict[str, Any] = {}
-    count = 0
-    for chunk in chunks:
-        count += 1
-        text = chunk.get("content") or ""
-        parts.append(text)
-        length += len(text)
-        boundaries.append(length)
-        for delta in chunk.get("tool_calls") or ():
-            call = calls.setdefault(int(delta.get("index", 0)), {"id": None, "name": "", "arguments": ""})
-            if delta.get("id"):
-                call["id"] = delta["id"]
-            call["name"] += delta.get("name") or ""
-            call["arguments"] += delta.get("arguments") or ""
-        finish_reason = chunk.get("finish_reason") or finish_reason
-        usage.update(chunk.get("usage") or {})
-    tool_calls = []
-    for index in sorted(calls):
-        call = calls[index]
-        try:
-            arguments = orjson.loads(call["arguments"]) if call["arguments"] else {}
-        except orjson.JSONDecodeError:
-            raise ValueError(
-                f"streamed tool call {index} ({call['name']}) has arguments that are not JSON: {call['arguments'][:80]!r}"
-            ) from None
-        tool_calls.append({"id": call["id"] or f"stream-call-{index}", "name": call["name"], "arguments": arguments})
-    response = {"content": "".join(parts), "tool_calls": tool_calls, "finish_reason": finish_reason, "usage": usage}
-    return response, {"chunks": count, "boundaries": boundaries}
 
 
 def split_stream(content: str, boundaries: list[int]) -> list[str]:

@@ -30,6 +30,7 @@ from ..journal.http_shape import (
     TOP_LEVEL_FIELDS,
 )
 from ..journal.model_response import response_summary
+from ..journal.sse import StreamReportedError, assemble_stream, sse_events, stream_chunks
 from .errors import TraceImportError
 from .messages import parse_arguments
 from .records import EndRecord, ModelRecord, Record, ToolRecord
@@ -208,72 +209,11 @@ def _summary(
 
 def _stream(text: str, path: Path, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split a chat-completions or Anthropic SSE body into harness stream chunks and assemble them."""
-    parts: list[str] = []
-    boundaries: list[int] = []
-    length = 0
-    calls: dict[int, dict[str, Any]] = {}
-    finish: Any = None
-    usage: dict[str, Any] = {}
-    for data in _sse_data(text):
-        if data.strip() == "[DONE]":
-            break
-        try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise TraceImportError(str(path), where, "server-sent events whose data lines are JSON") from None
-        delta_text = ""
-        kind = event.get("type")
-        for choice in event.get("choices") or ():
-            delta = choice.get("delta") or {}
-            delta_text += delta.get("content") or ""
-            for call in delta.get("tool_calls") or ():
-                entry = calls.setdefault(int(call.get("index", 0)), {"id": None, "name": "", "arguments": ""})
-                function = call.get("function") or {}
-                entry["id"] = call.get("id") or entry["id"]
-                entry["name"] += function.get("name") or ""
-                entry["arguments"] += function.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
-        if kind == "content_block_start" and (event.get("content_block") or {}).get("type") == "tool_use":
-            block = event["content_block"]
-            calls[int(event.get("index", 0))] = {
-                "id": block.get("id"),
-                "name": block.get("name") or "",
-                "arguments": "",
-            }
-        elif kind == "content_block_delta":
-            delta = event.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                delta_text += delta.get("text", "")
-            elif delta.get("type") == "input_json_delta":
-                calls.setdefault(int(event.get("index", 0)), {"id": None, "name": "", "arguments": ""})[
-                    "arguments"
-                ] += delta.get("partial_json", "")
-        elif kind == "message_delta":
-            finish = (event.get("delta") or {}).get("stop_reason") or finish
-        usage.update(event.get("usage") or (event.get("message") or {}).get("usage") or {})
-        parts.append(delta_text)
-        length += len(delta_text)
-        boundaries.append(length)
-    tool_calls = [
-        {
-            "id": calls[i]["id"] or f"stream-call-{i}",
-            "name": calls[i]["name"],
-            "arguments": parse_arguments(calls[i]["arguments"]),
-        }
-        for i in sorted(calls)
-    ]
-    response = {"content": "".join(parts), "tool_calls": tool_calls, "finish_reason": finish, "usage": usage}
-    return response, {"chunks": len(boundaries), "boundaries": boundaries}
-
-
-def _sse_data(text: str) -> Iterator[str]:
-    data: list[str] = []
-    for line in text.splitlines():
-        if not line.strip():
-            if data:
-                yield "\n".join(data)
-                data = []
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-    if data:
-        yield "\n".join(data)
+    try:
+        return assemble_stream(stream_chunks(sse_events(text.splitlines())), parse_arguments=parse_arguments)
+    except StreamReportedError as error:
+        raise TraceImportError(str(path), where, f"a model stream that completes ({error})") from None
+    except ValueError as error:  # orjson's decode error is one
+        raise TraceImportError(
+            str(path), where, f"server-sent events whose data lines are JSON objects ({error})"
+        ) from None
