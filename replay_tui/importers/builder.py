@@ -26,7 +26,7 @@ import jsonpatch  # type: ignore[import-untyped, unused-ignore]
 import orjson
 
 from .. import __version__
-from ..journal.canonical import canonical_json_of_parsed
+from ..journal.canonical import canonical_json_of_parsed, canonical_string
 from ..journal.hashing import sha256_hex
 from ..journal.model import (
     INPUT_RECEIVED,
@@ -39,7 +39,7 @@ from ..journal.model import (
     TOOL_CALL,
     TOOL_RESULT,
 )
-from ..journal.writer import JournalWriter
+from ..journal.writer import JournalWriter, utc_now
 from .records import (
     EndRecord,
     Fidelity,
@@ -90,8 +90,14 @@ class Prepared:
     scope: str | None = None
 
 
-def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, parsed_json: bool = False) -> Prepared:
-    """The events of a record, each payload as canonical bytes (``parsed_json``: no JSON round trip needed)."""
+def prepare(
+    record: InputRecord | ModelRecord | ToolRecord | NoteRecord,
+    *,
+    parsed_json: bool = False,
+    diagnostics_json: bytes | None = None,
+) -> Prepared:
+    """The events of a record, each payload as canonical bytes (``parsed_json``: no JSON round trip needed;
+    ``diagnostics_json``: the canonical ``{"source": record.source}``, when the importer spells it faster)."""
 
     def canonical(value: Any) -> bytes:
         return canonical_json_of_parsed(value if parsed_json else as_parsed_json(value))
@@ -107,7 +113,7 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
         # the request is hashed and written as it is, the diagnostics go into both events
         request_json = canonical(record.request)
         request_hash = b'"' + sha256_hex(request_json).encode("ascii") + b'"'
-        diagnostics_json = canonical(diagnostics)
+        diagnostics_json = diagnostics_json or canonical(diagnostics)
         request_payload = b"".join(
             (
                 b'{"diagnostics":',
@@ -141,7 +147,7 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
         name_json = canonical(record.name)
         key = sha256_hex(b'{"args":' + arguments_json + b',"name":' + name_json + b"}")
         head = b"".join((b',"call_id":', canonical(record.call_id), b',"call_key":"', key.encode("ascii"), b'"'))
-        diagnostics_json = canonical(diagnostics)
+        diagnostics_json = diagnostics_json or canonical(diagnostics)
         call = b"".join(
             (b'{"arguments":', arguments_json, head, b',"diagnostics":', diagnostics_json, b',"tool":', name_json, b"}")
         )
@@ -169,10 +175,10 @@ def prepare(record: InputRecord | ModelRecord | ToolRecord | NoteRecord, *, pars
 
 @dataclass
 class _Cursor:
-    """What the next events of one agent hang from (as the harness's causal cursor)."""
+    """What the next events of one agent hang from (as the harness's causal cursor), as event ids' JSON."""
 
-    observation: str | None = None
-    response: str | None = None
+    observation: bytes = b"null"
+    response: bytes = b"null"
     call_ids: frozenset[str] = frozenset()
 
 
@@ -205,8 +211,28 @@ def _second_of(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").removesuffix("+00:00")
 
 
+#: Each kind's canonical JSON, spliced into its events' envelopes.
+_KIND_JSON = {
+    kind: canonical_string(kind)
+    for kind in (
+        INPUT_RECEIVED,
+        MODEL_REQUEST,
+        MODEL_RESPONSE,
+        NOTE,
+        RUN_ENDED,
+        RUN_STARTED,
+        STATE_TRANSITION,
+        TOOL_CALL,
+        TOOL_RESULT,
+    )
+}
+
+
 class JournalBuilder:
-    """Writes one imported run: ``start``, ``add`` each record in run order, ``finish``."""
+    """Writes one imported run: ``start``, ``add`` each record in run order, ``finish``.
+
+    Envelope parts (event ids, steps, times) are kept as their canonical JSON, as
+    ``JournalWriter.append_spliced`` takes them: an import writes events by the hundred thousand."""
 
     def __init__(self, out: str | os.PathLike[str], *, run_id: str, parsed_json: bool = False) -> None:
         self.out = Path(out)
@@ -216,12 +242,12 @@ class JournalBuilder:
             self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True, flush_lines=False
         )
         self.steps = 0
-        self.step_id: str | None = None
+        self.step_json = b"null"
         self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
         self.state: Any = None
         self.state_hash = json_hash(None)
         self.ended = False
-        self.last_event_id: str | None = None
+        self.last_event_json = b"null"
 
     def start(
         self, source: SourceInfo, fidelity: dict[str, Any], *, initial_state: Any = None, at: str | None = None
@@ -237,7 +263,7 @@ class JournalBuilder:
             "initial_state": initial_state,
             "imported": source.to_json(fidelity),
         }
-        self._emit(RUN_STARTED, payload, step=None, parent=None, at=at)
+        self._emit(RUN_STARTED, payload, step=b"null", parent=b"null", at=at)
 
     def add(self, record: Record | Prepared) -> None:
         if isinstance(record, Prepared):
@@ -251,30 +277,48 @@ class JournalBuilder:
 
     def add_prepared(self, item: Prepared) -> None:
         """Write a prepared record's events, linked into the run (steps, parents) as they come."""
-        cursor = self._cursor(item.scope)
-        if item.kind == "input":
-            event_id = self._emit(INPUT_RECEIVED, item.payloads[0], step=None, parent=None, at=item.at)
-            cursor.observation = event_id
-            if item.scope is not None and self.cursors[None].observation is None:
-                self.cursors[None].observation = event_id
-        elif item.kind == "model":
+        cursor = self.cursors.get(item.scope) or self._cursor(item.scope)
+        at = self._at_json(item.at)
+        append = self.writer.append_spliced
+        kind = item.kind
+        if kind == "model":
             self.steps += 1
-            self.step_id = f"step-{self.steps:02d}"
-            request_id = self._emit(
-                MODEL_REQUEST, item.payloads[0], step=self.step_id, parent=cursor.observation, at=item.at
+            step = self.step_json = b'"step-%02d"' % self.steps
+            request = append(
+                _KIND_JSON[MODEL_REQUEST],
+                item.payloads[0],
+                parent_json=cursor.observation,
+                step_json=step,
+                recorded_at_json=at,
             )
-            cursor.response = self._emit(
-                MODEL_RESPONSE, item.payloads[1], step=self.step_id, parent=request_id, at=item.at
+            last = cursor.response = append(
+                _KIND_JSON[MODEL_RESPONSE], item.payloads[1], parent_json=request, step_json=step, recorded_at_json=at
             )
             cursor.call_ids = frozenset(item.links)
-        elif item.kind == "tool":
+        elif kind == "tool":
+            step = self.step_json
             parent = cursor.response if item.links[0] in cursor.call_ids else cursor.observation
-            call_id = self._emit(TOOL_CALL, item.payloads[0], step=self.step_id, parent=parent, at=item.at)
-            cursor.observation = self._emit(
-                TOOL_RESULT, item.payloads[1], step=self.step_id, parent=call_id, at=item.at
+            call = append(
+                _KIND_JSON[TOOL_CALL], item.payloads[0], parent_json=parent, step_json=step, recorded_at_json=at
             )
+            last = cursor.observation = append(
+                _KIND_JSON[TOOL_RESULT], item.payloads[1], parent_json=call, step_json=step, recorded_at_json=at
+            )
+        elif kind == "input":
+            last = cursor.observation = append(
+                _KIND_JSON[INPUT_RECEIVED],
+                item.payloads[0],
+                parent_json=b"null",
+                step_json=b"null",
+                recorded_at_json=at,
+            )
+            if item.scope is not None and self.cursors[None].observation == b"null":
+                self.cursors[None].observation = last
         else:
-            self._emit(NOTE, item.payloads[0], step=self.step_id, parent=None, at=item.at)
+            last = append(
+                _KIND_JSON[NOTE], item.payloads[0], parent_json=b"null", step_json=self.step_json, recorded_at_json=at
+            )
+        self.last_event_json = last
 
     def finish(self, end: EndRecord | None = None) -> int:
         """run.ended (once) and close; returns the number of events written."""
@@ -283,7 +327,7 @@ class JournalBuilder:
             payload: dict[str, Any] = {"status": end.status, "output": end.output}
             if end.error is not None:
                 payload["error"] = end.error
-            self._emit(RUN_ENDED, payload, step=None, parent=None, at=end.at)
+            self._emit(RUN_ENDED, payload, step=b"null", parent=b"null", at=end.at)
             self.ended = True
         self.writer.close()
         return self.writer.last_seq
@@ -303,6 +347,10 @@ class JournalBuilder:
             cursor = self.cursors[scope] = _Cursor(observation=self.cursors[None].observation)
         return cursor
 
+    def _at_json(self, at: str | None) -> bytes:
+        """A record's time as JSON (now when the source gives none, as the writer does)."""
+        return canonical_string(at or utc_now())
+
     def _state(self, record: StateRecord) -> None:
         try:
             after = jsonpatch.apply_patch(self.state, record.patch, in_place=False)
@@ -317,18 +365,14 @@ class JournalBuilder:
             "patch": record.patch,
             "diagnostics": {"source": record.source},
         }
-        self._emit(STATE_TRANSITION, payload, step=self.step_id, parent=self.last_event_id, at=record.at)
+        self._emit(STATE_TRANSITION, payload, step=self.step_json, parent=self.last_event_json, at=record.at)
         self.state, self.state_hash = after, after_hash
 
-    def _emit(
-        self, kind: str, payload: dict[str, Any] | bytes, *, step: str | None, parent: str | None, at: str | None
-    ) -> str:
-        if not isinstance(payload, bytes):
-            payload = canonical_json_of_parsed(payload if self.parsed_json else as_parsed_json(payload))
-        self.last_event_id = self.writer.append_canonical(
-            kind, payload, step_id=step, parent_event_id=parent, recorded_at=at
+    def _emit(self, kind: str, payload: dict[str, Any], *, step: bytes, parent: bytes, at: str | None) -> None:
+        payload_json = canonical_json_of_parsed(payload if self.parsed_json else as_parsed_json(payload))
+        self.last_event_json = self.writer.append_spliced(
+            _KIND_JSON[kind], payload_json, parent_json=parent, step_json=step, recorded_at_json=self._at_json(at)
         )
-        return self.last_event_id
 
 
 def write_run(

@@ -31,12 +31,13 @@ import subprocess
 import sys
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import orjson
 
+from ..journal.canonical import canonical_string
 from .builder import Prepared, prepare, rfc3339_of_nanos
 from .errors import TraceImportError
 from .messages import (
@@ -511,6 +512,7 @@ class OtlpTrace:
         span_id, operation, attrs, start = reduced["span"], reduced["op"], reduced["attrs"], reduced["start"]
         self.trace_ids.add(reduced["trace"])
         rank = 0 if operation == "invoke_agent" else 1
+        index = self.spans
         self.starts.append(start)
         self.ends.append(reduced["end"])
         self.ranks.append(rank)
@@ -522,32 +524,37 @@ class OtlpTrace:
             self.entry_lengths.append(0)
         else:
             record = self._record(reduced, scoped=False)
-            prepared = prepare(record, parsed_json=True)  # type: ignore[arg-type]  # spans make no state or end records
-            self._see_answer(record, reduced, (start, rank, self.spans))
-            exact = isinstance(attrs.get(EXACT_PAYLOAD), str)
-            self.late.append(MAYBE_LATE if prepared.kind == "model" and not exact else 0)  # logs may add content
-            self.offsets.append(0)
-            self.header_lengths.append(0)
-            self.entry_lengths.append(0)
-            self._write_entry(self.spans, prepared, span_id)
+            prepared = prepare(record, parsed_json=True, diagnostics_json=_diagnostics_json(reduced))  # type: ignore[arg-type]  # spans make no state or end records
+            self._see_answer(record, reduced, (start, rank, index))
+            # a model span's content may yet grow from log records (mapped again if so)
+            self.late.append(MAYBE_LATE if prepared.kind == "model" and EXACT_PAYLOAD not in attrs else 0)
+            offset, header_length, entry_length = self._spool_entry(prepared, span_id)
+            self.offsets.append(offset)
+            self.header_lengths.append(header_length)
+            self.entry_lengths.append(entry_length)
         self.operation[span_id] = operation
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
-        self.spans += 1
+        self.spans = index + 1
 
-    def _write_entry(self, index: int, prepared: Prepared, span_id: str) -> None:
-        """Spool a span's prepared events (a header, then the payloads) and point its index entry at them."""
+    def _spool_entry(self, prepared: Prepared, span_id: str) -> tuple[int, int, int]:
+        """Spool a span's prepared events (a header, then the payloads): (offset, header length, entry length)."""
         header = orjson.dumps(
             [prepared.kind, prepared.at, span_id, prepared.links, [len(payload) for payload in prepared.payloads]]
         )
+        offset = self._spooled
         self.spool.write(header)
         self.spool.writelines(prepared.payloads)
-        entry = len(header) + sum(len(payload) for payload in prepared.payloads)
+        entry = len(header) + sum(map(len, prepared.payloads))
+        self._spooled = offset + entry
+        return offset, len(header), entry
+
+    def _write_entry(self, index: int, prepared: Prepared, span_id: str) -> None:
+        """Spool a span's prepared events and point its index entry at them (in this process's spool)."""
         self.spool_of[index] = 0
-        self.offsets[index] = self._spooled
-        self.header_lengths[index] = len(header)
-        self.entry_lengths[index] = entry
-        self._spooled += entry
+        self.offsets[index], self.header_lengths[index], self.entry_lengths[index] = self._spool_entry(
+            prepared, span_id
+        )
 
     def _map_late(self) -> None:
         """Map the spans whose content is (or may be) in log records, now that every log is known:
@@ -567,7 +574,8 @@ class OtlpTrace:
                     reduced = self._reduce(span, number)
                     record = self._record(reduced)
                     self._see_answer(record, reduced, (reduced["start"], self.ranks[index], index))
-                    self._write_entry(index, prepare(record, parsed_json=True), reduced["span"])  # type: ignore[arg-type]
+                    prepared = prepare(record, parsed_json=True, diagnostics_json=_diagnostics_json(reduced))  # type: ignore[arg-type]
+                    self._write_entry(index, prepared, reduced["span"])
                 index += 1
 
     def _see_answer(self, record: Record, span: Mapping[str, Any], key: tuple[int, int, int]) -> None:
@@ -652,21 +660,22 @@ class OtlpTrace:
         del keys
         self.spool.flush()
         spooled = [spool.fileno() for spool in self.spools]  # pread, not mmap: mapped pages would count as memory
-        seen_input = False
+        pread, loads, spool_of, offsets = os.pread, orjson.loads, self.spool_of, self.offsets
+        header_lengths, entry_lengths, scopes = self.header_lengths, self.entry_lengths, self._scopes()
+        leading = True
         for index in order:
-            entry = os.pread(spooled[self.spool_of[index]], self.entry_lengths[index], self.offsets[index])
-            header_end = self.header_lengths[index]
-            kind, when, span_id, links, lengths = orjson.loads(entry[:header_end])
+            entry = pread(spooled[spool_of[index]], entry_lengths[index], offsets[index])
+            at = header_lengths[index]
+            kind, when, span_id, links, lengths = loads(entry[:at])
             payloads = []
             for length in lengths:
-                payloads.append(entry[header_end : header_end + length])
-                header_end += length
-            scope = span_id if kind == "input" else self._scope(span_id)
-            item = Prepared(kind, tuple(payloads), when, tuple(links), scope)
-            if not seen_input:
-                seen_input = self._leads(item)
-                if seen_input and item.kind != "input":
-                    first = orjson.loads(item.payloads[0])  # the model request (or tool call) payload
+                payloads.append(entry[at : at + length])
+                at += length
+            item = Prepared(kind, tuple(payloads), when, tuple(links), span_id if kind == "input" else scopes(span_id))
+            if leading and kind != "note":  # the run's input is settled by its first input or call
+                leading = False
+                if kind != "input":
+                    first = loads(item.payloads[0])  # the model request (or tool call) payload
                     yield leading_input(first.get("request"), first["diagnostics"]["source"], item.at)
             yield item
         end_at = rfc3339_of_nanos(max(self.ends)) if self.ends else None
@@ -676,22 +685,31 @@ class OtlpTrace:
             "error" if failed else "ok", root_answer if root_answer is not None else answer, failed, at=end_at
         )
 
-    @staticmethod
-    def _leads(item: Record | Prepared) -> bool:
-        """Whether the run's input is settled by this item: it is one, or a call that needs one before it."""
-        if isinstance(item, Prepared):
-            return item.kind in ("input", "model", "tool")
-        return isinstance(item, (InputRecord, ModelRecord, ToolRecord))
-
-    def _scope(self, span_id: str | None) -> str | None:
-        """The nearest invoke_agent span above this one (its agent), or None."""
+    def _scope(self, span_id: str | None, depth: int = 256) -> str | None:
+        """The nearest invoke_agent span above this one (its agent) at most ``depth`` levels up, or None."""
         seen = 0
-        while span_id and seen < 256:
+        while span_id and seen < depth:
             span_id = self.parent.get(span_id)
             if span_id and self.operation.get(span_id) == "invoke_agent":
                 return span_id
             seen += 1
         return None
+
+    def _scopes(self) -> Callable[[str], str | None]:
+        """``_scope``, remembered per parent span: siblings share their agent (pass two asks once per span)."""
+        parent_of = self.parent.get
+        known: dict[str, str | None] = {}
+
+        def scope(span_id: str) -> str | None:
+            parent = parent_of(span_id)
+            if parent is None:
+                return None
+            if parent in known:
+                return known[parent]
+            found = known[parent] = parent if self.operation.get(parent) == "invoke_agent" else self._scope(parent, 255)
+            return found
+
+        return scope
 
     def _record(self, span: dict[str, Any], *, scoped: bool = True) -> Record:
         """The span's record; ``scoped=False`` while reading (the agents above it may come later)."""
@@ -814,6 +832,15 @@ def _exact(
     request: dict[str, Any] = raw_request if isinstance(raw_request, dict) else {}
     return ModelRecord(
         request, exact.get("response"), source, error=exact.get("error"), stream=exact.get("stream"), scope=scope, at=at
+    )
+
+
+def _diagnostics_json(span: Mapping[str, Any]) -> bytes:
+    """The canonical ``{"source": ...}`` of a span's events (``_record``'s source), spelled out: one per span."""
+    return b'{"source":{"line":%d,"span_id":%s,"trace_id":%s}}' % (
+        span["line"],
+        canonical_string(span["span"]),
+        canonical_string(span["trace"]),
     )
 
 

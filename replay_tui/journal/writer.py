@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
+import orjson
+
 from .canonical import canonical_json, canonical_json_of_parsed, canonical_string
 from .hashing import sha256_hex
 from .model import CHAIN_CHECKPOINT, RUN_ENDED, RUN_SEALED, SCHEMA_VERSION, SEAL_KINDS, Event, event_id_for
@@ -23,6 +25,13 @@ if TYPE_CHECKING:
 
 # Only a run.sealed may follow run.ended; a checkpoint after a seal would sign a seal.
 _NO_CHECKPOINT_AFTER = SEAL_KINDS | {RUN_ENDED}
+
+_RUN_SEALED_JSON = canonical_string(RUN_SEALED)
+# An event's canonical body (no event_hash) with its parts spliced in as canonical JSON, keys in JCS order.
+_ENVELOPE = (
+    b'{"event_id":%s,"kind":%s,"parent_event_id":%s,"payload":%s,"prev_event_hash":%s,'
+    b'"recorded_at":%s,"run_id":%s,"schema_version":%d,"seq":%d,"step_id":%s}'
+)
 
 FsyncPolicy = Literal["never", "always", "close"]
 DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
@@ -79,7 +88,7 @@ class JournalWriter:
         self._prev_hash_json: tuple[str | None, bytes] = (None, b"null")
         self._shard_index = 0
         self._shard_bytes = 0
-        self._last_kind: str | None = None
+        self._last_kind: str | bytes | None = None  # the last event's kind (its JSON after append_spliced)
         self.seal_with(signer, checkpoint_every)
         if rotate_bytes is not None:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -167,45 +176,56 @@ class JournalWriter:
     ) -> str:
         """``append`` for a payload given as its canonical JSON bytes (``canonical_json_of_parsed``):
         an importer prepares payloads before it knows their order. Returns the event id."""
+        string = self._string_json
+        self.append_spliced(
+            string(kind),
+            payload_json,
+            parent_json=string(parent_event_id),
+            step_json=string(step_id),
+            recorded_at_json=string(recorded_at or self._now()),
+        )
+        return event_id_for(self.run_id, self._seq)
+
+    def append_spliced(
+        self, kind_json: bytes, payload_json: bytes, *, parent_json: bytes, step_json: bytes, recorded_at_json: bytes
+    ) -> bytes:
+        """``append_canonical`` with every envelope part given as canonical JSON (``canonical_string`` of
+        it, or ``null``): an import's second pass writes events by the hundred thousand. Returns the event
+        id as canonical JSON, the ``parent_json`` of the events that hang from it."""
         seq = self._seq + 1
-        event_id = event_id_for(self.run_id, seq)
         if self._run_id_json is None:
             self._run_id_json = canonical_string(self.run_id)
-        string = self._string_json
-        last_hash, last_hash_json = self._prev_hash_json
+        if self._prev_hash_json[0] is not self._prev_hash:  # ``append`` wrote the last event
+            self._prev_hash_json = (self._prev_hash, self._string_json(self._prev_hash))
+        # event_id_for's "run_id:seq" as JSON: the run id's JSON with ":seq" before its closing quote
+        event_id_json = b'%s:%d"' % (self._run_id_json[:-1], seq)
         # The envelope's canonical form spelled out (no dict to sort and check per event): its keys in
-        # JCS order, strings as canonical_string writes them, seq a small int. Checked against append's
-        # bytes by tests/importers/test_fast_paths.py.
-        body = b"".join(
-            (
-                b'{"event_id":',
-                string(event_id),
-                b',"kind":',
-                string(kind),
-                b',"parent_event_id":',
-                b"null" if parent_event_id is None else string(parent_event_id),
-                b',"payload":',
-                payload_json,
-                b',"prev_event_hash":',
-                last_hash_json if last_hash is self._prev_hash else string(self._prev_hash),
-                b',"recorded_at":',
-                string(recorded_at or self._now()),
-                b',"run_id":',
-                self._run_id_json,
-                b',"schema_version":%d,"seq":%d,"step_id":' % (SCHEMA_VERSION, seq),
-                b"null" if step_id is None else string(step_id),
-                b"}",
-            )
+        # JCS order, seq a small int. Checked against append's bytes by tests/importers/test_fast_paths.py.
+        body = _ENVELOPE % (
+            event_id_json,
+            kind_json,
+            parent_json,
+            payload_json,
+            self._prev_hash_json[1],
+            recorded_at_json,
+            self._run_id_json,
+            SCHEMA_VERSION,
+            seq,
+            step_json,
         )
         digest = sha256_hex(body)
-        self._write(b'{"event_hash":"' + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        self._write(b'{"event_hash":"%s",%s\n' % (digest.encode("ascii"), body[1:]))
         self._seq = seq
         self._prev_hash = digest
-        self._prev_hash_json = (digest, b'"' + digest.encode("ascii") + b'"')  # "sha256:" and hex: no escapes
-        self._last_kind = kind
-        if self.checkpoint_every and kind not in _NO_CHECKPOINT_AFTER and seq % self.checkpoint_every == 0:
+        self._prev_hash_json = (digest, b'"%s"' % digest.encode("ascii"))  # "sha256:" and hex: no escapes
+        self._last_kind = kind_json  # as JSON: read back only to seal (close) or checkpoint
+        if (
+            self.checkpoint_every
+            and seq % self.checkpoint_every == 0
+            and orjson.loads(kind_json) not in _NO_CHECKPOINT_AFTER
+        ):
             self._seal(CHAIN_CHECKPOINT)
-        return event_id
+        return event_id_json
 
     def _string_json(self, text: str | None) -> bytes:
         """Canonical JSON of an envelope string, remembered: ids, kinds, steps and times recur within a few events."""
@@ -255,7 +275,7 @@ class JournalWriter:
     def close(self) -> None:
         if self._file.closed:
             return
-        if self.signer is not None and self._seq and self._last_kind != RUN_SEALED:
+        if self.signer is not None and self._seq and self._last_kind not in (RUN_SEALED, _RUN_SEALED_JSON):
             self._seal(RUN_SEALED)
         self._file.flush()
         if self.fsync != "never":
