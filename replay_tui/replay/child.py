@@ -216,8 +216,14 @@ def run_session(spec: ReplaySpec, channel: Channel, guard: SocketGuard) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The process: ``main``, then out without interpreter teardown (agent threads must not hold the exit).
+    ``child_command`` calls it from its bootstrap; ``python -m`` below."""
     code = main(sys.argv)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)  # skip interpreter teardown: agent threads must not hold the exit
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run()

@@ -46,7 +46,8 @@ from typing import IO, Any, Sequence
 
 import orjson
 
-CHILD_MODULE = "replay_tui.replay.child"
+from .child_command import CHILD_MODULE, spec_of
+
 #: Imported once by the server: everything a replay child needs before the agent.
 PRELOAD = (
     "replay_tui.replay.child",
@@ -175,7 +176,7 @@ class ForkServer:
 
     def accepts(self, argv: Sequence[str]) -> bool:
         """Whether ``argv`` is a plain child this server can fork (not a bwrap command, same Python)."""
-        return len(argv) == 4 and argv[0] == self.python and list(argv[1:3]) == ["-m", CHILD_MODULE]
+        return bool(argv) and argv[0] == self.python and spec_of(list(argv)) is not None
 
     def __call__(
         self,
@@ -195,7 +196,7 @@ class ForkServer:
         fds = [stdin_r, stdout_w, stderr_w, *pass_fds]
         request = {
             "op": "spawn",
-            "spec": argv[3],
+            "spec": spec_of(list(argv)),
             "env": env if env is not None else dict(os.environ),
             "cwd": cwd or os.getcwd(),
             "targets": [0, 1, 2, *pass_fds],

@@ -24,11 +24,10 @@ that is what the namespace is for.
 from __future__ import annotations
 
 import ctypes
-import ipaddress
+import functools
 import os
 import socket
 import sys
-import sysconfig
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
@@ -229,6 +228,8 @@ def split_host_port(entry: str) -> tuple[str, int | None]:
 
 
 def _normal_host(host: str) -> str:
+    import ipaddress  # on the first connect or lookup, not at the child's start-up
+
     host = host.strip().lower().rstrip(".")
     try:
         return str(ipaddress.ip_address(host.split("%")[0]))
@@ -249,9 +250,15 @@ def _describe_address(address: Any) -> tuple[str, Any, Any]:
 
 
 _OWN_FILE = os.path.normcase(__file__)
-_STDLIB = tuple(
-    os.path.normcase(path) + os.sep for path in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")} if path
-)
+
+
+@functools.cache
+def _stdlib() -> tuple[str, ...]:
+    """The standard library's directories, on the first refusal (sysconfig costs the child's start-up)."""
+    import sysconfig
+
+    paths = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
+    return tuple(os.path.normcase(path) + os.sep for path in paths if path)
 
 
 def _caller() -> str | None:
@@ -260,7 +267,7 @@ def _caller() -> str | None:
     frame = sys._getframe(2)
     while frame is not None:
         filename = os.path.normcase(frame.f_code.co_filename)
-        in_stdlib = filename.startswith(_STDLIB) and f"{os.sep}site-packages{os.sep}" not in filename
+        in_stdlib = filename.startswith(_stdlib()) and f"{os.sep}site-packages{os.sep}" not in filename
         if filename != _OWN_FILE and not in_stdlib and not filename.startswith("<frozen"):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]

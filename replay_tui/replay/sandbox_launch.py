@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from .child_command import child_command, site_directories
 from .protocol import MODEL_LIVE, TOOLS_LIVE, ReplaySpec
 from .sandbox import (
     BWRAP,
@@ -131,7 +132,14 @@ def prepare_launch(
         source_env = os.environ if env is None else env
         bytecode = [path for path in [source_env.get("PYTHONPYCACHEPREFIX")] if path and os.path.isdir(path)]
         readable = needed_paths(
-            [*sys_path, PACKAGE_ROOT, *configs, *(os.path.dirname(path) for path in configs), *bytecode]
+            [
+                *sys_path,
+                PACKAGE_ROOT,
+                *(site_directories() or []),
+                *configs,
+                *(os.path.dirname(path) for path in configs),
+                *bytecode,
+            ]
         )
         policy = SandboxPolicy(
             scratch=scratch,
@@ -159,7 +167,7 @@ def prepare_launch(
         child_env = child_environment(dict(os.environ if env is None else env), spec.pass_env, scratch)
         python_path = [PACKAGE_ROOT] + [path for path in child_env.get("PYTHONPATH", "").split(os.pathsep) if path]
         child_env["PYTHONPATH"] = os.pathsep.join(python_path)
-        argv = [python, "-m", "replay_tui.replay.child", child_spec.to_argv()]
+        argv = child_command(python, child_spec.to_argv())
         if mechanism == BWRAP:
             argv = bwrap_command(policy, bwrap_path() or "bwrap") + ["--"] + argv
         return Launch(argv=argv, env=child_env, cwd=scratch, scratch=scratch, policy=policy, child_out=child_out)

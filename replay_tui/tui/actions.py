@@ -27,7 +27,6 @@ The ids are the Textual binding ids, so ``App.set_keymap`` applies them.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -398,6 +397,8 @@ def load_keymap(path: Path, *, required: bool = False) -> dict[str, str]:
         return {}
     except (OSError, UnicodeDecodeError) as error:
         raise KeymapError(f"{path}: cannot be read ({error})") from None
+    import tomllib  # only when a keymap file exists: most starts have none
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

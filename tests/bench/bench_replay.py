@@ -11,8 +11,12 @@
    ``git worktree add`` into a temporary directory that is removed afterwards; the base
    runs in a subprocess with that tree first on PYTHONPATH). Best of R each.
 3. Child start-up of this tree: spawn to the first event the agent produced, with every
-   sandbox layer in force, median over the runs (the long fixture), and the child's CPU from
-   exec to that event (``first_event_cpu_s``: what the start-up costs, whatever the load).
+   sandbox layer in force (``require_isolation``), median, min and max over the runs (the long
+   fixture), and the child's CPU from exec to that event (``first_event_cpu_s``: what the
+   start-up costs, whatever the load). Interleaved variants: bubblewrap (when installed) and the
+   own namespaces, each with the child started without site (``child_command``: what replays
+   do) and the ordinary way (site and every .pth file: what they did). ``--startup-only`` stops
+   here.
 
 Both trees run with their modules compiled, as after a pip install: a bytecode cache
 (``PYTHONPYCACHEPREFIX``, under the temporary directory) filled by one untimed warm-up per
@@ -33,6 +37,7 @@ Targets: start-up < 0.25 s; throughput >= 0.8 x the base, side by side (end to e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -40,14 +45,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from replay_tui.harness import record_run  # noqa: E402
+from replay_tui.replay import child_command  # noqa: E402
 from replay_tui.replay.protocol import ReplaySpec  # noqa: E402
 from replay_tui.replay.runner import MATCH, ReplayRunner  # noqa: E402
+from replay_tui.replay.sandbox import bwrap_path  # noqa: E402
 
 LONG_FIXTURE = ROOT / "fixtures" / "journals" / "stocktake-long.jsonl"
 COUNTER_CONFIG = ROOT / "tests" / "replay" / "agents" / "counter.toml"
@@ -143,16 +151,42 @@ def generated_run(directory: Path, events: int) -> Path:
     return journal
 
 
-def startups(journal: Path, count: int, environment: dict[str, str]) -> list[tuple[float, float]]:
+def startup(journal: Path, environment: dict[str, str], isolation: str = "auto") -> tuple[float, float]:
     """Spawn to first event (wall, and the child's CPU to it), this tree, in this process."""
-    found = []
-    for _ in range(count):
-        outcome = ReplayRunner(
-            ReplaySpec(journal=str(journal), sys_path=[str(ROOT)]), timeout_s=120, cwd=str(ROOT), env=environment
-        ).run()
-        if outcome.status != MATCH or outcome.first_event_s is None or outcome.first_event_cpu_s is None:
-            raise SystemExit(f"bench_replay: {journal} did not replay cleanly:\n{outcome.to_text()}")
-        found.append((outcome.first_event_s, outcome.first_event_cpu_s))
+    outcome = ReplayRunner(
+        ReplaySpec(journal=str(journal), sys_path=[str(ROOT)], isolation=isolation, require_isolation=True),
+        timeout_s=120,
+        cwd=str(ROOT),
+        env=environment,
+    ).run()
+    if outcome.status != MATCH or outcome.first_event_s is None or outcome.first_event_cpu_s is None:
+        raise SystemExit(f"bench_replay: {journal} did not replay cleanly:\n{outcome.to_text()}")
+    return outcome.first_event_s, outcome.first_event_cpu_s
+
+
+@contextlib.contextmanager
+def site_processed() -> Iterator[None]:
+    """The child started the ordinary way (its interpreter runs site and every .pth file), for comparison."""
+    saved = child_command.site_bootstrap
+    child_command.site_bootstrap = lambda: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        child_command.site_bootstrap = saved  # type: ignore[assignment]
+
+
+def startups(journal: Path, count: int, environment: dict[str, str]) -> dict[str, list[tuple[float, float]]]:
+    """Spawn to first event, interleaved: bubblewrap (when installed) and the own namespaces, each with the child
+    started without site (what replays do) and the ordinary way (what they did), so one load is seen by all."""
+    variants = [("namespaces", False), ("namespaces", True)]
+    if bwrap_path() is not None:
+        variants = [("bwrap", False), ("bwrap", True), *variants]
+    found: dict[str, list[tuple[float, float]]] = {}
+    for turn in range(count):
+        for isolation, with_site in variants[turn % len(variants) :] + variants[: turn % len(variants)]:
+            name = f"{isolation}{' (site)' if with_site else ''}"
+            with site_processed() if with_site else contextlib.nullcontext():
+                found.setdefault(name, []).append(startup(journal, environment, isolation))
     return found
 
 
@@ -162,29 +196,83 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="replays per tree; the best is reported (default 3)")
     parser.add_argument("--keep", type=Path, help="directory to keep and reuse the generated journal in")
     parser.add_argument("--base", default=BASE_COMMIT, help=f"the commit to compare with (default {BASE_COMMIT})")
-    parser.add_argument("--startups", type=int, default=9, help="replays of the long fixture timed to the first event")
+    parser.add_argument(
+        "--startups", type=int, default=9, help="replays of the long fixture timed to the first event, per variant"
+    )
+    parser.add_argument("--startup-only", action="store_true", help="only the start-up figures (no throughput)")
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
     print(f"load average before: {load_before:.1f} on {os.cpu_count()} cores", flush=True)
+    runs: dict[str, list[dict[str, object]]] = {"base": [], "sandbox": []}
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
         os.chmod(scratch, 0o755)  # the sandboxed child (nobody) reads the bytecode cache below it
         environment = compiled_environment(Path(scratch) / "pycache")
         directory = args.keep or Path(scratch)
         directory.mkdir(parents=True, exist_ok=True)
-        journal = generated_run(directory, args.events)
+        journal = None if args.startup_only else generated_run(directory, args.events)
         warm_up(ROOT, LONG_FIXTURE, environment)
         first_event = startups(LONG_FIXTURE, args.startups, environment)
-        base = Path(scratch) / "base"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.base], check=True)
-        try:
-            warm_up(base, LONG_FIXTURE, environment)
-            runs: dict[str, list[dict[str, object]]] = {"base": [], "sandbox": []}
-            for _ in range(args.repeat):  # alternate, so both see the same machine load
-                runs["base"].append(run_tree(base, journal, environment))
-                runs["sandbox"].append(run_tree(ROOT, journal, environment))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+        load_after_startups = os.getloadavg()[0]
+        if journal is not None:
+            base = Path(scratch) / "base"
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.base], check=True
+            )
+            try:
+                warm_up(base, LONG_FIXTURE, environment)
+                for _ in range(args.repeat):  # alternate, so both see the same machine load
+                    runs["base"].append(run_tree(base, journal, environment))
+                    runs["sandbox"].append(run_tree(ROOT, journal, environment))
+            finally:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+    result = startup_figures(first_event, load_before, load_after_startups)
+    if runs["sandbox"]:
+        result |= throughput_figures(runs, args.base)
+        result["ok"] = result["ok"] and min(result["end_to_end_ratio"], result["total_cpu_ratio"]) >= TARGET_RATIO
+    result["load_average"] = {"before": load_before, "after": os.getloadavg()[0]}
+    result["cores"] = os.cpu_count()
+    result["targets"] = {"first_event_s": TARGET_STARTUP_S, "ratio": TARGET_RATIO}
+    print(json.dumps(result))
+    return 0
+
+
+def startup_figures(
+    first_event: dict[str, list[tuple[float, float]]], load_before: float, load_after: float
+) -> dict[str, object]:
+    """Spawn to first event per variant (median, min and max wall; median and min CPU of the child from exec to it);
+    the headline is the default one (bubblewrap when installed, the child without site)."""
+    table: dict[str, dict[str, float]] = {}
+    for name, found in first_event.items():
+        walls, cpus = [wall for wall, _ in found], [cpu_s for _, cpu_s in found]
+        table[name] = {
+            "wall_median_s": round(statistics.median(walls), 4),
+            "wall_min_s": round(min(walls), 4),
+            "wall_max_s": round(max(walls), 4),
+            "cpu_median_s": round(statistics.median(cpus), 4),
+            "cpu_min_s": round(min(cpus), 4),
+        }
+        print(
+            f"spawn to first event, full sandbox, {name}: median {table[name]['wall_median_s']:.3f} s "
+            f"(min {table[name]['wall_min_s']:.3f}, max {table[name]['wall_max_s']:.3f}); the child's CPU from exec "
+            f"to it: median {table[name]['cpu_median_s']:.3f} s, min {table[name]['cpu_min_s']:.3f} s "
+            f"({len(found)} runs)",
+            flush=True,
+        )
+    print(f"load average: {load_before:.1f} before, {load_after:.1f} after the start-ups")
+    headline = table["bwrap" if "bwrap" in table else "namespaces"]
+    return {
+        "first_event_s": headline["wall_median_s"],
+        "first_event_max_s": headline["wall_max_s"],
+        "first_event_cpu_s": headline["cpu_median_s"],
+        "first_event_by_variant": table,
+        "load_average_during_startups": {"before": load_before, "after": load_after},
+        "ok": headline["wall_median_s"] < TARGET_STARTUP_S,
+    }
+
+
+def throughput_figures(runs: dict[str, list[dict[str, object]]], base_commit: str) -> dict[str, object]:
+    """This tree against the base, side by side: replay loop and end to end, in wall clock and in CPU."""
     best = {name: max(found, key=lambda figures: figures["events_per_s"] or 0) for name, found in runs.items()}
     cpu = {
         name: {
@@ -201,16 +289,14 @@ def main() -> int:
     }
     loop_ratio = (best["sandbox"]["events_per_s"] or 0) / (best["base"]["events_per_s"] or 1)
     e2e_ratio = best_e2e["sandbox"]["end_to_end_events_per_s"] / best_e2e["base"]["end_to_end_events_per_s"]
-    startup = statistics.median(wall for wall, _ in first_event)
-    startup_cpu = statistics.median(cpu_s for _, cpu_s in first_event)
-    load_after = os.getloadavg()[0]
+    load = os.getloadavg()[0]
     for name in ("base", "sandbox"):
         print(
             f"{name}: replay loop {best[name]['events_per_s']:,.0f} events/s, "
             f"end to end {best_e2e[name]['end_to_end_events_per_s']:,.0f} events/s ({best[name]['consumed']} events)",
             flush=True,
         )
-    print(f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f} (wall clock, load {load_after:.1f})")
+    print(f"sandbox / base: loop {loop_ratio:.2f}, end to end {e2e_ratio:.2f} (wall clock, load {load:.1f})")
     for name in ("base", "sandbox"):
         print(
             f"{name}: {cpu[name]['events_per_loop_cpu_s']:,.0f} events per CPU-second of the child's loop; "
@@ -220,18 +306,14 @@ def main() -> int:
     for name in ("base", "sandbox"):
         print(f"{name}: {cpu[name]['total_us_per_event']:.1f} CPU-us per event, parent and child together")
     print(f"sandbox / base in throughput per CPU-second of the whole replay: {total_cpu_ratio:.2f}")
-    print(
-        f"spawn to first event, full sandbox: median {startup:.3f} s, max {max(wall for wall, _ in first_event):.3f} s; "
-        f"the child's CPU from exec to it: median {startup_cpu:.3f} s (load {load_before:.1f} before, {load_after:.1f} after)"
-    )
     hello = {name: statistics.median(figures["startup_s"] for figures in found) for name, found in runs.items()}
     print(
         f"spawn to hello as the caller sees it: base {hello['base']:.3f} s, sandbox {hello['sandbox']:.3f} s "
         "(the sandbox's parent reads it only after verifying the chain, which the child's start-up overlaps)"
     )
-    result = {
+    return {
         "events": best["sandbox"]["consumed"],
-        "base_commit": args.base,
+        "base_commit": base_commit,
         "base_events_per_s": best["base"]["events_per_s"],
         "sandbox_events_per_s": best["sandbox"]["events_per_s"],
         "loop_ratio": round(loop_ratio, 3),
@@ -241,19 +323,10 @@ def main() -> int:
         "cpu": {name: {key: round(value, 1) for key, value in figures.items()} for name, figures in cpu.items()},
         "loop_cpu_ratio": round(loop_cpu_ratio, 3),
         "total_cpu_ratio": round(total_cpu_ratio, 3),
-        "first_event_s": round(startup, 4),
-        "first_event_max_s": round(max(wall for wall, _ in first_event), 4),
-        "first_event_cpu_s": round(startup_cpu, 4),
         "base_hello_s": round(hello["base"], 4),
         "sandbox_hello_s": round(hello["sandbox"], 4),
-        "load_average": {"before": load_before, "after": load_after},
-        "cores": os.cpu_count(),
         "isolation": best["sandbox"]["isolation"],
-        "targets": {"first_event_s": TARGET_STARTUP_S, "ratio": TARGET_RATIO},
-        "ok": startup < TARGET_STARTUP_S and min(e2e_ratio, total_cpu_ratio) >= TARGET_RATIO,
     }
-    print(json.dumps(result))
-    return 0
 
 
 if __name__ == "__main__":

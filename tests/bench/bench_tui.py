@@ -37,7 +37,10 @@ Steps, each in a fresh Python process so imports, caches and RSS do not mix:
    untimed warm-up run of each.
    ``first_frame_end_to_end_ratio_vs_toolong`` is ours over theirs (target <= 0.6), and
    ``import_s`` / ``textual_import_s`` time importing the app against importing Textual's
-   app and widgets alone (target: at most 0.15 s more), medians of alternating runs.
+   app and widgets alone (target: at most 0.15 s more): medians of interleaved runs (--import-runs),
+   with the minimum and the CPU time of each (getrusage: what a loaded machine moves least), and the
+   app's first-frame path as the entry point takes it (the collector paused while it imports).
+   The load average is printed beside each.
 
 First frames are the median of --runs runs of each, alternating. The last line
 printed is one JSON object with the figures.
@@ -197,10 +200,63 @@ def toolong_needle(path: Path) -> bytes:
         return handle.readline()[:22]
 
 
-def import_seconds(code: str, environ: dict[str, str] | None = None) -> float:
+#: Import time, three ways, each in a fresh interpreter: Textual's app and widgets alone; the app's module
+#: imported bare (like for like with Textual's); and the app's first-frame path as the entry point takes it
+#: (``launch.start_up_collection``: the collector paused while the app is imported, then frozen).
+IMPORTS = {
+    "textual": "import textual.app, textual.widgets",
+    "app": "import replay_tui.tui.app",
+    "first_frame_path": (
+        "from replay_tui.tui.launch import start_up_collection\nwith start_up_collection():\n    import replay_tui.tui.app"
+    ),
+}
+
+
+def import_cost(code: str, environ: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of a fresh interpreter running ``code``; CPU from getrusage of the reaped child,
+    which a loaded machine moves far less than the wall clock."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env=environ)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def import_figures(runs: int, environ: dict[str, str]) -> dict[str, float]:
+    """Interleaved runs of each import (the order rotates, so none always follows another), min and median
+    of wall and CPU, and each of ours over Textual's. Imports are short and a loaded machine moves them most."""
+    for code in IMPORTS.values():  # warm-up: bytecode cache and page cache
+        import_cost(code, environ)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in IMPORTS}
+    names = list(IMPORTS)
+    for turn in range(runs):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            samples[name].append(import_cost(IMPORTS[name], environ))
+    figures: dict[str, float] = {}
+    for name, found in samples.items():
+        walls, cpus = [wall for wall, _ in found], [cpu for _, cpu in found]
+        figures |= {
+            f"{name}_import_wall_min_s": min(walls),
+            f"{name}_import_wall_median_s": statistics.median(walls),
+            f"{name}_import_cpu_min_s": min(cpus),
+            f"{name}_import_cpu_median_s": statistics.median(cpus),
+        }
+    for name in ("app", "first_frame_path"):
+        for figure in ("wall_min", "wall_median", "cpu_min", "cpu_median"):
+            figures[f"{name}_over_textual_{figure}_s"] = (
+                figures[f"{name}_import_{figure}_s"] - figures[f"textual_import_{figure}_s"]
+            )
+    for name in IMPORTS:
+        print(
+            f"import {name}: wall min {figures[f'{name}_import_wall_min_s']:.3f} median "
+            f"{figures[f'{name}_import_wall_median_s']:.3f} s, CPU min {figures[f'{name}_import_cpu_min_s']:.3f} "
+            f"median {figures[f'{name}_import_cpu_median_s']:.3f} s ({runs} interleaved runs)",
+            flush=True,
+        )
+    return {key: round(value, 4) for key, value in figures.items()}
 
 
 # -- the replay-tui child --------------------------------------------------------
@@ -406,13 +462,11 @@ def child_main(path: Path, keys: bool, during_replay: bool = False) -> None:
     print(json.dumps(asyncio.run(measure_replay_tui(path, keys))))
 
 
-def start_up_figures(path: Path, runs: int, toolong: Path | None = None) -> dict:
+def start_up_figures(path: Path, runs: int, toolong: Path | None = None, import_runs: int | None = None) -> dict:
     """End to end on a pty (ours, then toolong's, alternating) and import time beside Textual's: medians of ``runs``."""
     toolong = toolong or ensure_toolong()
     ours_e2e: list[float] = []
     theirs_e2e: list[float] = []
-    ours_import: list[float] = []
-    textual_import: list[float] = []
     ours_argv: list[str | Path] = [sys.executable, "-c", "from replay_tui.cli import entry_point; entry_point()", path]
     toolong_argv: list[str | Path] = [toolong.with_name("tl"), path] if toolong is not None else []
     compiled = compiled_environment()
@@ -424,14 +478,19 @@ def start_up_figures(path: Path, runs: int, toolong: Path | None = None) -> dict
         ours_e2e.append(first_row_on_terminal(ours_argv, b"run.started", environ=compiled))
         if toolong_argv:
             theirs_e2e.append(first_row_on_terminal(toolong_argv, toolong_needle(path)))
-    import_seconds("import replay_tui.tui.app, textual.widgets", compiled)
-    for _ in range(3 * runs):  # imports are short and a loaded machine moves them most: more samples
-        ours_import.append(import_seconds("import replay_tui.tui.app", compiled))
-        textual_import.append(import_seconds("import textual.app, textual.widgets", compiled))
     print(
         f"end to end (process start to first row, pty): replay-tui {[round(x, 3) for x in ours_e2e]}, "
-        f"toolong {[round(x, 3) for x in theirs_e2e]}; import: app {[round(x, 3) for x in ours_import]}, "
-        f"Textual {[round(x, 3) for x in textual_import]}; load average {os.getloadavg()[0]:.2f}",
+        f"toolong {[round(x, 3) for x in theirs_e2e]}; load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    load_before_imports = os.getloadavg()[0]
+    imports = import_figures(import_runs or 7 * runs, compiled)
+    print(
+        f"import over Textual's: the app {imports['app_over_textual_wall_median_s']:+.3f} s wall (median), "
+        f"{imports['app_over_textual_cpu_median_s']:+.3f} s CPU; the first-frame path "
+        f"{imports['first_frame_path_over_textual_wall_median_s']:+.3f} s wall, "
+        f"{imports['first_frame_path_over_textual_cpu_median_s']:+.3f} s CPU (target +0.15 s; load average "
+        f"{load_before_imports:.2f} before, {os.getloadavg()[0]:.2f} after)",
         flush=True,
     )
     ours, theirs = statistics.median(ours_e2e), statistics.median(theirs_e2e) if theirs_e2e else None
@@ -439,9 +498,11 @@ def start_up_figures(path: Path, runs: int, toolong: Path | None = None) -> dict
         "first_frame_end_to_end_s": round(ours, 4),
         "toolong_first_frame_end_to_end_s": round(theirs, 4) if theirs else None,
         "first_frame_end_to_end_ratio_vs_toolong": round(ours / theirs, 3) if theirs else None,
-        "import_s": round(statistics.median(ours_import), 4),
-        "textual_import_s": round(statistics.median(textual_import), 4),
-        "import_over_textual_s": round(statistics.median(ours_import) - statistics.median(textual_import), 4),
+        "load_average_1m_end_to_end": round(load_before_imports, 2),
+        "import_s": imports["app_import_wall_median_s"],
+        "textual_import_s": imports["textual_import_wall_median_s"],
+        "import_over_textual_s": imports["app_over_textual_wall_median_s"],
+        **imports,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -459,6 +520,9 @@ def main() -> None:
         action="store_true",
         help="only start-up: end to end on a pty beside toolong, and import time beside Textual's",
     )
+    parser.add_argument(
+        "--import-runs", type=int, help="interleaved runs of each import (default 7 x --runs): min and median"
+    )
     parser.add_argument("--child", choices=["first-frame", "full", "during-replay"], help=argparse.SUPPRESS)
     parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -471,7 +535,7 @@ def main() -> None:
     print(f"journal: {path} ({size_mb:,.0f} MB)", flush=True)
     me = [sys.executable, __file__, "--journal", path]
     if args.start_only:
-        print(json.dumps(start_up_figures(path, args.runs)))
+        print(json.dumps(start_up_figures(path, args.runs, import_runs=args.import_runs)))
         return
     full = child_json([*me, "--child", "full"])
     print(
@@ -491,7 +555,7 @@ def main() -> None:
             theirs.append(child_json([toolong, CACHE / "toolong_child.py", path])["first_frame_s"])
         if len(ours) < args.runs:
             ours.append(child_json([*me, "--child", "first-frame"])["first_frame_s"])
-    start_up = start_up_figures(path, args.runs, toolong)
+    start_up = start_up_figures(path, args.runs, toolong, args.import_runs)
     replayed = replay_journal(args.replay_events) if not args.skip_replay else None
     runs = []
     for _ in range(args.runs if replayed is not None else 0):  # the machine's load moves a 2 s window: median
