@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from ...journal.pointer import child as child_pointer
 from ...journal.safe_text import safe, safe_json, safe_json_text
+from .component_styles import ComponentStyles
 
 if TYPE_CHECKING:
     from ...analysis.diff import ValueDiff
@@ -241,7 +242,7 @@ class JsonView(ScrollView, can_focus=True):
         self.watched: str | None = None
         self._unfolded: set[str] = set()
         self._folded: set[str] = set()
-        self._styles: dict[str, Style] = {}
+        self._style = ComponentStyles(self)
         self.source = self.document  # what was shown, before flagged values were masked
         self._revealed: set[str] = set()  # pointers the user unmasked with u
 
@@ -390,13 +391,7 @@ class JsonView(ScrollView, can_focus=True):
     # -- rendering --------------------------------------------------------
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles.clear()
-
-    def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
-        if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
-        return style
+        self._style.clear()
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset

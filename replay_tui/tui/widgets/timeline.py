@@ -39,6 +39,7 @@ from ...journal.safe_text import safe_line
 from ..actions import bindings_for
 from ..format import SUMMARY_LIMIT, summary_of
 from ..messages import CursorMoved
+from .component_styles import ComponentStyles
 from .timeline_time import StepFold, format_duration, format_offset, parse_time, parse_when
 
 # (mark, glyph), most important first; one glyph per mark, two columns at most.
@@ -100,7 +101,7 @@ class Timeline(ScrollView, can_focus=True):
         self.wrap = False  # o: a row's whole summary over as many lines as it needs
         self._wrapped: LRUCache[tuple[int, int, bool, int, bool, bool], list[Strip]] = LRUCache(1024)
         self._wrap_layout: tuple[tuple[object, ...], list[tuple[int, int]]] | None = None
-        self._styles: dict[str, Style] = {}
+        self._style = ComponentStyles(self)
         self._generation = 0
         # Extra marks shown first, e.g. bookmarks and secrets: (glyph, mark) pairs per event.
         self.mark_source: Callable[[Event | JournalError], list[tuple[str, str]]] | None = None
@@ -163,12 +164,12 @@ class Timeline(ScrollView, can_focus=True):
         self._generation += 1
         self._strips.clear()
         self._wrapped.clear()
-        self._styles.clear()
+        self._style.clear()
         self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles.clear()
+        self._style.clear()
         self._strips.clear()
         self._wrapped.clear()
 
@@ -295,12 +296,6 @@ class Timeline(ScrollView, can_focus=True):
             self.move_to(self.position_at(row))
 
     # -- rendering --------------------------------------------------------
-    def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
-        if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
-        return style
-
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if self.wrap:
