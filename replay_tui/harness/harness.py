@@ -125,6 +125,8 @@ class Harness:
         self._turn_changed: asyncio.Condition | None = None
         self._turn_loop: asyncio.AbstractEventLoop | None = None
         self._stop_ticket: int | None = None
+        # record_state's last input as orjson wrote it, and the state hash it gave
+        self._last_framework_state: tuple[bytes, str] | None = None
         self.ended = False
 
     # -- run lifecycle -----------------------------------------------------------------
@@ -377,8 +379,8 @@ class Harness:
             raise HarnessError("no model plugin is configured, and no source serves model.response")
         return self._emit_model_request(request)
 
-    def _emit_model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
-        normalized = normalize_request(request)
+    def _emit_model_request(self, request: Mapping[str, Any], *, parsed: bool = False) -> tuple[Event, dict[str, Any]]:
+        normalized = _drop_top_level_nulls(request) if parsed else normalize_request(request)
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
         payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))
         event = self._emit(MODEL_REQUEST, payload, step_id=self.step_id, parent=self._last_observation_id, redact=False)
@@ -644,10 +646,14 @@ class Harness:
         """The event written last (the default cause of ``record_state``)."""
         return self._last_event
 
-    def open_model_exchange(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any] | None]:
+    def open_model_exchange(
+        self, request: Mapping[str, Any], *, parsed: bool = False
+    ) -> tuple[Event, dict[str, Any] | None]:
         """Write the model.request of a call made outside ``model`` (the httpx transport, a recorder).
-        Returns the event and the recorded model.response payload in replay, or None: call the model."""
-        event, _ = self._emit_model_request(request)
+        Returns the event and the recorded model.response payload in replay, or None: call the model.
+        ``parsed``: ``request`` holds JSON types only (parsed from JSON, strings added) and is not changed
+        later, so the JSON round trip that copies and checks it is skipped."""
+        event, _ = self._emit_model_request(request, parsed=parsed)
         source = self.sources.get(MODEL_RESPONSE)
         if source is None:
             return event, None
@@ -704,15 +710,26 @@ class Harness:
         write the state.transition from the previous one, caused by ``cause`` (default: the last
         event), in the current step (else the cause's). None when the state did not change. The
         state is kept as the journal holds it."""
-        after = self.redactor.redact_value(_json_or_error(state, "framework state"))  # written as a patch and snapshots
-        after_hash = state_hash(after)
+        try:
+            given = orjson.dumps(state)
+        except TypeError as error:
+            raise HarnessError(f"framework state is not JSON: {error}") from None
+        if self._last_framework_state == (given, self.tracker.hash):
+            return None  # the same bytes as the state recorded last (recorders report it at every hook)
+        in_order = _canonical_or_error(orjson.loads(given), "framework state")
+        after = orjson.loads(in_order)
+        redacted = self.redactor.redact_value(after)  # written as a patch and snapshots
+        after_hash = sha256_hex(in_order) if redacted is after else state_hash(redacted)
+        after = redacted
         if after_hash == self.tracker.hash:
+            self._last_framework_state = (given, after_hash)
             return None
         cause = cause or self._last_event
         if cause is None:
             raise HarnessError("record_state needs an event to hang from: start the run first")
         transition = Transition(self.tracker.hash, after_hash, diff(self.tracker.state, after))
         self.tracker.state, self.tracker.hash = after, after_hash
+        self._last_framework_state = (given, after_hash)
         return self._emit_transition(cause, transition, self.step_id)
 
     # -- memory --------------------------------------------------------------------------
@@ -808,12 +825,24 @@ def _json_or_error(value: Any, what: str) -> Any:
         raise HarnessError(f"{what} is not JSON: {error}") from None
 
 
+def _canonical_or_error(parsed: Any, what: str) -> bytes:
+    """The canonical JSON of a parsed value (what ``in_journal_order`` loads, and its state hash's input)."""
+    try:
+        return canonical_json_of_parsed(parsed)
+    except CanonicalizationError as error:
+        raise HarnessError(f"{what} is not JSON: {error}") from None
+
+
 def normalize_request(request: Mapping[str, Any]) -> dict[str, Any]:
     """The request as hashed: a JSON round trip with null members dropped at the top level."""
     try:
         value = orjson.loads(orjson.dumps(request))
     except TypeError as error:
         raise HarnessError(f"model request is not JSON: {error}") from None
+    return _drop_top_level_nulls(value)
+
+
+def _drop_top_level_nulls(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise HarnessError("a model request is a JSON object")
     return {key: item for key, item in value.items() if item is not None}

@@ -247,7 +247,7 @@ def make_transport(h: "Harness", *, httpx_module: ModuleType | None = None, inne
         def handle_request(self, request: Any) -> Any:
             request.read()
             method, url, headers, body = _request_parts(request)
-            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body))
+            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body), parsed=True)
             request_hash = request_event.payload["request_hash"]
             from_source = payload is not None
             if payload is None:
@@ -298,7 +298,7 @@ def make_async_transport(h: "Harness", *, httpx_module: ModuleType | None = None
         async def _exchange(self, request: Any) -> Any:
             await request.aread()
             method, url, headers, body = _request_parts(request)
-            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body))
+            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body), parsed=True)
             request_hash = request_event.payload["request_hash"]
             from_source = payload is not None
             if payload is None:

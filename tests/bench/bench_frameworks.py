@@ -1,24 +1,27 @@
 """Recording overhead of the framework recorders, against the same agents run without recording.
 
-    python tests/bench/bench_frameworks.py [--runs N]
+    python tests/bench/bench_frameworks.py [--runs N] [--calls N]
 
-Prints one JSON line. For each framework (Agents SDK, LangGraph, PydanticAI) the CRM example
-agent runs against the loopback model server, alternately plain (the framework's own client,
-tools and checkpointer, no harness) and recorded (``record_run`` into a journal), so both see
-the same machine load. The overhead per call is the difference of the fastest runs (a recorded run timed from
-run.started to run.ended; building the harness, its environment fingerprint and the closing
-fsync of the journal are once per run)
-divided by the model and tool calls of a run, and is given as a share of one loopback model call (a plain
-chat-completions request to the same server). Per model call and per tool call, the same
-transport and tool path every recorder uses are timed on their own: an OpenAI client with and
-without the harness transport, and ``Harness.record_tool_call`` against calling the tool.
-Target: the overhead per call is at most 5 % of a loopback model call.
+Prints one JSON line. The loopback model server runs in a child process (HTTP/1.1 keep-alive, no
+Nagle delay: a connection per call or a server sharing this process's interpreter would add its
+own cost to every call and flatter the ratio), so the figures are the agent side's only.
 
-Every figure is given in wall time and in CPU time of the process (``*_cpu_*``; the loopback
-server is a thread of the same process, so a model call's CPU includes serving it). On a
-shared machine a busy neighbour adds wall time to either side at random; CPU time only grows
-with it, so the CPU figures are the steadier ones. ``load_average`` is the 1-minute load at
-the start and the end of the run.
+* Per model call: the same ``OpenAI`` client request, with and without the harness transport,
+  interleaved call by call; the medians of each kind and their difference. The denominator, "a
+  loopback model call", is the plain call: the SDK's own client to the loopback server.
+* Per tool call: ``Harness.record_tool_call`` against calling the tool, interleaved, medians.
+* Per run: for each framework (Agents SDK, LangGraph, PydanticAI) the CRM example agent, plain
+  (the framework's own client, tools, session and checkpointer, no harness) and recorded
+  (``record_run`` into a journal), interleaved run by run; the difference of the medians divided
+  by the model and tool calls of a run. A recorded run is timed from run.started to run.ended:
+  building the harness (its environment fingerprint) and the journal's closing fsync are once
+  per run, not per call.
+
+Every figure is given in wall time and in CPU time of this process (``*_cpu_*``); shares are of
+the plain model call's wall time. On a shared machine a busy neighbour adds wall time to either
+side at random; CPU time grows far less with it, so the CPU figures are the steadier ones.
+``load_average`` is the 1-minute load at the start and the end. Target: the overhead per call is
+at most 5 % of a loopback model call.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def _plain_async_http() -> Any:
 
 
 def plain_agents_sdk(base_url: str) -> Any:
-    from agents import OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
+    from agents import OpenAIChatCompletionsModel, RunConfig, Runner, SQLiteSession, set_tracing_disabled
     from openai import AsyncOpenAI
 
     from fixtures.agents import agents_sdk_crm as example
@@ -71,7 +74,10 @@ def plain_agents_sdk(base_url: str) -> Any:
     set_tracing_disabled(True)
     client = AsyncOpenAI(api_key=api_key(), base_url=base_url, max_retries=0, http_client=_plain_async_http())
     config = RunConfig(model=OpenAIChatCompletionsModel(model=crm.MODEL, openai_client=client), tracing_disabled=True)
-    return asyncio.run(Runner.run(example.triage, crm.QUESTION, context=example.SupportDesk(), run_config=config))
+    session = SQLiteSession("crm-desk")  # the example agent keeps its conversation in one too
+    return asyncio.run(
+        Runner.run(example.triage, crm.QUESTION, context=example.SupportDesk(), run_config=config, session=session)
+    )
 
 
 def plain_pydantic_ai(base_url: str) -> Any:
@@ -177,28 +183,76 @@ def timed(function: Callable[[], Any]) -> Seconds:
     return Seconds.now() - started
 
 
+# -- the loopback server, in a child process ------------------------------------------------
+
+
+def serve() -> None:
+    """The child: the CRM loopback model, keep-alive; prints its URL, stops when stdin closes."""
+    from fixtures.agents.loopback_llm import _Handler
+
+    class KeepAlive(_Handler):
+        protocol_version = "HTTP/1.1"  # one connection for every call, as with a real model API
+        disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+
+    with LoopbackLLM() as server:
+        server.httpd.RequestHandlerClass = KeepAlive
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+class ChildServer:
+    """The loopback server in its own process (its CPU is not this process's)."""
+
+    def __enter__(self) -> ChildServer:
+        import subprocess
+
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError("the loopback server did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
 # -- one model call and one tool call on their own ------------------------------------------
 
 
-def model_call_overhead(server: LoopbackLLM, scratch: Path, calls: int) -> dict[str, float]:
+def median_of(samples: list[Seconds], clock: int) -> float:
+    return statistics.median(sample[clock] for sample in samples)
+
+
+def model_call_overhead(url: str, scratch: Path, calls: int) -> dict[str, float]:
     from openai import OpenAI
 
-    from replay_tui.harness.httpx_transport import http_client
+    from replay_tui.harness.httpx_transport import _shared_ssl_context, default_httpx_module, http_client
 
+    module = default_httpx_module()
     body = {"model": crm.MODEL, "messages": [{"role": "user", "content": crm.QUESTION}]}
-    plain = OpenAI(api_key=api_key(), base_url=server.url, max_retries=0)
+    # both on the same httpx module, SSL context and keep-alive pool settings
+    plain = OpenAI(
+        api_key=api_key(), base_url=url, max_retries=0, http_client=module.Client(verify=_shared_ssl_context(module))
+    )
     harness = Harness(sink=JsonlSink(scratch / "model.jsonl", run_id="bench"), run_id="bench")
     harness.start_run("bench")
-    recording = OpenAI(api_key=api_key(), base_url=server.url, max_retries=0, http_client=http_client(harness))
+    recording = OpenAI(api_key=api_key(), base_url=url, max_retries=0, http_client=http_client(harness))
+    for _ in range(50):  # warm connections and caches
+        plain.chat.completions.create(**body)
+        recording.chat.completions.create(**body)
     plain_s, recorded_s = [], []
     for _ in range(calls):
         plain_s.append(timed(lambda: plain.chat.completions.create(**body)))
         recorded_s.append(timed(lambda: recording.chat.completions.create(**body)))
     harness.end_run("ok")
     figures = {}
-    for clock, suffix in (("wall", ""), ("cpu", "_cpu")):
-        plain_ms = statistics.median(getattr(s, clock) for s in plain_s) * 1000
-        recorded_ms = statistics.median(getattr(s, clock) for s in recorded_s) * 1000
+    for clock, suffix in ((0, ""), (1, "_cpu")):
+        plain_ms, recorded_ms = median_of(plain_s, clock) * 1000, median_of(recorded_s, clock) * 1000
         figures[f"loopback_model_call{suffix}_ms"] = round(plain_ms, 3)
         figures[f"overhead_per_model_call{suffix}_ms"] = round(recorded_ms - plain_ms, 3)
     return figures
@@ -212,34 +266,30 @@ def tool_call_overhead(scratch: Path, calls: int) -> Seconds:
     def live(arguments: Any) -> Any:
         return crm.open_tickets(arguments["customer_id"])
 
-    plain = [timed(lambda: live({"customer_id": "C-042"})) for _ in range(calls)]
-    with_harness = [
-        timed(lambda: harness.record_tool_call("open_tickets", {"customer_id": "C-042"}, live)) for _ in range(calls)
-    ]
+    plain, with_harness = [], []
+    for _ in range(calls):
+        plain.append(timed(lambda: live({"customer_id": "C-042"})))
+        with_harness.append(timed(lambda: harness.record_tool_call("open_tickets", {"customer_id": "C-042"}, live)))
     harness.end_run("ok")
-    return Seconds(
-        *(
-            round(
-                (statistics.median(s[clock] for s in with_harness) - statistics.median(s[clock] for s in plain)) * 1000,
-                3,
-            )
-            for clock in (0, 1)
-        )
-    )
+    return Seconds(*(round((median_of(with_harness, c) - median_of(plain, c)) * 1000, 3) for c in (0, 1)))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=12, help="runs of each agent, plain and recorded (default 12)")
-    parser.add_argument("--calls", type=int, default=200, help="single model and tool calls timed (default 200)")
+    parser.add_argument("--runs", type=int, default=20, help="runs of each agent, plain and recorded (default 20)")
+    parser.add_argument("--calls", type=int, default=500, help="single model and tool calls timed (default 500)")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the child server
     args = parser.parse_args()
+    if args.serve:
+        serve()
+        return 0
     figures: dict[str, Any] = {"bench": "frameworks", "runs": args.runs, "load_average": [os.getloadavg()[0]]}
-    with LoopbackLLM() as server, tempfile.TemporaryDirectory(prefix="bench-frameworks-") as scratch_dir:
+    with ChildServer() as server, tempfile.TemporaryDirectory(prefix="bench-frameworks-") as scratch_dir:
         scratch = Path(scratch_dir)
-        figures.update(model_call_overhead(server, scratch, args.calls))
+        figures.update(model_call_overhead(server.url, scratch, args.calls))
         tool = tool_call_overhead(scratch, args.calls * 5)
         figures["overhead_per_tool_call_ms"], figures["overhead_per_tool_call_cpu_ms"] = tool
-        model_call = Seconds(figures["loopback_model_call_ms"], figures["loopback_model_call_cpu_ms"])
+        model_call_ms = figures["loopback_model_call_ms"]
         for name in AGENTS:
             PLAIN[name](server.url)  # warm imports and connections
             _, *calls = recorded(name, server.url, scratch, -1)
@@ -249,21 +299,20 @@ def main() -> int:
                 recorded_s.append(recorded(name, server.url, scratch, index)[0])
             figures[name] = {"model_calls": calls[0], "tool_calls": calls[1]}
             for clock, suffix in ((0, ""), (1, "_cpu")):
-                # the fastest run of each kind: the machine is shared, and noise only ever adds time
-                plain_ms, recorded_ms = (min(s[clock] for s in runs) * 1000 for runs in (plain_s, recorded_s))
+                plain_ms, recorded_ms = (median_of(runs, clock) * 1000 for runs in (plain_s, recorded_s))
                 per_call_ms = (recorded_ms - plain_ms) / sum(calls)
                 figures[name] |= {
                     f"plain_run{suffix}_ms": round(plain_ms, 2),
                     f"recorded_run{suffix}_ms": round(recorded_ms, 2),
                     f"overhead_per_call{suffix}_ms": round(per_call_ms, 3),
-                    f"overhead{suffix}_pct_of_model_call": round(100 * per_call_ms / model_call[clock], 1),
+                    f"overhead{suffix}_pct_of_model_call": round(100 * per_call_ms / model_call_ms, 1),
                 }
-        for clock, suffix in ((0, ""), (1, "_cpu")):
+        for suffix in ("", "_cpu"):
             figures[f"overhead_per_model_call{suffix}_pct"] = round(
-                100 * figures[f"overhead_per_model_call{suffix}_ms"] / model_call[clock], 1
+                100 * figures[f"overhead_per_model_call{suffix}_ms"] / model_call_ms, 1
             )
             figures[f"overhead_per_tool_call{suffix}_pct_of_model_call"] = round(
-                100 * figures[f"overhead_per_tool_call{suffix}_ms"] / model_call[clock], 1
+                100 * figures[f"overhead_per_tool_call{suffix}_ms"] / model_call_ms, 1
             )
     figures["load_average"].append(os.getloadavg()[0])
     print(json.dumps(figures))
