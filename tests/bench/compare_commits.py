@@ -6,7 +6,8 @@
 The base is checked out in a temporary git worktree (removed afterwards). Each round runs the bench once in
 each tree, the order alternating (base, head / head, base ...) so a drift in the machine's load falls on both
 sides alike; each run is a fresh process with its tree first on PYTHONPATH, so it imports that tree's
-replay_tui (and its benchmark script). A bench prints its figures as one JSON object on its last line; for
+replay_tui. By default the working tree's version of the bench script runs in both (copied into the base's
+worktree): the same measurement on each side; ``--script own`` runs each tree's own version. A bench prints its figures as one JSON object on its last line; for
 every number in it this prints the median of each side and ``ratio`` = head / base (above 1: the head's
 figure is larger, which is better for a rate and worse for a time). The load average is taken before and
 after. The last line printed is one JSON object.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -98,6 +100,13 @@ def main() -> int:
     parser.add_argument("--base", default=DEFAULT_BASE, help=f"the commit to compare with (default {DEFAULT_BASE})")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side (default 3)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds one run may take (default 1800)")
+    parser.add_argument(
+        "--script",
+        choices=("head", "own"),
+        default="head",
+        help="head (default): the working tree's bench script measures both trees (copied into the base's "
+        "worktree, so the same measurement runs on each); own: each tree runs its own version of the script",
+    )
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
@@ -112,6 +121,8 @@ def main() -> int:
         base_tree = Path(folder) / "tree"
         git("worktree", "add", "--detach", str(base_tree), base_commit)
         try:
+            if args.script == "head":
+                shutil.copyfile(ROOT / "tests" / "bench" / f"{bench}.py", base_tree / "tests" / "bench" / f"{bench}.py")
             for round_number in range(args.rounds):
                 order = [("base", base_tree), ("head", ROOT)]
                 if round_number % 2:
@@ -128,6 +139,7 @@ def main() -> int:
         "base": base_commit[:10],
         "head": head_commit[:10] + ("+working-tree" if changed else ""),
         "rounds": args.rounds,
+        "script": args.script,
         "load_avg_before": [round(value, 2) for value in load_before],
         "load_avg_after": [round(value, 2) for value in os.getloadavg()],
         "cpus": os.cpu_count(),
