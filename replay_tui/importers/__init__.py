@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from ..journal.collector import collector_paused
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
+from .plain import plain_json, run_file_names, safe_id, shown
 from .records import Fidelity, Record, with_leading_input
 
 __all__ = [
@@ -71,7 +72,8 @@ def import_trace(
 
 
 def _source(path: Path, fmt: str, digest: str, detail: dict[str, Any] | None = None) -> SourceInfo:
-    return SourceInfo(fmt, path.name, "sha256:" + digest, path.stat().st_size, detail or {})
+    detail = plain_json(detail or {}, path, "the run's detail")  # ids and names the trace chose
+    return SourceInfo(fmt, path.name, "sha256:" + digest, path.stat().st_size, detail)
 
 
 def _import_otlp(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
@@ -113,26 +115,43 @@ def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) 
     if len(runs) > 1:
         out.mkdir(parents=True)
     written: list[ImportedJournal] = []
+    names = run_file_names([run.name for run in runs])  # the trace chose them: no "../", no clashes
+    last: list[Record] = []  # the record being written, to name it if the builder refuses it
     try:
-        for run in runs:
+        for run, name in zip(runs, names):
             fidelity = Fidelity()
             records = list(with_leading_input(iter(run.records), fidelity))
-            target = out if len(runs) == 1 else out / f"{run.name}.jsonl"
+            target = out if len(runs) == 1 else out / name
             events = write_run(
                 target,
-                records,
-                run_id=run.run_id,
+                _located(path, records, last),
+                run_id=safe_id(run.run_id),
                 source=_source(path, fmt, digest, run.detail),
                 fidelity=fidelity,
                 initial_state=run.initial_state,
                 started_at=run.started_at,
             )
             written.append(ImportedJournal(target, events, fidelity.label(), run.detail))
+    except (ValueError, TypeError, RecursionError) as error:
+        if len(runs) > 1:
+            shutil.rmtree(out, ignore_errors=True)
+        if isinstance(error, TraceImportError):
+            raise
+        where = ", ".join(f"{key} {shown(value)}" for key, value in getattr(last[-1], "source", {}).items()) or None
+        raise TraceImportError(str(path), where, f"a record the journal can hold ({shown(error, 120)})") from None
     except BaseException:
         if len(runs) > 1:
             shutil.rmtree(out, ignore_errors=True)
         raise
     return written
+
+
+def _located(path: Path, records: list[Record], last: list[Record]) -> Iterator[Record]:
+    """``records``, each kept in ``last`` while the builder writes it (a JSON Patch that does not apply
+    is found only there)."""
+    for record in records:
+        last[:] = [record]
+        yield record
 
 
 def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
@@ -144,7 +163,7 @@ def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
             continue
         trace = entry["trace"] or {}
         detail = {"trace_id": trace_id, "workflow_name": trace.get("workflow_name"), "group_id": trace.get("group_id")}
-        spans = TraceRecords(entry["spans"])
+        spans = TraceRecords(path, entry["spans"])
         started = spans.spans[0][1].get("started_at")
         runs.append(
             _Run(

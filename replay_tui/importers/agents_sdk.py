@@ -31,14 +31,22 @@ from .messages import (
     parse_arguments,
     response_from_messages,
 )
+from .plain import plain_record, shown
 from .records import EndRecord, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
 
 BOOKKEEPING = frozenset({"turn", "task"})
 NO_CONTENT = "no message content captured (the Agents SDK exports only the id of a Responses API call)"
+#: The export is read whole (a JSON document or lines): bigger files are refused.
+MAX_EXPORT_BYTES = 1 << 30
 
 
 def read_items(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(where, item) for every exported trace or span in the file."""
+    size = path.stat().st_size
+    if size > MAX_EXPORT_BYTES:
+        raise TraceImportError(
+            str(path), None, f"an Agents SDK export of at most {MAX_EXPORT_BYTES >> 30} GiB (it has {size >> 20} MiB)"
+        )
     data = path.read_bytes()
     try:
         whole = orjson.loads(data)
@@ -68,19 +76,33 @@ def read_items(path: Path) -> list[tuple[str, dict[str, Any]]]:
             raise TraceImportError(str(path), where, 'an Agents SDK export object ("object": "trace" or "trace.span")')
         if item["object"] == "trace.span" and not isinstance(item.get("span_data"), dict):
             raise TraceImportError(str(path), where, "a span_data object in every trace.span")
+        key = "id" if item["object"] == "trace" else "trace_id"
+        if not isinstance(item.get(key), str) or not item[key]:
+            raise TraceImportError(str(path), where, f"a string {key} in every {item['object']}")
+        if item["object"] == "trace.span":
+            if not isinstance(item.get("id"), str) or not item["id"]:
+                raise TraceImportError(str(path), where, "a string id in every trace.span")
+            if item.get("parent_id") is not None and not isinstance(item["parent_id"], str):
+                raise TraceImportError(str(path), where, "a parent_id that is a span id (a string) or null")
     return items
 
 
 def traces(path: Path) -> dict[str, dict[str, Any]]:
     """trace id -> {"trace": the trace object or None, "spans": [(where, span)]}, in file order."""
     grouped: dict[str, dict[str, Any]] = {}
+    seen: dict[tuple[str, str], str] = {}  # (trace id, span id) -> where it was first
     for where, item in read_items(path):
-        trace_id = str(item.get("id") if item["object"] == "trace" else item.get("trace_id"))
+        trace_id = item["id"] if item["object"] == "trace" else item["trace_id"]
         entry = grouped.setdefault(trace_id, {"trace": None, "spans": []})
         if item["object"] == "trace":
             entry["trace"] = item
-        else:
-            entry["spans"].append((where, item))
+            continue
+        first = seen.setdefault((trace_id, item["id"]), where)
+        if first != where:
+            raise TraceImportError(
+                str(path), where, f"span ids unique in their trace ({shown(item['id'])} is at {first} too)"
+            )
+        entry["spans"].append((where, item))
     if not any(entry["spans"] for entry in grouped.values()):
         raise TraceImportError(str(path), None, "at least one trace.span in the Agents SDK export")
     return grouped
@@ -95,7 +117,8 @@ def _rfc3339(value: Any) -> str | None:
 class TraceRecords:
     """The records of one exported trace."""
 
-    def __init__(self, spans: list[tuple[str, dict[str, Any]]]) -> None:
+    def __init__(self, path: Path, spans: list[tuple[str, dict[str, Any]]]) -> None:
+        self.path = path
         self.spans = sorted(spans, key=lambda pair: str(pair[1].get("started_at") or ""))
         self.children: dict[str, list[dict[str, Any]]] = {}
         for _, span in self.spans:
@@ -117,63 +140,78 @@ class TraceRecords:
     def _first_question(self, agent_id: str) -> Any:
         """The user's question: the last user message of the first model call below the agent."""
         pending = list(self.children.get(agent_id, ()))
+        visited = {agent_id}  # parent ids may loop: each span is looked at once
         while pending:
             span = pending.pop(0)
+            span_id = str(span.get("id"))
+            if span_id in visited:
+                continue
+            visited.add(span_id)
             data = span["span_data"]
             if data.get("type") == "generation" and isinstance(data.get("input"), list):
                 return last_user_text(from_openai_chat(data["input"]))
-            pending[:0] = self.children.get(str(span.get("id")), [])
+            pending[:0] = self.children.get(span_id, [])
         return None
 
     def records(self) -> Iterator[Record]:
+        """Each span's record (checked: plain JSON of bounded size), then the run's end."""
         pending_calls: dict[str | None, list[dict[str, Any]]] = {}
         answer: Any = None
         failed: Any = None
         for where, span in self.spans:
-            data = span["span_data"]
-            kind = data.get("type")
-            span_id = str(span.get("id"))
-            source = {"trace_id": span.get("trace_id"), "span_id": span_id, "record": where}
-            at = _rfc3339(span.get("started_at"))
-            scope = self._scope(span_id)
+            try:
+                record = self._span(where, span, pending_calls)
+            except (AttributeError, TypeError, ValueError, KeyError, IndexError) as error:
+                raise TraceImportError(
+                    str(self.path), where, f"an Agents SDK span of the exported shape ({shown(error, 80)})"
+                ) from None
             if span.get("error") and failed is None:
                 failed = span["error"]
-            if kind == "agent":
-                question = self._first_question(span_id)
-                context = {"agent": data.get("name"), "tools": data.get("tools"), "handoffs": data.get("handoffs")}
-                yield InputRecord(
-                    question if question is not None else data.get("name"),
-                    source,
-                    context=context,
-                    scope=span_id,
-                    at=at,
-                )
-            elif kind == "generation":
-                record = _generation(data, source, at, scope)
-                pending_calls[scope] = list((record.response or {}).get("tool_calls") or ())
-                answer = (record.response or {}).get("content")
-                yield record
-            elif kind == "response":
-                request: dict[str, Any] = {"model": None, "messages": []}
-                usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-                response = {
-                    "content": None,
-                    "tool_calls": [],
-                    "finish_reason": None,
-                    "usage": usage,
-                    "response_id": data.get("response_id"),
-                }
-                yield ModelRecord(
-                    request, response, source, scope=scope, at=at, content_complete=False, missing=NO_CONTENT
-                )
-            elif kind == "function":
-                yield _function(span, data, source, at, scope, pending_calls.get(scope, []))
-            elif kind == "custom" and (data.get("data") or {}).get("sdk_span_type") in BOOKKEEPING:
+            if record is None:
                 continue
-            else:
-                yield NoteRecord(_note_text(kind, data), source, data=data, scope=scope, at=at)
+            if span["span_data"].get("type") == "generation":
+                answer = (record.response or {}).get("content")
+            yield plain_record(record, self.path, where)
         status = "error" if failed else "ok"
-        yield EndRecord(status, answer, failed, at=_rfc3339(self.spans[-1][1].get("ended_at")) if self.spans else None)
+        ended = _rfc3339(self.spans[-1][1].get("ended_at")) if self.spans else None
+        yield plain_record(EndRecord(status, answer, failed, at=ended), self.path, "the run's end")
+
+    def _span(self, where: str, span: dict[str, Any], pending_calls: dict[str | None, list[dict[str, Any]]]) -> Any:
+        """The record of one span (None for the SDK's own bookkeeping)."""
+        data = span["span_data"]
+        kind = data.get("type")
+        span_id = str(span.get("id"))
+        source = {"trace_id": span.get("trace_id"), "span_id": span_id, "record": where}
+        at = _rfc3339(span.get("started_at"))
+        scope = self._scope(span_id)
+        if kind == "agent":
+            question = self._first_question(span_id)
+            context = {"agent": data.get("name"), "tools": data.get("tools"), "handoffs": data.get("handoffs")}
+            content = question if question is not None else data.get("name")
+            return InputRecord(content, source, context=context, scope=span_id, at=at)
+        if kind == "generation":
+            record = _generation(data, source, at, scope)
+            pending_calls[scope] = list((record.response or {}).get("tool_calls") or ())
+            return record
+        if kind == "response":
+            request: dict[str, Any] = {"model": None, "messages": []}
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            response = {
+                "content": None,
+                "tool_calls": [],
+                "finish_reason": None,
+                "usage": usage,
+                "response_id": data.get("response_id"),
+            }
+            return ModelRecord(
+                request, response, source, scope=scope, at=at, content_complete=False, missing=NO_CONTENT
+            )
+        if kind == "function":
+            return _function(span, data, source, at, scope, pending_calls.get(scope, []))
+        bookkeeping = data.get("data") if isinstance(data.get("data"), dict) else {}
+        if kind == "custom" and bookkeeping.get("sdk_span_type") in BOOKKEEPING:
+            return None
+        return NoteRecord(_note_text(kind, data), source, data=data, scope=scope, at=at)
 
 
 def _generation(data: Mapping[str, Any], source: dict[str, Any], at: str | None, scope: str | None) -> ModelRecord:

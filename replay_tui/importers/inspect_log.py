@@ -21,6 +21,7 @@ import orjson
 
 from .errors import TraceImportError
 from .messages import message
+from .plain import plain_json, plain_record, shown
 from .records import (
     EndRecord,
     InputRecord,
@@ -35,6 +36,14 @@ ZSTD = 93  # the zip compression method of current .eval logs
 ATTACHMENT = "attachment://"
 STRUCTURE_EVENTS = frozenset({"span_begin", "span_end"})
 _SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
+#: A .json log is read whole; bigger files are refused.
+MAX_JSON_LOG_BYTES = 1 << 30
+#: A zip member is inflated up to this size, no further (what it declares and what it holds).
+MAX_MEMBER_BYTES = 256 * 2**20
+#: Messages in one model call's input once ``input_refs`` are followed.
+MAX_INPUT_MESSAGES = 100_000
+#: The JSON Patch operations Inspect writes (``copy`` never: it could double the state at each step).
+PATCH_OPS = frozenset({"add", "remove", "replace", "move", "test"})
 
 
 def samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -42,6 +51,13 @@ def samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
     if zipfile.is_zipfile(path):
         yield from _zip_samples(path)
         return
+    size = path.stat().st_size
+    if size > MAX_JSON_LOG_BYTES:
+        raise TraceImportError(
+            str(path),
+            None,
+            f"an Inspect AI JSON log of at most {MAX_JSON_LOG_BYTES >> 30} GiB (it has {size >> 20} MiB)",
+        )
     try:
         log = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
@@ -50,20 +66,29 @@ def samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
         ) from None
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
         raise TraceImportError(str(path), None, "an Inspect AI log (a JSON object with eval and samples)")
-    for index, sample in enumerate(log.get("samples") or ()):
+    listed = log.get("samples")
+    if listed is not None and not isinstance(listed, list):
+        raise TraceImportError(str(path), "samples", "a list of samples")
+    for index, sample in enumerate(listed or ()):
         if not isinstance(sample, dict):
             raise TraceImportError(str(path), f"samples[{index}]", "a sample object")
         yield f"samples[{index}]", sample, log
 
 
 def _zip_samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    with zipfile.ZipFile(path) as archive:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        raise TraceImportError(str(path), None, f"an Inspect .eval zip that opens ({shown(error, 80)})") from None
+    with archive:
         names = archive.namelist()
         if "header.json" not in names and "_journal/start.json" not in names:
             raise TraceImportError(
                 str(path), "header.json", "the member header.json of an Inspect .eval log (the zip is missing it)"
             )
         header = _member(path, archive, "header.json" if "header.json" in names else "_journal/start.json")
+        if not isinstance(header, dict) or not isinstance(header.get("eval", {}), dict):
+            raise TraceImportError(str(path), "header.json", "an Inspect log header (a JSON object with eval)")
         listed = _listed_samples(path, archive, names)
         present = [name for name in names if _SAMPLE_MEMBER.match(name)]
         for name in listed:
@@ -72,7 +97,10 @@ def _zip_samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, An
                     str(path), name, "a sample member that summaries.json lists (the zip is missing it)"
                 )
         for name in listed or present:
-            yield name, _member(path, archive, name), header
+            sample = _member(path, archive, name)
+            if not isinstance(sample, dict):
+                raise TraceImportError(str(path), name, "a sample object")
+            yield name, sample, header
 
 
 def _listed_samples(path: Path, archive: zipfile.ZipFile, names: list[str]) -> list[str]:
@@ -85,7 +113,15 @@ def _listed_samples(path: Path, archive: zipfile.ZipFile, names: list[str]) -> l
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
+    """A JSON member, read no further than ``MAX_MEMBER_BYTES`` whatever it declares (a zip bomb stops there)."""
     info = archive.getinfo(name)
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise TraceImportError(
+            str(path),
+            shown(name, 80),
+            f"a member of at most {MAX_MEMBER_BYTES >> 20} MiB uncompressed "
+            f"(it declares {info.file_size / 2**20:,.0f} MiB: a zip bomb?)",
+        )
     if info.compress_type == ZSTD:
         try:
             import zipfile_zstd  # type: ignore[import-untyped, unused-ignore]  # noqa: F401  (teaches zipfile the zstd method)
@@ -94,19 +130,30 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
                 str(path), name, "zstd support to read it: pip install 'replay-tui[inspect]'"
             ) from None
     try:
-        return orjson.loads(archive.read(name))
+        with archive.open(info) as member:
+            data = member.read(MAX_MEMBER_BYTES + 1)
+        if len(data) > MAX_MEMBER_BYTES:
+            raise TraceImportError(
+                str(path), shown(name, 80), f"a member of at most {MAX_MEMBER_BYTES >> 20} MiB uncompressed"
+            )
+        return orjson.loads(data)
     except orjson.JSONDecodeError as error:
-        raise TraceImportError(str(path), name, f"a JSON member (cut short or not JSON: {error.msg})") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
-        raise TraceImportError(str(path), name, f"a readable zip member ({error})") from None
+        raise TraceImportError(
+            str(path), shown(name, 80), f"a JSON member (cut short or not JSON: {shown(error.msg, 80)})"
+        ) from None
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as error:
+        # a bad CRC, a size that lies, an unknown compression method or an encrypted member
+        raise TraceImportError(str(path), shown(name, 80), f"a readable zip member ({shown(error, 80)})") from None
 
 
 def resolve_attachments(value: Any, attachments: Mapping[str, Any], where: str, path: Path) -> Any:
+    """``value`` with each ``attachment://`` reference replaced by its attachment, once: an attachment
+    that is itself a reference stays as it is written (a loop cannot be followed)."""
     if isinstance(value, str):
         if value.startswith(ATTACHMENT):
             key = value[len(ATTACHMENT) :]
             if key not in attachments:
-                raise TraceImportError(str(path), where, f"an attachments entry for {value}")
+                raise TraceImportError(str(path), where, f"an attachments entry for {shown(value, 80)}")
             return attachments[key]
         return value
     if isinstance(value, list):
@@ -146,73 +193,121 @@ def _content(content: Any) -> Any:
 def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list[Record], Any]:
     """The records of one sample, and its initial state."""
     attachments = sample.get("attachments") or {}
-    pool = resolve_attachments(
-        (sample.get("events_data") or {}).get("messages") or [], attachments, f"{where}: events_data", path
-    )
+    if not isinstance(attachments, dict):
+        raise TraceImportError(str(path), f"{where}: attachments", "an object of attachments")
+    events_data = sample.get("events_data") or {}
+    if not isinstance(events_data, dict) or not isinstance(events_data.get("messages") or [], list):
+        raise TraceImportError(str(path), f"{where}: events_data", "an object with a messages list")
+    pool = resolve_attachments(events_data.get("messages") or [], attachments, f"{where}: events_data", path)
+    events = sample.get("events") or []
+    if not isinstance(events, list):
+        raise TraceImportError(str(path), f"{where}: events", "a list of events")
     records: list[Record] = []
     initial_state: Any = None
-    for index, raw in enumerate(sample.get("events") or ()):
+    for index, raw in enumerate(events):
         event_where = f"{where}: events[{index}]"
         if not isinstance(raw, dict):
             raise TraceImportError(str(path), event_where, "an event object")
         kind = raw.get("event")
+        if not isinstance(kind, str):
+            raise TraceImportError(str(path), event_where, "an event whose event field names its kind (a string)")
         if kind in STRUCTURE_EVENTS:
             continue
         event = resolve_attachments(raw, attachments, event_where, path)
-        source = {"member": where, "event_index": index, "uuid": event.get("uuid"), "event": kind}
-        at = str(event["timestamp"]).replace("+00:00", "Z") if event.get("timestamp") else None
-        if kind == "sample_init":
-            state = event.get("state")
-            initial_state = state if initial_state is None else initial_state
-            described = event.get("sample") or {}
-            question = described.get("input")
-            if isinstance(question, list):
-                users = [item["content"] for item in inspect_messages(question) if item["role"] == "user"]
-                question = users[-1] if users else question
-            context = {
-                "sample_id": described.get("id", sample.get("id")),
-                "epoch": sample.get("epoch"),
-                "target": described.get("target"),
-            }
-            records.append(InputRecord(question, source, context=context, at=at))
-        elif kind == "model":
-            records.append(_model(event, pool, source, at))
-        elif kind == "tool":
-            records.append(_tool(event, source, at))
-        elif kind == "state":
-            records.append(StateRecord(list(event.get("changes") or []), source, at=at))
-        elif kind == "store":
-            changes = [
-                {
-                    **change,
-                    "path": "/store" + str(change.get("path", "")),
-                    **({"from": "/store" + str(change["from"])} if "from" in change else {}),
-                }
-                for change in event.get("changes") or ()
-                if isinstance(change, dict)
-            ]
-            records.append(StateRecord(changes, source, at=at))
-        else:
-            records.append(
-                NoteRecord(_note_text(kind, event), source, data={k: v for k, v in event.items() if k != "uuid"}, at=at)
-            )
-    error = sample.get("error")
-    output = (sample.get("output") or {}).get("completion")
-    records.append(
-        EndRecord(
-            "error" if error else "ok",
-            output,
-            error,
-            at=str(sample.get("completed_at") or "").replace("+00:00", "Z") or None,
-        )
+        try:
+            record, state = _event(path, event_where, where, index, kind, event, pool, sample)
+        except TraceImportError:
+            raise
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as failure:
+            raise TraceImportError(
+                str(path), event_where, f"an Inspect {shown(kind)} event of the logged shape ({shown(failure, 80)})"
+            ) from None
+        if kind == "sample_init" and initial_state is None:
+            initial_state = plain_json(state, path, f"{event_where}: state")
+        records.append(plain_record(record, path, event_where))
+    failed = sample.get("error")
+    output = _object(sample.get("output"))
+    end = EndRecord(
+        "error" if failed else "ok",
+        output.get("completion"),
+        failed,
+        at=str(sample.get("completed_at") or "").replace("+00:00", "Z") or None,
     )
+    records.append(plain_record(end, path, f"{where}: the sample's end"))
     return records, initial_state
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _event(
+    path: Path,
+    event_where: str,
+    where: str,
+    index: int,
+    kind: Any,
+    event: dict[str, Any],
+    pool: list[Any],
+    sample: dict[str, Any],
+) -> tuple[Record, Any]:
+    """The record of one sample event (and, for sample_init, the state it starts from)."""
+    source = {"member": where, "event_index": index, "uuid": event.get("uuid"), "event": kind}
+    stamp = event.get("timestamp")
+    at = str(stamp).replace("+00:00", "Z") if isinstance(stamp, str) and stamp else None
+    if kind == "sample_init":
+        described = _object(event.get("sample"))
+        question = described.get("input")
+        if isinstance(question, list):
+            users = [item["content"] for item in inspect_messages(question) if item["role"] == "user"]
+            question = users[-1] if users else question
+        context = {
+            "sample_id": described.get("id", sample.get("id")),
+            "epoch": sample.get("epoch"),
+            "target": described.get("target"),
+        }
+        return InputRecord(question, source, context=context, at=at), event.get("state")
+    if kind == "model":
+        return _model(event, pool, source, at), None
+    if kind == "tool":
+        return _tool(event, source, at), None
+    if kind == "state":
+        return StateRecord(_patch(event.get("changes"), "", path, event_where), source, at=at), None
+    if kind == "store":
+        return StateRecord(_patch(event.get("changes"), "/store", path, event_where), source, at=at), None
+    note = NoteRecord(_note_text(kind, event), source, data={k: v for k, v in event.items() if k != "uuid"}, at=at)
+    return note, None
+
+
+def _patch(changes: Any, prefix: str, path: Path, where: str) -> list[dict[str, Any]]:
+    """A state or store event's changes as a JSON Patch on the run's state (store paths under ``/store``)."""
+    if changes is None:
+        return []
+    if not isinstance(changes, list):
+        raise TraceImportError(str(path), f"{where}: changes", "a JSON Patch: a list of operations")
+    patch = []
+    for number, change in enumerate(changes):
+        at = f"{where}: changes[{number}]"
+        if not isinstance(change, dict) or change.get("op") not in PATCH_OPS:
+            raise TraceImportError(str(path), at, f"a JSON Patch operation ({', '.join(sorted(PATCH_OPS))})")
+        for field in ("path", "from") if change["op"] == "move" else ("path",):
+            if not isinstance(change.get(field), str):
+                raise TraceImportError(str(path), at, f"a JSON Pointer string as {field}")
+        if change["op"] in ("add", "replace", "test") and "value" not in change:
+            raise TraceImportError(str(path), at, f"a value for the {change['op']} operation")
+        moved = {"from": prefix + change["from"]} if "from" in change and isinstance(change["from"], str) else {}
+        patch.append({**change, "path": prefix + change["path"], **moved})
+    return patch
+
+
 def _model(event: dict[str, Any], pool: list[Any], source: dict[str, Any], at: str | None) -> ModelRecord:
-    raw_input = event.get("input") or []
+    raw_input = list(event.get("input") or [])
     for start, end in event.get("input_refs") or ():
-        raw_input = list(raw_input) + list(pool[start:end])
+        if type(start) is not int or type(end) is not int:
+            raise ValueError("input_refs: pairs of message indexes")
+        raw_input.extend(pool[start:end])
+        if len(raw_input) > MAX_INPUT_MESSAGES:
+            raise ValueError(f"at most {MAX_INPUT_MESSAGES:,} input messages once input_refs are followed")
     request: dict[str, Any] = {"model": event.get("model"), "messages": inspect_messages(raw_input)}
     if event.get("tools"):
         request["tools"] = event["tools"]

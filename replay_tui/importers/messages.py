@@ -56,7 +56,9 @@ def _joined(texts: list[str], others: list[Any]) -> Any:
 def from_otel_messages(messages: Any) -> list[Message]:
     """``gen_ai.input.messages`` / ``gen_ai.output.messages`` -> normalized messages."""
     normalized: list[Message] = []
-    for item in messages if isinstance(messages, list) else ():
+    if not isinstance(messages, list):
+        return normalized
+    for item in messages:
         if not isinstance(item, dict):
             continue
         role = str(item.get("role") or "user")
@@ -79,14 +81,26 @@ def from_otel_messages(messages: Any) -> list[Message]:
                     }
                 )
             elif kind == "tool_call_response":
-                responses.append(message("tool", json_or_text(part.get("response")), tool_call_id=part.get("id")))
+                responses.append(
+                    {"role": "tool", "content": json_or_text(part.get("response")), "tool_call_id": part.get("id")}
+                    if part.get("id") is not None
+                    else {"role": "tool", "content": json_or_text(part.get("response"))}
+                )
             else:
                 others.append(dict(part))
         if responses and not texts and not calls:
             normalized.extend(responses)
             continue
-        normalized.append(message(role, _joined(texts, others), calls))
-        normalized.extend(responses)
+        # message(role, content, calls): the content joined as _joined does
+        if others:
+            content: Any = [{"type": "text", "content": text} for text in texts] + others
+        else:
+            content = ("".join(texts) if len(texts) > 1 else texts[0]) if texts else None
+        normalized.append(
+            {"role": role, "content": content, "tool_calls": calls} if calls else {"role": role, "content": content}
+        )
+        if responses:
+            normalized.extend(responses)
     return normalized
 
 
@@ -127,8 +141,11 @@ def from_openai_chat(messages: Any) -> list[Message]:
             others = [part for part in content if not (isinstance(part, Mapping) and part.get("type") == "text")]
             content = _joined(texts, others)
         calls = []
-        for call in item.get("tool_calls") or ():
-            function = call.get("function") or {}
+        asked = item.get("tool_calls")
+        for call in asked if isinstance(asked, list) else ():
+            if not isinstance(call, Mapping):
+                continue
+            function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
             calls.append(
                 {
                     "id": call.get("id"),

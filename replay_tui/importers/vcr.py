@@ -13,7 +13,6 @@ credential headers are dropped on import: they never reach the journal.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,11 +32,16 @@ from ..journal.model_response import response_summary
 from ..journal.sse import StreamReportedError, assemble_stream, sse_events, stream_chunks
 from .errors import TraceImportError
 from .messages import parse_arguments
+from .plain import MAX_YAML_VALUES, plain_json, plain_record, shown
 from .records import EndRecord, ModelRecord, Record, ToolRecord
 
 MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
 #: Credentials: dropped on import (the organisation and project ids too: they name the account).
 SECRET_HEADERS = frozenset(CREDENTIAL_HEADERS) | {"openai-organization", "openai-project"}
+#: PyYAML holds a whole cassette (and many times its size in objects): bigger files are refused.
+MAX_CASSETTE_BYTES = 64 * 2**20
+#: A compressed body is inflated up to this size, no further (a gzip bomb stops here).
+MAX_BODY_BYTES = 4 * 2**20
 
 
 def load_cassette(path: Path) -> list[Any]:
@@ -47,15 +51,25 @@ def load_cassette(path: Path) -> list[Any]:
         raise TraceImportError(
             str(path), None, "PyYAML to read a vcrpy cassette: pip install 'replay-tui[vcr]'"
         ) from None
+    size = path.stat().st_size
+    if size > MAX_CASSETTE_BYTES:
+        raise TraceImportError(
+            str(path), None, f"a cassette of at most {MAX_CASSETTE_BYTES // 2**20} MiB (it has {size / 2**20:.0f} MiB)"
+        )
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb") as handle:  # the safe loader only: a tag never constructs an object
             document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
-        raise TraceImportError(
-            str(path), where, f"a YAML vcrpy cassette ({getattr(error, 'problem', None) or error})"
-        ) from None
+        problem = shown(getattr(error, "problem", None) or error, 120)
+        raise TraceImportError(str(path), where, f"a YAML vcrpy cassette ({problem})") from None
+    except RecursionError:
+        raise TraceImportError(str(path), None, "a YAML vcrpy cassette nested less deeply") from None
+    except (ValueError, OverflowError) as error:  # a scalar the safe constructor cannot build (2026-13-45)
+        raise TraceImportError(str(path), None, f"a YAML vcrpy cassette ({shown(error, 120)})") from None
+    # aliases expanded under a bound, YAML-only types (sets, tags) refused; bytes stay (vcrpy's !!binary bodies)
+    document = plain_json(document, path, None, keep_bytes=True, max_values=MAX_YAML_VALUES, max_chars=2**40)
     if isinstance(document, list):
         raise TraceImportError(
             str(path), None, "a vcrpy cassette: a mapping with interactions and version 1 (found a bare list)"
@@ -79,16 +93,49 @@ def cassette_records(path: Path) -> Iterator[Record]:
             or not isinstance(interaction.get("response"), dict)
         ):
             raise TraceImportError(str(path), where, "an interaction with a request and a response mapping")
-        record = _interaction(path, where, index, interaction["request"], interaction["response"])
+        try:
+            record = _interaction(path, where, index, interaction["request"], interaction["response"])
+        except _Shape as shape:
+            raise TraceImportError(str(path), f"{where}: {shape.where}", shape.expected) from None
+        record = plain_record(record, path, where)
         if isinstance(record, ModelRecord) and record.response is not None:
             answer = record.response.get("content")
         yield record
     yield EndRecord("ok", answer)
 
 
-def _headers(raw: Any, ignored: frozenset[str]) -> dict[str, str]:
+class _Shape(Exception):
+    """A part of an interaction of the wrong type: ``where`` in it, what was ``expected`` there."""
+
+    def __init__(self, where: str, expected: str) -> None:
+        super().__init__(f"{where}: {expected}")
+        self.where = where
+        self.expected = expected
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Shape(where, "a mapping")
+    return value
+
+
+def _text(value: Any, where: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _Shape(where, "a string")
+    return str(value)
+
+
+def _headers(raw: Any, ignored: frozenset[str], where: str) -> dict[str, str]:
     kept: dict[str, str] = {}
-    for name, values in (raw or {}).items():
+    for name, values in _mapping(raw, where).items():
+        if isinstance(values, list):
+            values = [_text(value, f"{where}.{shown(name)}") for value in values]
+        else:
+            values = _text(values, f"{where}.{shown(name)}")
         lower = str(name).lower()
         if lower in SECRET_HEADERS or lower in ignored or lower.startswith(IGNORED_HEADER_PREFIXES):
             continue
@@ -96,28 +143,37 @@ def _headers(raw: Any, ignored: frozenset[str]) -> dict[str, str]:
     return dict(sorted(kept.items()))
 
 
-def _body_bytes(body: Any, headers: Mapping[str, Any]) -> bytes:
+def _body_bytes(body: Any, headers: Mapping[str, Any], where: str) -> bytes:
     if isinstance(body, dict):
         body = body.get("string")
+        where += ".string"
     if body is None:
         return b""
-    data = body if isinstance(body, bytes) else str(body).encode("utf-8")
+    if not isinstance(body, (str, bytes)):
+        raise _Shape(where, "a body: a string or !!binary bytes")
+    data = body if isinstance(body, bytes) else body.encode("utf-8")
     encoding = _first(headers, "content-encoding").lower()
     if encoding == "gzip" or data[:2] == b"\x1f\x8b":
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError):
-            return data
+        return _inflated(data, zlib.MAX_WBITS | 16, where)
     if encoding == "deflate":
-        try:
-            return zlib.decompress(data)
-        except zlib.error:
-            return data
+        return _inflated(data, zlib.MAX_WBITS, where)
     return data
 
 
+def _inflated(data: bytes, wbits: int, where: str) -> bytes:
+    """A compressed body inflated, up to ``MAX_BODY_BYTES``; one that does not inflate is kept as it is."""
+    try:
+        inflater = zlib.decompressobj(wbits)
+        inflated = inflater.decompress(data, MAX_BODY_BYTES + 1)
+    except zlib.error:
+        return data
+    if len(inflated) > MAX_BODY_BYTES:
+        raise _Shape(where, f"a compressed body of at most {MAX_BODY_BYTES // 2**20} MiB inflated (a gzip bomb?)")
+    return inflated
+
+
 def _first(headers: Mapping[str, Any], name: str) -> str:
-    for key, values in (headers or {}).items():
+    for key, values in headers.items():
         if str(key).lower() == name:
             return str(values[0] if isinstance(values, list) and values else values)
     return ""
@@ -130,15 +186,33 @@ def _json_or_none(data: bytes) -> Any:
         return None
 
 
+def _status(status: Any) -> tuple[int, str]:
+    """The HTTP status code and message of a response."""
+    if isinstance(status, dict):
+        code, message = status.get("code", 0), _text(status.get("message"), "response.status.message")
+    else:
+        code, message = status, ""
+    if code is None:
+        code = 0
+    if isinstance(code, str) and code.strip().isdigit():
+        code = int(code)
+    if type(code) is not int or not 0 <= code <= 999:
+        raise _Shape("response.status.code", f"an HTTP status code from 0 to 999 (found {shown(code)})")
+    return code, message
+
+
 def _interaction(path: Path, where: str, index: int, request: dict[str, Any], response: dict[str, Any]) -> Record:
-    method = str(request.get("method") or "GET").upper()
-    url = str(request.get("uri") or "")
-    request_bytes = _body_bytes(request.get("body"), request.get("headers") or {})
-    raw_headers = response.get("headers") or {}
-    response_bytes = _body_bytes(response.get("body"), raw_headers)
-    status = response.get("status") or {}
-    code = int(status.get("code", 0)) if isinstance(status, dict) else int(status or 0)
-    http: dict[str, Any] = {"status": code, "headers": _headers(raw_headers, IGNORED_RESPONSE_HEADERS)}
+    method = _text(request.get("method"), "request.method", "GET").upper()
+    url = _text(request.get("uri"), "request.uri")
+    request_headers = _mapping(request.get("headers"), "request.headers")
+    request_bytes = _body_bytes(request.get("body"), request_headers, "request.body")
+    raw_headers = _mapping(response.get("headers"), "response.headers")
+    response_bytes = _body_bytes(response.get("body"), raw_headers, "response.body")
+    code, status_message = _status(response.get("status"))
+    http: dict[str, Any] = {
+        "status": code,
+        "headers": _headers(raw_headers, IGNORED_RESPONSE_HEADERS, "response.headers"),
+    }
     parsed_response = _json_or_none(response_bytes)
     if parsed_response is not None:
         http["body_json"] = parsed_response
@@ -147,33 +221,19 @@ def _interaction(path: Path, where: str, index: int, request: dict[str, Any], re
     source = {"interaction": index, "method": method, "url": url}
     route = urlsplit(url).path
     if route.endswith(MODEL_PATHS):
-        shaped = _model_request(method, url, request.get("headers") or {}, request_bytes)
+        shaped = _model_request(method, url, request_headers, request_bytes)
         summary, stream = _summary(
             route, code, _first(raw_headers, "content-type"), parsed_response, response_bytes, path, where
         )
         error = None
         if not 200 <= code < 300:
-            error = {
-                "type": f"HTTP {code}",
-                "message": str(status.get("message", "")) if isinstance(status, dict) else "",
-                "code": code,
-                "timeout": False,
-            }
+            error = {"type": f"HTTP {code}", "message": status_message, "code": code, "timeout": False}
         return ModelRecord(shaped, {**summary, "http": http}, source, error=error, stream=stream)
     arguments: dict[str, Any] = {"method": method, "url": url}
     if request_bytes:
         parsed = _json_or_none(request_bytes)
         arguments["body"] = parsed if parsed is not None else request_bytes.decode("utf-8", errors="replace")
-    error = (
-        None
-        if code < 400
-        else {
-            "type": f"HTTP {code}",
-            "message": str(status.get("message", "")) if isinstance(status, dict) else "",
-            "code": code,
-            "timeout": False,
-        }
-    )
+    error = None if code < 400 else {"type": f"HTTP {code}", "message": status_message, "code": code, "timeout": False}
     return ToolRecord(f"http-{index + 1}", f"http {urlsplit(url).netloc}", arguments, source, result=http, error=error)
 
 
@@ -192,7 +252,7 @@ def _model_request(method: str, url: str, headers: Mapping[str, Any], body: byte
     elif body:
         params["body_text"] = body.decode("utf-8", errors="replace")
     shaped["params"] = params
-    shaped["headers"] = _headers(headers, IGNORED_REQUEST_HEADERS)
+    shaped["headers"] = _headers(headers, IGNORED_REQUEST_HEADERS, "request.headers")
     return shaped
 
 
