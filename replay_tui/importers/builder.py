@@ -78,7 +78,7 @@ class SourceInfo:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """A record's events with their payloads already canonical JSON: all of a record that does not
     depend on the run's order, so an importer can make it while reading and write it later."""
@@ -88,6 +88,7 @@ class Prepared:
     at: str | None
     links: tuple[str, ...] = ()  # model: the tool call ids it asked for; tool: its own call id
     scope: str | None = None
+    at_json: bytes | None = None  # ``at`` as canonical JSON, when the importer kept it so
 
 
 def prepare(
@@ -278,7 +279,7 @@ class JournalBuilder:
     def add_prepared(self, item: Prepared) -> None:
         """Write a prepared record's events, linked into the run (steps, parents) as they come."""
         cursor = self.cursors.get(item.scope) or self._cursor(item.scope)
-        at = self._at_json(item.at)
+        at = item.at_json or self._at_json(item.at)
         append = self.writer.append_spliced
         kind = item.kind
         if kind == "model":

@@ -23,7 +23,6 @@ All traces of a file go into one journal, in start-time order.
 from __future__ import annotations
 
 import base64
-import gc
 import os
 import pickle
 import shutil
@@ -59,12 +58,17 @@ LEGACY_MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 STATUS_ERROR = 2
+_PARAMS_OR_USAGE = ("gen_ai.request.", "gen_ai.usage.")
 _EXACT_INT = 2**53 - 1  # JSON's exact integers (the journal's canonical form refuses others)
 _LAST_NANOS = 253_402_300_800 * 10**9  # 10000-01-01T00:00:00Z
 #: A span mapped after every log record is read: its content may be in them (``late``).
 LATE = 1
 #: A model span mapped while reading, and again if log records add to its content.
 MAYBE_LATE = 2
+#: Index columns of pass one, one entry per span (joined from the workers in file order).
+_INDEX_ARRAYS = ("starts", "ends", "ranks", "late", "offsets", "entry_lengths", "at_lengths", "first_lengths", "kinds")
+#: The kinds of ``Prepared`` records, by their code in the index.
+PREPARED_KINDS = ("input", "model", "tool", "note")
 #: What ``replay-tui export --format otlp`` adds to each model and tool span: the recorded content, exactly.
 EXACT_PAYLOAD = "replay_tui.payload"
 
@@ -226,6 +230,9 @@ def _objects(items: Any, field: str) -> list[dict[str, Any]]:
 # -- the import -------------------------------------------------------------------------
 #: From this size on, pass one is shared between worker processes (below it, starting them costs more).
 PARALLEL_BYTES = 16 * 1024 * 1024
+#: The size of the runs of lines the readers of pass one claim one at a time: small enough that the last
+#: one to finish keeps the others waiting briefly, big enough that a run's own cost is nothing beside it.
+CHUNK_BYTES = 4 * 1024 * 1024
 MAX_WORKERS = 4
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -297,21 +304,36 @@ def _newlines(handle: BinaryIO, start: int, end: int) -> int:
     return count
 
 
-def read_chunk(
-    path: str, start: int, end: int, first_line: int, spool_path: str
-) -> dict[str, Any] | tuple[str, str | None, str]:
-    """A worker's pass one (``otlp_worker``) over a run of whole lines; its entries go to its own spool.
-    Bad input comes back as the error's (path, record, expected): the error itself does not unpickle."""
-    gc.disable()  # as import_trace does: parsed JSON holds no cycles
-    trace = OtlpTrace.__new__(OtlpTrace)
-    with open(spool_path, "xb", buffering=SPOOL_BUFFER) as spool, open(path, "rb") as handle:
-        trace._begin(Path(path), spool)
-        try:
-            for number, request in _line_requests(_lines_between(handle, start, end), trace.path, first_line):
-                trace._take(number, request)
-        except TraceImportError as error:
-            return (str(error.path), error.record, error.expected)
-    return trace._chunk_state()
+#: What a reader found in one run of lines (``OtlpTrace._chunk_state``), or its bad input as the error's
+#: (path, record, expected): the error itself does not unpickle.
+ChunkState = dict[str, Any] | tuple[str, str | None, str]
+
+
+def read_chunks(
+    path: str, chunks: list[tuple[int, int, int]], claims: str, spool: BinaryIO
+) -> tuple[list[tuple[int, ChunkState]], int]:
+    """Pass one over the runs of lines (first byte, end byte, first line number) this reader claims: whoever
+    is free takes the next unclaimed run (a file made in ``claims``), so a reader the machine slows down reads
+    less. Each run gets its own state; all spool to ``spool``. Returns (run index, state) and the spool's size."""
+    found: list[tuple[int, ChunkState]] = []
+    spooled = 0
+    with open(path, "rb") as handle:
+        for index, (start, end, first_line) in enumerate(chunks):
+            try:
+                os.close(os.open(os.path.join(claims, str(index)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue  # another reader has it
+            trace = OtlpTrace.__new__(OtlpTrace)
+            trace._begin(Path(path), spool)
+            trace._spooled = spooled
+            try:
+                for number, request in _line_requests(_lines_between(handle, start, end), trace.path, first_line):
+                    trace._take(number, request)
+                found.append((index, trace._chunk_state()))
+            except TraceImportError as error:
+                found.append((index, (str(error.path), error.record, error.expected)))
+            spooled = trace._spooled
+    return found, spooled
 
 
 class _WorkersFailed(Exception):
@@ -359,9 +381,14 @@ class OtlpTrace:
         self.spools: list[BinaryIO] = [spool]  # the workers' spools after this one
         self.spool_of = array("h")  # which spool holds each span's entry
         self.starts = array("q")
+        # a span's entry in its spool: its time's JSON, then its events' payloads (no header to parse again)
         self.offsets = array("q")  # where each span's entry starts in its spool
-        self.header_lengths = array("l")
         self.entry_lengths = array("q")
+        self.at_lengths = array("h")  # the time's JSON (empty: the span has none)
+        self.first_lengths = array("q")  # the first payload (the second, if any, is the rest)
+        self.kinds = array("b")  # the index in PREPARED_KINDS
+        self.span_ids: list[str] = []
+        self.links: dict[int, tuple[str, ...]] = {}  # span index -> tool call ids (asked for, or its own)
         self.ends = array("q")
         self.ranks = array("b")  # 0 for agent spans: they go before children that start at the same time
         self.late = array("b")  # LATE, MAYBE_LATE or 0: whether the span is mapped after every log is read
@@ -400,35 +427,46 @@ class OtlpTrace:
     # -- pass one in worker processes ---------------------------------------------------
 
     def _read_in_parallel(self, workers: int) -> None:
-        """This process reads the first run of lines while worker processes read the others."""
-        (own_start, own_end, _), *chunks = _chunks(self.path, workers)
+        """This process and ``workers - 1`` worker processes share the runs of lines, then their states are
+        joined in file order."""
         folder = tempfile.mkdtemp(prefix="replay-tui-otlp-")
+        claims = os.path.join(folder, "claims")
+        os.mkdir(claims)
         started: list[subprocess.Popen[bytes]] = []
         try:
-            for index, (start, end, first_line) in enumerate(chunks, start=1):
+            for index in range(1, workers):
                 spool_path = os.path.join(folder, f"{index}.spool")
-                arguments = [str(self.path), str(start), str(end), str(first_line), spool_path]
                 started.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "replay_tui.importers.otlp_worker", *arguments],
-                        stdin=subprocess.DEVNULL,
+                        [sys.executable, "-m", "replay_tui.importers.otlp_worker", str(self.path), claims, spool_path],
+                        stdin=subprocess.PIPE,  # the runs of lines, sent once the workers are on their way
                         stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL,  # never onto the app's terminal; a failure is read alone
                         env=_worker_environment(),
                     )
                 )
-            with open(self.path, "rb") as handle:
-                for number, request in _line_requests(_lines_between(handle, own_start, own_end), self.path, 1):
-                    self._take(number, request)
+            chunks = _chunks(self.path, max(workers, -(-self.path.stat().st_size // CHUNK_BYTES)))
+            runs = orjson.dumps(chunks) + b"\n"  # one line (communicate closes the pipe later)
+            for worker in started:
+                assert worker.stdin is not None
+                worker.stdin.write(runs)
+                worker.stdin.flush()
+            own, self._spooled = read_chunks(str(self.path), chunks, claims, self.spool)
+            states: dict[int, tuple[ChunkState, int]] = {index: (state, 0) for index, state in own}
             for index, worker in enumerate(started, start=1):
                 output, _ = worker.communicate()
                 if worker.returncode != 0:
                     raise _WorkersFailed(worker.returncode)
-                state = pickle.loads(output)  # noqa: S301 (our own child's answer)
+                found, _size = pickle.loads(output)  # noqa: S301 (our own child's answer)
+                self.spools.append(open(os.path.join(folder, f"{index}.spool"), "rb"))  # noqa: SIM115
+                states.update((run, (state, index)) for run, state in found)
+            if len(states) != len(chunks):
+                raise _WorkersFailed(None)  # a run nobody read: cannot happen while every reader answers
+            for run in range(len(chunks)):
+                state, spool = states[run]
                 if isinstance(state, tuple):  # the first bad line in file order, where one reader would stop
                     raise TraceImportError(str(self.path), state[1], state[2])
-                self.spools.append(open(os.path.join(folder, f"{index}.spool"), "rb"))  # noqa: SIM115
-                self._join(state, index)
+                self._join(state, spool)
         finally:
             for worker in started:
                 if worker.poll() is None:
@@ -438,9 +476,10 @@ class OtlpTrace:
 
     def _chunk_state(self) -> dict[str, Any]:
         """What a worker found, for ``_join``."""
-        names = ("starts", "ends", "ranks", "late", "offsets", "header_lengths", "entry_lengths", "operation")
+        names = (*_INDEX_ARRAYS, "span_ids", "operation")
         return {name: getattr(self, name) for name in names} | {
             "parent": self.parent,
+            "links": self.links,
             "content": self.content,
             "spans": self.spans,
             "trace_ids": self.trace_ids,
@@ -453,8 +492,9 @@ class OtlpTrace:
     def _join(self, state: dict[str, Any], spool: int) -> None:
         """Add a worker's spans after the ones so far, as if one reader had gone on reading."""
         base = self.spans
-        for name in ("starts", "ends", "ranks", "late", "offsets", "header_lengths", "entry_lengths"):
+        for name in (*_INDEX_ARRAYS, "span_ids"):
             getattr(self, name).extend(state[name])
+        self.links.update((index + base, links) for index, links in state["links"].items())
         self.spool_of.extend(array("h", [spool]) * state["spans"])
         self.operation.update(state["operation"])
         self.parent.update(state["parent"])
@@ -481,21 +521,22 @@ class OtlpTrace:
 
     def _reduce(self, span: Mapping[str, Any], line: int) -> dict[str, Any]:
         """What the mapping reads of a span, attributes as a dict."""
-        span_id = str(span.get("spanId") or "")  # never empty: _take checks
-        attrs = attributes(span.get("attributes"))
-        events = _objects(span.get("events"), "events")
-        status = span.get("status") or {}
+        get = span.get
+        attrs = attributes(get("attributes"))
+        events = _objects(get("events"), "events")
+        status = get("status") or {}
         if type(status) is not dict:
             raise _Shape("status: an object")
+        name = get("name")
         return {
-            "trace": str(span.get("traceId") or ""),
-            "span": span_id,
-            "parent": span.get("parentSpanId") or None,
-            "name": span.get("name"),
-            "start": _nanos(span.get("startTimeUnixNano"), "startTimeUnixNano"),
-            "end": _nanos(span.get("endTimeUnixNano"), "endTimeUnixNano"),
+            "trace": str(get("traceId") or ""),
+            "span": str(get("spanId") or ""),  # never empty: _take checks
+            "parent": get("parentSpanId") or None,
+            "name": name,
+            "start": _nanos(get("startTimeUnixNano"), "startTimeUnixNano"),
+            "end": _nanos(get("endTimeUnixNano"), "endTimeUnixNano"),
             "line": line,
-            "op": _operation(str(span.get("name") or ""), attrs),
+            "op": _operation(str(name or ""), attrs),
             "attrs": attrs,
             "status": status,
             "events": [
@@ -517,44 +558,50 @@ class OtlpTrace:
         self.ends.append(reduced["end"])
         self.ranks.append(rank)
         self.spool_of.append(0)
+        self.span_ids.append(span_id)
         if self._count(operation, attrs, reduced):
             self.late.append(LATE)  # its content may be in logs not read yet: mapped by _map_late
-            self.offsets.append(0)
-            self.header_lengths.append(0)
-            self.entry_lengths.append(0)
+            for column in (self.offsets, self.entry_lengths, self.at_lengths, self.first_lengths, self.kinds):
+                column.append(0)
         else:
             record = self._record(reduced, scoped=False)
             prepared = prepare(record, parsed_json=True, diagnostics_json=_diagnostics_json(reduced))  # type: ignore[arg-type]  # spans make no state or end records
             self._see_answer(record, reduced, (start, rank, index))
             # a model span's content may yet grow from log records (mapped again if so)
             self.late.append(MAYBE_LATE if prepared.kind == "model" and EXACT_PAYLOAD not in attrs else 0)
-            offset, header_length, entry_length = self._spool_entry(prepared, span_id)
+            offset, entry, at, first, kind = self._spool_entry(prepared, index)
             self.offsets.append(offset)
-            self.header_lengths.append(header_length)
-            self.entry_lengths.append(entry_length)
+            self.entry_lengths.append(entry)
+            self.at_lengths.append(at)
+            self.first_lengths.append(first)
+            self.kinds.append(kind)
         self.operation[span_id] = operation
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
         self.spans = index + 1
 
-    def _spool_entry(self, prepared: Prepared, span_id: str) -> tuple[int, int, int]:
-        """Spool a span's prepared events (a header, then the payloads): (offset, header length, entry length)."""
-        header = orjson.dumps(
-            [prepared.kind, prepared.at, span_id, prepared.links, [len(payload) for payload in prepared.payloads]]
-        )
+    def _spool_entry(self, prepared: Prepared, index: int) -> tuple[int, int, int, int, int]:
+        """Spool a span's time and payloads: (offset, entry length, time's length, first payload's length, kind)."""
+        at_json = canonical_string(prepared.at) if prepared.at else b""
         offset = self._spooled
-        self.spool.write(header)
+        self.spool.write(at_json)
         self.spool.writelines(prepared.payloads)
-        entry = len(header) + sum(map(len, prepared.payloads))
+        entry = len(at_json) + sum(map(len, prepared.payloads))
         self._spooled = offset + entry
-        return offset, len(header), entry
+        if prepared.links:
+            self.links[index] = prepared.links
+        return offset, entry, len(at_json), len(prepared.payloads[0]), PREPARED_KINDS.index(prepared.kind)
 
-    def _write_entry(self, index: int, prepared: Prepared, span_id: str) -> None:
+    def _write_entry(self, index: int, prepared: Prepared) -> None:
         """Spool a span's prepared events and point its index entry at them (in this process's spool)."""
         self.spool_of[index] = 0
-        self.offsets[index], self.header_lengths[index], self.entry_lengths[index] = self._spool_entry(
-            prepared, span_id
-        )
+        (
+            self.offsets[index],
+            self.entry_lengths[index],
+            self.at_lengths[index],
+            self.first_lengths[index],
+            self.kinds[index],
+        ) = self._spool_entry(prepared, index)
 
     def _map_late(self) -> None:
         """Map the spans whose content is (or may be) in log records, now that every log is known:
@@ -575,7 +622,7 @@ class OtlpTrace:
                     record = self._record(reduced)
                     self._see_answer(record, reduced, (reduced["start"], self.ranks[index], index))
                     prepared = prepare(record, parsed_json=True, diagnostics_json=_diagnostics_json(reduced))  # type: ignore[arg-type]
-                    self._write_entry(index, prepared, reduced["span"])
+                    self._write_entry(index, prepared)
                 index += 1
 
     def _see_answer(self, record: Record, span: Mapping[str, Any], key: tuple[int, int, int]) -> None:
@@ -660,23 +707,31 @@ class OtlpTrace:
         del keys
         self.spool.flush()
         spooled = [spool.fileno() for spool in self.spools]  # pread, not mmap: mapped pages would count as memory
-        pread, loads, spool_of, offsets = os.pread, orjson.loads, self.spool_of, self.offsets
-        header_lengths, entry_lengths, scopes = self.header_lengths, self.entry_lengths, self._scopes()
+        pread, spool_of, offsets, entry_lengths = os.pread, self.spool_of, self.offsets, self.entry_lengths
+        at_lengths, first_lengths, kinds, span_ids = self.at_lengths, self.first_lengths, self.kinds, self.span_ids
+        links, scopes, no_links = self.links.get, self._scopes(), ()
         leading = True
         for index in order:
             entry = pread(spooled[spool_of[index]], entry_lengths[index], offsets[index])
-            at = header_lengths[index]
-            kind, when, span_id, links, lengths = loads(entry[:at])
-            payloads = []
-            for length in lengths:
-                payloads.append(entry[at : at + length])
-                at += length
-            item = Prepared(kind, tuple(payloads), when, tuple(links), span_id if kind == "input" else scopes(span_id))
+            at = at_lengths[index]
+            first = at + first_lengths[index]
+            kind = PREPARED_KINDS[kinds[index]]
+            payloads = (entry[at:first], entry[first:]) if kind == "model" or kind == "tool" else (entry[at:],)
+            at_json = entry[:at] if at else None
+            item = Prepared(
+                kind,
+                payloads,
+                None,
+                links(index, no_links),
+                span_ids[index] if kind == "input" else scopes(span_ids[index]),
+                at_json=at_json,
+            )
             if leading and kind != "note":  # the run's input is settled by its first input or call
                 leading = False
                 if kind != "input":
-                    first = loads(item.payloads[0])  # the model request (or tool call) payload
-                    yield leading_input(first.get("request"), first["diagnostics"]["source"], item.at)
+                    request = orjson.loads(payloads[0])  # the model request (or tool call) payload
+                    at_text = orjson.loads(at_json) if at_json else None
+                    yield leading_input(request.get("request"), request["diagnostics"]["source"], at_text)
             yield item
         end_at = rfc3339_of_nanos(max(self.ends)) if self.ends else None
         answer = self._answer[1] if self._answer is not None else None
@@ -766,11 +821,12 @@ class OtlpTrace:
         params: dict[str, Any] = {}
         usage: dict[str, Any] = {}
         for name, value in attrs.items():  # one walk over the attributes for both
-            if name.startswith("gen_ai.request."):
-                if name != "gen_ai.request.model":
-                    params[name[len("gen_ai.request.") :]] = value
-            elif name.startswith("gen_ai.usage."):
-                usage[name[len("gen_ai.usage.") :]] = value
+            if name.startswith(_PARAMS_OR_USAGE):
+                if name[7] == "r":  # gen_ai.request.
+                    if name != "gen_ai.request.model":
+                        params[name[15:]] = value
+                else:  # gen_ai.usage.
+                    usage[name[13:]] = value
         if params:
             request["params"] = params
         finish = attrs.get("gen_ai.response.finish_reasons")

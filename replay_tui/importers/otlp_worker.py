@@ -1,21 +1,28 @@
 """A worker process of the OTLP import's pass one: ``python -m replay_tui.importers.otlp_worker``.
 
-It reads one run of whole lines (byte range and first line number in argv), spools its entries to
-the file it is given, and writes what it found, pickled, to stdout. A plain module run in a fresh
-interpreter, not ``multiprocessing``: that would import the parent's main module again in the child.
+It reads the runs of whole lines it claims (``otlp.read_chunks``; argv: the file, the claims folder, its
+spool; stdin: every run, one line of JSON), spools their entries to its file, and writes what it found, pickled,
+to stdout. A plain module run in a fresh interpreter, not ``multiprocessing``: that would import the
+parent's main module again in the child.
 """
 
 from __future__ import annotations
 
+import gc
 import pickle
 import sys
 
 
 def main(argv: list[str]) -> int:
-    from .otlp import read_chunk
+    import orjson
 
-    path, start, end, first_line, spool_path = argv
-    found = read_chunk(path, int(start), int(end), int(first_line), spool_path)
+    from .otlp import SPOOL_BUFFER, read_chunks
+
+    path, claims, spool_path = argv
+    chunks = [tuple(run) for run in orjson.loads(sys.stdin.buffer.readline())]
+    gc.disable()  # as import_trace does: parsed JSON holds no cycles
+    with open(spool_path, "xb", buffering=SPOOL_BUFFER) as spool:
+        found = read_chunks(path, chunks, claims, spool)
     sys.stdout.buffer.write(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
     return 0
 
