@@ -10,7 +10,7 @@ import gzip
 import io
 import os
 import shutil
-from datetime import datetime, timezone
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -38,8 +38,20 @@ DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
 SHARD_PATTERN = "{stem}.{index:06d}.jsonl"
 
 
+_formatted_second: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """RFC 3339 UTC to the microsecond (``2026-12-01T03:04:05.123456Z``). The date and time of each second
+    are formatted once (a datetime's isoformat per event was ~1 µs of every append); the pair is swapped
+    whole, so a thread never sees one second's text with another's number."""
+    global _formatted_second
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    second, text = _formatted_second
+    if second != seconds:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _formatted_second = (seconds, text)
+    return f"{text}.{nanoseconds // 1000:06d}Z"
 
 
 class JournalWriter:
