@@ -32,8 +32,8 @@ def detect_format(path: str | Path) -> str | None:
         try:
             with zipfile.ZipFile(path) as archive:
                 names = set(archive.namelist())
-        except zipfile.BadZipFile:
-            return None
+        except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError):
+            return None  # a damaged or hostile zip is no format (OSError: the caller's to report)
         if "header.json" in names or any(name.startswith(("_journal/", "samples/")) for name in names):
             return INSPECT
         return None
@@ -64,6 +64,8 @@ def _json_format(text: bytes) -> str:
             return OPENAI_AGENTS
         if isinstance(first.get("eval"), dict):
             return INSPECT
+        if isinstance(first.get("interactions"), list) and "version" in first:
+            return VCR  # vcrpy's JSON serializer
         return JOURNAL
     # one document over many lines (pretty-printed), or a first line longer than the sniff
     match = _FIRST_KEY.match(text)
@@ -72,4 +74,6 @@ def _json_format(text: bytes) -> str:
         return OTLP
     if key == b"version" and _TOP_LEVEL_EVAL.search(text):
         return INSPECT
+    if key == b"interactions":
+        return VCR  # vcrpy's JSON serializer, indented
     return JOURNAL

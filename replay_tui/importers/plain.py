@@ -175,18 +175,19 @@ def plain_record(record: Any, path: Path, where: str | None) -> Any:
 
 
 def safe_id(text: str, limit: int = 100) -> str:
-    """An id built from ones the trace chose, as letters, digits, ``.``, ``-`` and ``_`` (at most ``limit``)."""
-    spelled = "".join(char if char.isascii() and (char.isalnum() or char in "-_.") else "_" for char in text)
+    """An id built from ones the trace chose, as letters, digits, ``-`` and ``_`` (at most ``limit``): no
+    dots, slashes or controls, so it is safe as a file name too."""
+    spelled = "".join(char if char.isascii() and (char.isalnum() or char in "-_") else "_" for char in text)
     return spelled[:limit]
 
 
 def run_file_names(names: list[str]) -> list[str]:
-    """A journal file name for each run name (built from ids the trace chose): letters, digits, ``.``,
-    ``-`` and ``_`` only, never starting with a dot, at most 100 characters, unique (a clash gets ``-2``...)."""
+    """A journal file name for each run name (built from ids the trace chose): ``safe_id`` of it, unique
+    (a clash, case aside, gets ``-2``, ``-3``...)."""
     chosen: list[str] = []
     taken: set[str] = set()
     for name in names:
-        base = safe_id(name).lstrip(".") or "run"
+        base = safe_id(name) or "run"
         candidate, number = base, 1
         while candidate.lower() in taken:
             number += 1

@@ -18,9 +18,11 @@ call with the argument as the user typed it:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +88,11 @@ def resolve_source(argument: str) -> ResolvedSource:
         return ResolvedSource(argument, path, (path,))
     digest = file_sha256(path)
     target = imports_cache_dir() / f"{digest}-v{IMPORTER_VERSION}"
-    journals = _cached(target) or _import_into(path, target, fmt, digest)
+    journals = _cached(target)
+    if journals is None:
+        if target.exists() or target.is_symlink():
+            _set_aside(target)  # truncated, edited or half-removed: never trusted, imported again
+        journals = _import_into(path, target, fmt, digest)
     imported = {"format": fmt, "file_name": path.name, "sha256": digest}
     notes = (
         [
@@ -120,12 +126,56 @@ def _starts_with_a_v1_event(path: Path) -> bool:
 
 
 def _cached(target: Path) -> list[Path] | None:
+    """The journals of a complete cache entry, or None: an entry is trusted only when its manifest lists
+    plain files inside it whose sizes and sha256 match what the import wrote (a truncated, edited or
+    swapped journal is not served; the caller imports again)."""
     try:
         manifest = orjson.loads((target / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
-    journals = [target / name for name in manifest.get("journals") or ()]
-    return journals if journals and all(journal.exists() for journal in journals) else None
+    entries = manifest.get("journals") if isinstance(manifest, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return None
+    journals = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not _plain_relative(entry.get("path")):
+            return None
+        journal = target / entry["path"]
+        try:
+            if journal.is_symlink() or not journal.is_file() or journal.stat().st_size != entry.get("size"):
+                return None
+            if _file_sha256(journal) != entry.get("sha256"):
+                return None
+        except OSError:
+            return None
+        journals.append(journal)
+    return journals
+
+
+def _plain_relative(name: object) -> bool:
+    """A path that stays inside the cache entry: relative, no ``..``, no empty or dot parts."""
+    if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _set_aside(target: Path) -> None:
+    """Move a damaged cache entry out of the way (atomically: another process may be reading it) and
+    remove it; one that another process already moved or replaced is left to it."""
+    stale = target.parent / f".stale-{os.getpid()}-{uuid.uuid4().hex}"
+    try:
+        os.rename(target, stale)
+    except OSError:
+        return
+    shutil.rmtree(stale, ignore_errors=True)
 
 
 def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
@@ -147,16 +197,25 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
         out = staging / (Path(path.name).stem + ".jsonl")
         results: list[ImportedJournal] = import_trace(path, out, format=fmt, sha256=digest)
         names = [str(result.path.relative_to(staging)) for result in results]
-        (staging / MANIFEST).write_bytes(orjson.dumps({"source": path.name, "format": fmt, "journals": names}))
-        try:
-            os.rename(staging, target)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
-            cached = _cached(target)
-            if cached is None:
-                raise
-            return cached
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return [target / name for name in names]
+        entries = [
+            {"path": name, "size": (staging / name).stat().st_size, "sha256": _file_sha256(staging / name)}
+            for name in names
+        ]
+        manifest = {"source": path.name, "format": fmt, "journals": entries}
+        (staging / MANIFEST).write_bytes(orjson.dumps(manifest))  # last: an entry without it is incomplete
+        for _attempt in range(3):
+            try:
+                os.rename(staging, target)  # atomic: readers see no entry or a whole one
+                return [target / name for name in names]
+            except OSError:
+                cached = _cached(target)  # another process was first: its entry, if whole, is as good
+                if cached is not None:
+                    return cached
+                _set_aside(target)
+        raise OSError(f"{target} keeps being replaced by a damaged entry")
+    except OSError as error:
+        raise TraceImportError(
+            str(path), None, f"a writable import cache ({target.parent}: {error.strerror or error})"
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already when it became the entry
