@@ -9,9 +9,11 @@ from the live config and serve the other observations from the journal by key.
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -379,11 +381,8 @@ def recorded_config(first: Event, journal: str, plugins_from: "HarnessConfig | N
 
 def recorded_inputs(journal: Journal) -> list[dict[str, Any]]:
     """Every input.received of the run, in order, as run_agent takes them."""
-    needle = b'"input.received"'
     inputs = []
-    for position in range(len(journal)):
-        if needle not in journal.line_bytes(position):
-            continue
+    for position in lines_holding(journal, b'"input.received"'):
         event = journal.event(position)
         if event.kind == INPUT_RECEIVED:
             item = {"role": event.payload["role"], "content": event.payload["content"]}
@@ -391,6 +390,32 @@ def recorded_inputs(journal: Journal) -> list[dict[str, Any]]:
                 item["context"] = event.payload["context"]
             inputs.append(item)
     return inputs
+
+
+INPUT_SCAN_BLOCK = 1 << 20
+
+
+def lines_holding(journal: Journal, needle: bytes) -> Iterator[int]:
+    """Positions of the lines whose bytes hold ``needle``, in order: the file is searched a block of whole lines
+    at a time (a read per line cost 1.4 ms per thousand lines, all of it before the agent's first event)."""
+    base = 0
+    for segment in list(journal.segments):
+        ends = segment.ends
+        local = 0
+        while local < len(ends):
+            first = ends[local - 1] if local else 0
+            last = max(local + 1, bisect.bisect_right(ends, first + INPUT_SCAN_BLOCK, local))
+            if ends[last - 1] - first > max(INPUT_SCAN_BLOCK, journal.max_line_bytes):
+                local += 1  # a line the reader refuses: never read whole (journal.event says what is wrong)
+                continue
+            block = segment.read(first, ends[last - 1] - first)
+            found = block.find(needle)
+            while found >= 0:
+                line = bisect.bisect_right(ends, first + found, local, last)
+                yield base + line
+                found = block.find(needle, ends[line] - first)  # the next line: each line once
+            local = last
+        base += len(ends)
 
 
 def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> None:
