@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +39,7 @@ from ..journal.model import (
     TOOL_CALL,
     TOOL_RESULT,
 )
-from ..journal.writer import JournalWriter, utc_now
+from ..journal.writer import JournalWriter, SplicedEvent, utc_now
 from .records import (
     EndRecord,
     Fidelity,
@@ -278,48 +278,53 @@ class JournalBuilder:
 
     def add_prepared(self, item: Prepared) -> None:
         """Write a prepared record's events, linked into the run (steps, parents) as they come."""
-        cursor = self.cursors.get(item.scope) or self._cursor(item.scope)
-        at = item.at_json or self._at_json(item.at)
-        append = self.writer.append_spliced
-        kind = item.kind
-        if kind == "model":
-            self.steps += 1
-            step = self.step_json = b'"step-%02d"' % self.steps
-            request = append(
-                _KIND_JSON[MODEL_REQUEST],
-                item.payloads[0],
-                parent_json=cursor.observation,
-                step_json=step,
-                recorded_at_json=at,
-            )
-            last = cursor.response = append(
-                _KIND_JSON[MODEL_RESPONSE], item.payloads[1], parent_json=request, step_json=step, recorded_at_json=at
-            )
-            cursor.call_ids = frozenset(item.links)
-        elif kind == "tool":
-            step = self.step_json
-            parent = cursor.response if item.links[0] in cursor.call_ids else cursor.observation
-            call = append(
-                _KIND_JSON[TOOL_CALL], item.payloads[0], parent_json=parent, step_json=step, recorded_at_json=at
-            )
-            last = cursor.observation = append(
-                _KIND_JSON[TOOL_RESULT], item.payloads[1], parent_json=call, step_json=step, recorded_at_json=at
-            )
-        elif kind == "input":
-            last = cursor.observation = append(
-                _KIND_JSON[INPUT_RECEIVED],
-                item.payloads[0],
-                parent_json=b"null",
-                step_json=b"null",
-                recorded_at_json=at,
-            )
-            if item.scope is not None and self.cursors[None].observation == b"null":
-                self.cursors[None].observation = last
-        else:
-            last = append(
-                _KIND_JSON[NOTE], item.payloads[0], parent_json=b"null", step_json=self.step_json, recorded_at_json=at
-            )
-        self.last_event_json = last
+        self.writer.append_spliced_all(self._linked(iter((item,))))
+
+    def add_all(self, records: Iterable[Record | Prepared]) -> None:
+        """``add`` each record; a run of prepared ones is written in one loop (``append_spliced_all``)."""
+        records = iter(records)
+        other: list[Record] = []
+
+        def prepared() -> Iterator[Prepared]:
+            for record in records:
+                if not isinstance(record, Prepared):
+                    other.append(record)
+                    return
+                yield record
+
+        while True:
+            self.writer.append_spliced_all(self._linked(prepared()))
+            if not other:
+                return
+            self.add(other.pop())
+
+    def _linked(self, items: Iterator[Prepared]) -> Generator[SplicedEvent, bytes, None]:
+        """The events of prepared records, linked into the run (steps, parents) as they come: each is
+        yielded as its envelope parts, and the writer sends back its event id (a later parent)."""
+        cursors, model_request, model_response = self.cursors, _KIND_JSON[MODEL_REQUEST], _KIND_JSON[MODEL_RESPONSE]
+        tool_call, tool_result = _KIND_JSON[TOOL_CALL], _KIND_JSON[TOOL_RESULT]
+        for item in items:
+            cursor = cursors.get(item.scope) or self._cursor(item.scope)
+            at = item.at_json or self._at_json(item.at)
+            kind = item.kind
+            if kind == "model":
+                self.steps += 1
+                step = self.step_json = b'"step-%02d"' % self.steps
+                request = yield model_request, item.payloads[0], cursor.observation, step, at
+                last = cursor.response = yield model_response, item.payloads[1], request, step, at
+                cursor.call_ids = frozenset(item.links)
+            elif kind == "tool":
+                step = self.step_json
+                parent = cursor.response if item.links[0] in cursor.call_ids else cursor.observation
+                call = yield tool_call, item.payloads[0], parent, step, at
+                last = cursor.observation = yield tool_result, item.payloads[1], call, step, at
+            elif kind == "input":
+                last = cursor.observation = yield _KIND_JSON[INPUT_RECEIVED], item.payloads[0], b"null", b"null", at
+                if item.scope is not None and cursors[None].observation == b"null":
+                    cursors[None].observation = last
+            else:
+                last = yield _KIND_JSON[NOTE], item.payloads[0], b"null", self.step_json, at
+            self.last_event_json = last
 
     def finish(self, end: EndRecord | None = None) -> int:
         """run.ended (once) and close; returns the number of events written."""
@@ -392,8 +397,7 @@ def write_run(
     builder = JournalBuilder(out, run_id=run_id, parsed_json=parsed_json)
     try:
         builder.start(source, fidelity.label(), initial_state=initial_state, at=started_at)
-        for record in records:
-            builder.add(record)
+        builder.add_all(records)
         return builder.finish()
     except BaseException:
         builder.abort()

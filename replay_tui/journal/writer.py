@@ -7,10 +7,12 @@ writer and is the only caller, so seq assignment and the chain stay in one place
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import shutil
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -32,6 +34,9 @@ _ENVELOPE = (
     b'{"event_id":%s,"kind":%s,"parent_event_id":%s,"payload":%s,"prev_event_hash":%s,'
     b'"recorded_at":%s,"run_id":%s,"schema_version":%d,"seq":%d,"step_id":%s}'
 )
+
+#: An event for ``append_spliced_all``: its kind, payload, parent id, step id and time, each as canonical JSON.
+SplicedEvent = tuple[bytes, bytes, bytes, bytes, bytes]
 
 FsyncPolicy = Literal["never", "always", "close"]
 DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
@@ -238,6 +243,66 @@ class JournalWriter:
         ):
             self._seal(CHAIN_CHECKPOINT)
         return event_id_json
+
+    def append_spliced_all(self, events: Generator[SplicedEvent, bytes, None]) -> None:
+        """``append_spliced`` for each event a generator yields, in one loop: an import's second pass. The
+        generator is sent each event's id as JSON (what ``append_spliced`` returns) before it yields the next."""
+        try:
+            event = next(events)
+        except StopIteration:
+            return
+        if self.signer is not None or self.rotate_bytes is not None or self.flush_lines or self.fsync == "always":
+            while True:  # checkpoints, shards, flushes: the one-event path does them
+                kind, payload, parent, step, recorded_at = event
+                event_id = self.append_spliced(
+                    kind, payload, parent_json=parent, step_json=step, recorded_at_json=recorded_at
+                )
+                try:
+                    event = events.send(event_id)
+                except StopIteration:
+                    return
+        if self._run_id_json is None:
+            self._run_id_json = canonical_string(self.run_id)
+        if self._prev_hash_json[0] is not self._prev_hash:  # ``append`` wrote the last event
+            self._prev_hash_json = (self._prev_hash, self._string_json(self._prev_hash))
+        run_id_json, id_head, write, sha256 = (
+            self._run_id_json,
+            self._run_id_json[:-1],
+            self._file.write,
+            hashlib.sha256,
+        )
+        seq, prev_json, written = self._seq, self._prev_hash_json[1], 0
+        try:
+            while True:  # append_spliced's lines, with its state in local names
+                kind, payload, parent, step, recorded_at = event
+                seq += 1
+                event_id = b'%s:%d"' % (id_head, seq)
+                body = _ENVELOPE % (
+                    event_id,
+                    kind,
+                    parent,
+                    payload,
+                    prev_json,
+                    recorded_at,
+                    run_id_json,
+                    SCHEMA_VERSION,
+                    seq,
+                    step,
+                )
+                digest = sha256(body).hexdigest().encode("ascii")
+                line = b'{"event_hash":"sha256:%s",%s\n' % (digest, body[1:])
+                write(line)
+                written += len(line)
+                prev_json = b'"sha256:%s"' % digest
+                self._last_kind = kind
+                event = events.send(event_id)
+        except StopIteration:
+            pass
+        finally:
+            if seq != self._seq:
+                self._seq, self._shard_bytes = seq, self._shard_bytes + written
+                self._prev_hash = prev_json[1:-1].decode("ascii")
+                self._prev_hash_json = (self._prev_hash, prev_json)
 
     def _string_json(self, text: str | None) -> bytes:
         """Canonical JSON of an envelope string, remembered: ids, kinds, steps and times recur within a few events."""
