@@ -12,7 +12,8 @@ the system's (Debian's dist-packages), an editable install that is a path in a `
 
 What cannot be carried over is an import hook a ``.pth`` line installs (an editable install done
 with a meta path finder, say): when the parent holds one, the child starts the ordinary way.
-Another interpreter than the parent's starts the ordinary way too (its ``site`` is not ours to know).
+Another interpreter than the parent's starts the ordinary way too (its ``site`` is not ours to know), and so does
+the child of a parent that itself started without ``site``.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _same_interpreter(python: str) -> bool:
 @functools.cache
 def site_bootstrap() -> str | None:
     """The ``-c`` code that rebuilds what the parent's site did, or None when an import hook forbids it."""
-    directories = site_directories()
+    directories = None if sys.flags.no_site else site_directories()  # a parent without site knows no result
     if directories is None or any(os.pathsep in path or "\n" in path for path in directories):
         return None
     lines = [

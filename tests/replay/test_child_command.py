@@ -74,6 +74,12 @@ def test_the_child_command_carries_its_spec_both_ways():
     assert spec_of([sys.executable, "-S", "-c", "import os", "{}"]) is None
 
 
+def test_a_parent_started_without_site_starts_its_child_the_ordinary_way():
+    code = "import sys; from replay_tui.replay.child_command import child_command; print(child_command(sys.executable, '{}')[1])"
+    done = subprocess.run([sys.executable, "-S", "-c", code], env=PROBE_ENV, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "-m", done.stderr
+
+
 FINDER = textwrap.dedent(
     """
     import importlib.abc, importlib.util, sys
