@@ -20,7 +20,7 @@ from ..journal.collector import collector_paused
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
-from .plain import plain_json, run_file_names, safe_id, shown
+from .plain import TextBudget, plain_json, run_file_names, safe_id, shown
 from .records import Fidelity, Record, with_leading_input
 
 __all__ = [
@@ -158,12 +158,13 @@ def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
     from .agents_sdk import TraceRecords, traces
 
     runs: list[_Run] = []
+    budget = TextBudget()  # shared by every trace of the file
     for trace_id, entry in traces(path).items():
         if not entry["spans"]:
             continue
         trace = entry["trace"] or {}
         detail = {"trace_id": trace_id, "workflow_name": trace.get("workflow_name"), "group_id": trace.get("group_id")}
-        spans = TraceRecords(path, entry["spans"])
+        spans = TraceRecords(path, entry["spans"], budget)
         started = spans.spans[0][1].get("started_at")
         runs.append(
             _Run(
@@ -181,8 +182,9 @@ def _import_inspect(path: Path, out: Path, digest: str) -> list[ImportedJournal]
     from .inspect_log import sample_records, samples
 
     runs: list[_Run] = []
+    budget = TextBudget()  # shared by every sample: attachments can repeat one text in each
     for where, sample, log in samples(path):
-        records, initial_state = sample_records(path, where, sample)
+        records, initial_state = sample_records(path, where, sample, budget)
         spec = log.get("eval") or {}
         sample_id, epoch = sample.get("id"), sample.get("epoch")
         detail = {

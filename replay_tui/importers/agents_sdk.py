@@ -31,7 +31,7 @@ from .messages import (
     parse_arguments,
     response_from_messages,
 )
-from .plain import plain_record, shown
+from .plain import TextBudget, plain_record, shown
 from .records import EndRecord, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
 
 BOOKKEEPING = frozenset({"turn", "task"})
@@ -117,8 +117,9 @@ def _rfc3339(value: Any) -> str | None:
 class TraceRecords:
     """The records of one exported trace."""
 
-    def __init__(self, path: Path, spans: list[tuple[str, dict[str, Any]]]) -> None:
+    def __init__(self, path: Path, spans: list[tuple[str, dict[str, Any]]], budget: TextBudget | None = None) -> None:
         self.path = path
+        self.budget = budget
         self.spans = sorted(spans, key=lambda pair: str(pair[1].get("started_at") or ""))
         self.children: dict[str, list[dict[str, Any]]] = {}
         for _, span in self.spans:
@@ -171,7 +172,7 @@ class TraceRecords:
                 continue
             if span["span_data"].get("type") == "generation":
                 answer = (record.response or {}).get("content")
-            yield plain_record(record, self.path, where)
+            yield plain_record(record, self.path, where, self.budget)
         status = "error" if failed else "ok"
         ended = _rfc3339(self.spans[-1][1].get("ended_at")) if self.spans else None
         yield plain_record(EndRecord(status, answer, failed, at=ended), self.path, "the run's end")

@@ -21,7 +21,7 @@ import orjson
 
 from .errors import TraceImportError
 from .messages import message
-from .plain import plain_json, plain_record, shown
+from .plain import TextBudget, plain_json, plain_record, shown
 from .records import (
     EndRecord,
     InputRecord,
@@ -190,8 +190,10 @@ def _content(content: Any) -> Any:
     return content
 
 
-def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list[Record], Any]:
-    """The records of one sample, and its initial state."""
+def sample_records(
+    path: Path, where: str, sample: dict[str, Any], budget: TextBudget | None = None
+) -> tuple[list[Record], Any]:
+    """The records of one sample, and its initial state; ``budget``: the text the whole import may still write."""
     attachments = sample.get("attachments") or {}
     if not isinstance(attachments, dict):
         raise TraceImportError(str(path), f"{where}: attachments", "an object of attachments")
@@ -224,7 +226,7 @@ def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list
             ) from None
         if kind == "sample_init" and initial_state is None:
             initial_state = plain_json(state, path, f"{event_where}: state")
-        records.append(plain_record(record, path, event_where))
+        records.append(plain_record(record, path, event_where, budget))
     failed = sample.get("error")
     output = _object(sample.get("output"))
     end = EndRecord(
@@ -233,7 +235,7 @@ def sample_records(path: Path, where: str, sample: dict[str, Any]) -> tuple[list
         failed,
         at=str(sample.get("completed_at") or "").replace("+00:00", "Z") or None,
     )
-    records.append(plain_record(end, path, f"{where}: the sample's end"))
+    records.append(plain_record(end, path, f"{where}: the sample's end", budget))
     return records, initial_state
 
 

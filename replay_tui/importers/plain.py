@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ MAX_DEPTH = 200
 MAX_RECORD_CHARS = 6 * 2**20
 #: Values visited in a whole YAML document, aliases expanded.
 MAX_YAML_VALUES = 2_000_000
+#: Characters of text in all the records of one import: a small trace can repeat one big text many
+#: times (YAML aliases, Inspect attachments and input_refs), each repeat written out in the journal.
+MAX_IMPORT_CHARS = 2**30
 _EXACT_INT = 2**53 - 1
 _KEY_SPELLING = {True: "true", False: "false", None: "null"}
 
@@ -48,8 +52,22 @@ def trail_text(trail: list[Any]) -> str:
     return "".join(f"[{key}]" if isinstance(key, int) else f".{shown(key)}" for key in trail).lstrip(".")
 
 
+@dataclass
+class TextBudget:
+    """The text one import may still write (shared by its records; see ``MAX_IMPORT_CHARS``)."""
+
+    limit: int = field(default_factory=lambda: MAX_IMPORT_CHARS)
+    left: int = -1
+
+    def __post_init__(self) -> None:
+        self.left = self.limit if self.left < 0 else self.left
+
+
 class _Walk:
-    def __init__(self, *, keep_bytes: bool, max_values: int | None, max_chars: int) -> None:
+    def __init__(
+        self, *, keep_bytes: bool, max_values: int | None, max_chars: int, budget: TextBudget | None = None
+    ) -> None:
+        self.budget = budget
         self.keep_bytes = keep_bytes
         self.max_values = max_values
         self.max_chars = max_chars
@@ -62,7 +80,15 @@ class _Walk:
         return _Refused(self.trail, expected)
 
     def text(self, value: str) -> str:
-        self.chars += len(value) if value.isascii() and value.isprintable() else 6 * len(value)
+        weight = len(value) if value.isascii() and value.isprintable() else 6 * len(value)
+        self.chars += weight
+        if self.budget is not None:
+            self.budget.left -= weight
+            if self.budget.left < 0:
+                raise self.refuse(
+                    f"an import of at most {self.budget.limit >> 20:,} MiB of text once aliases and references "
+                    "are followed (a trace that repeats one text without end?)"
+                )
         if self.chars > self.max_chars:
             raise self.refuse(
                 f"a record of at most {self.max_chars // 2**20} MiB of text (a journal line holds at most 16 MiB)"
@@ -141,9 +167,10 @@ def plain_json(
     keep_bytes: bool = False,
     max_values: int | None = None,
     max_chars: int = MAX_RECORD_CHARS,
+    budget: TextBudget | None = None,
 ) -> Any:
     """``value`` as plain JSON (a copy); raises TraceImportError naming ``where`` and the path inside it."""
-    walk = _Walk(keep_bytes=keep_bytes, max_values=max_values, max_chars=max_chars)
+    walk = _Walk(keep_bytes=keep_bytes, max_values=max_values, max_chars=max_chars, budget=budget)
     try:
         return walk.walk(value, 0)
     except _Refused as refused:
@@ -158,10 +185,10 @@ def plain_json(
 _NOT_CONTENT = frozenset({"scope", "content_complete", "missing"})
 
 
-def plain_record(record: Any, path: Path, where: str | None) -> Any:
+def plain_record(record: Any, path: Path, where: str | None, budget: TextBudget | None = None) -> Any:
     """``record`` (a records.* dataclass) with every field of content made plain JSON, weighed as one
-    record; raises TraceImportError naming ``where`` and the field."""
-    walk = _Walk(keep_bytes=False, max_values=None, max_chars=MAX_RECORD_CHARS)
+    record (and against the import's ``budget``); raises TraceImportError naming ``where`` and the field."""
+    walk = _Walk(keep_bytes=False, max_values=None, max_chars=MAX_RECORD_CHARS, budget=budget)
     try:
         for field in dataclasses.fields(record):
             if field.name not in _NOT_CONTENT:

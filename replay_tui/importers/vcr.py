@@ -32,7 +32,7 @@ from ..journal.model_response import response_summary
 from ..journal.sse import StreamReportedError, assemble_stream, sse_events, stream_chunks
 from .errors import TraceImportError
 from .messages import parse_arguments
-from .plain import MAX_YAML_VALUES, plain_json, plain_record, shown
+from .plain import MAX_YAML_VALUES, TextBudget, plain_json, plain_record, shown
 from .records import EndRecord, ModelRecord, Record, ToolRecord
 
 MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
@@ -69,7 +69,9 @@ def load_cassette(path: Path) -> list[Any]:
     except (ValueError, OverflowError) as error:  # a scalar the safe constructor cannot build (2026-13-45)
         raise TraceImportError(str(path), None, f"a YAML vcrpy cassette ({shown(error, 120)})") from None
     # aliases expanded under a bound, YAML-only types (sets, tags) refused; bytes stay (vcrpy's !!binary bodies)
-    document = plain_json(document, path, None, keep_bytes=True, max_values=MAX_YAML_VALUES, max_chars=2**40)
+    document = plain_json(
+        document, path, None, keep_bytes=True, max_values=MAX_YAML_VALUES, max_chars=2**62, budget=TextBudget()
+    )
     if isinstance(document, list):
         raise TraceImportError(
             str(path), None, "a vcrpy cassette: a mapping with interactions and version 1 (found a bare list)"

@@ -318,3 +318,29 @@ def test_import_trace_refuses_wrong_types_at_the_top(tmp_path: Path) -> None:
         src = tmp_path / name
         src.write_text(text)
         _refused(src, tmp_path / "out.jsonl", fmt)
+
+
+def test_attachments_repeated_without_end_stop_at_the_import_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replay_tui.importers import plain
+
+    monkeypatch.setattr(plain, "MAX_IMPORT_CHARS", 4 * 2**20)
+    sample = _sample()
+    sample["attachments"]["big"] = "y" * 2**20  # 1 MiB, referenced by every one of 50 notes
+    sample["events"] += [{"event": "info", "data": "attachment://big"} for _ in range(50)]
+    src = _eval_with(tmp_path, **{"samples__1_epoch_1.json": sample})
+    _refused(src, tmp_path / "out.jsonl", "inspect", "an import of at most 4 MiB of text")
+
+
+def test_a_big_text_repeated_by_yaml_aliases_stops_at_the_import_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replay_tui.importers import plain
+
+    monkeypatch.setattr(plain, "MAX_IMPORT_CHARS", 4 * 2**20)
+    few_values = tmp_path / "aliases.yaml"  # eleven values, but 10 MiB of text once the aliases are followed
+    few_values.write_text(
+        "version: 1\nbig: &big " + "y" * 2**20 + "\ninteractions: [" + ", ".join(["*big"] * 10) + "]\n"
+    )
+    _refused(few_values, tmp_path / "out.jsonl", "vcr", "an import of at most 4 MiB of text")
