@@ -137,3 +137,43 @@ def test_inspect_json_log_mutations(path: H.DocPath, mutation: Mutation) -> None
 @given(cut=st.integers(0, H.EVAL.stat().st_size), insert=BAD_BYTES)
 def test_eval_zip_bytes(cut: int, insert: bytes) -> None:
     _check("hostile.eval", _byte_damage(H.EVAL.read_bytes(), cut, insert), "inspect")
+
+
+# -- every path once: a value of the wrong type ----------------------------------------------
+
+
+def _wrong_type(value: Any) -> Any:
+    """A value of another JSON type than ``value`` (what a writer of the other shape would put there)."""
+    if isinstance(value, bool) or value is None:
+        return "text"
+    if isinstance(value, (int, float)):
+        return {"number": value}
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return {"0": value[:1]}
+    return 7
+
+
+def _value_at(document: Any, path: H.DocPath) -> Any:
+    for key in path:
+        document = document[key]
+    return document
+
+
+def test_every_cassette_path_with_a_wrong_type() -> None:
+    for path in CASSETTE_PATHS:
+        document = H.mutated(CASSETTE, path, _wrong_type(_value_at(CASSETTE, path)))
+        _check("wrong.yaml", H.yaml_text(document).encode(), "vcr")
+
+
+def test_every_agents_export_path_with_a_wrong_type() -> None:
+    for path in AGENT_PATHS:
+        lines = H.mutated(AGENT_LINES, path, _wrong_type(_value_at(AGENT_LINES, path)))
+        _check("wrong.agents.jsonl", _agents_text(lines, None), "openai-agents")
+
+
+def test_every_inspect_log_path_with_a_wrong_type() -> None:
+    for path in JSON_LOG_PATHS:
+        log = H.mutated(JSON_LOG, path, _wrong_type(_value_at(JSON_LOG, path)))
+        _check("wrong.json", H.json_text(log).encode(), "inspect")
