@@ -131,6 +131,28 @@ def test_record_state_writes_transitions_in_the_current_step(tmp_path: Path) -> 
     assert snapshot.payload["resume"]["steps_done"] == 1
 
 
+def test_record_state_sees_a_state_changed_in_between(tmp_path: Path) -> None:
+    """The same framework state reported again is skipped only while the run state is still the one it gave:
+    after the reducer moved the state, the same bytes are a transition back."""
+    h = Harness(sink=JsonlSink(tmp_path / "run.jsonl", run_id="api"), run_id="api")
+
+    def reduce(state: Any, event: Any) -> Any:
+        return {"reduced": True} if event.kind == "tool.result" else state
+
+    h.use_reducer(reduce, "tests-1", None)
+    h.start_run("tests:agent")
+    h.receive_input("question")
+    framework = {"agent": "Triage", "turn": 0}
+    assert h.record_state(framework) is not None
+    assert h.record_state({"turn": 0, "agent": "Triage"}) is None  # the same state, its keys in another order
+    h.record_tool_call("lookup", {}, lambda copy: "found")
+    assert h.state == {"reduced": True}
+    back = h.record_state(framework)
+    assert back is not None and back.payload["after_hash"] == state_hash(framework)
+    assert h.state == framework
+    h.end_run("ok")
+
+
 def test_record_state_refuses_a_state_that_is_not_json(tmp_path: Path) -> None:
     h = harness(tmp_path)
     with pytest.raises(HarnessError, match="framework state is not JSON"):
