@@ -62,11 +62,17 @@ def from_otel_messages(messages: Any) -> list[Message]:
         if not isinstance(item, dict):
             continue
         role = str(item.get("role") or "user")
+        parts = item.get("parts") or ()
+        if type(parts) is list and len(parts) == 1:  # most messages are one text part: no lists to gather in
+            part = parts[0]
+            if type(part) is dict and part.get("type") == "text":
+                normalized.append({"role": role, "content": str(part.get("content") or "")})
+                continue
         texts: list[str] = []
         others: list[Any] = []
         calls: list[dict[str, Any]] = []
         responses: list[Message] = []
-        for part in item.get("parts") or ():
+        for part in parts:
             if not isinstance(part, dict):
                 continue
             kind = part.get("type")
