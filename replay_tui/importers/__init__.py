@@ -20,7 +20,7 @@ from ..journal.collector import collector_paused
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
-from .plain import TextBudget, plain_json, run_file_names, safe_id, shown
+from .plain import TextBudget, plain_json, rfc3339_or_none, run_file_names, safe_id, shown
 from .records import Fidelity, Record, with_leading_input
 
 __all__ = [
@@ -129,7 +129,7 @@ def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) 
                 source=_source(path, fmt, digest, run.detail),
                 fidelity=fidelity,
                 initial_state=run.initial_state,
-                started_at=run.started_at,
+                started_at=rfc3339_or_none(run.started_at),
             )
             written.append(ImportedJournal(target, events, fidelity.label(), run.detail))
     except (ValueError, TypeError, RecursionError) as error:

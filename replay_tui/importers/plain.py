@@ -189,6 +189,8 @@ def plain_record(record: Any, path: Path, where: str | None, budget: TextBudget 
     """``record`` (a records.* dataclass) with every field of content made plain JSON, weighed as one
     record (and against the import's ``budget``); raises TraceImportError naming ``where`` and the field."""
     walk = _Walk(keep_bytes=False, max_values=None, max_chars=MAX_RECORD_CHARS, budget=budget)
+    if getattr(record, "at", None) is not None:
+        record.at = rfc3339_or_none(record.at)
     try:
         for field in dataclasses.fields(record):
             if field.name not in _NOT_CONTENT:
@@ -199,6 +201,18 @@ def plain_record(record: Any, path: Path, where: str | None, budget: TextBudget 
     except RecursionError:
         raise TraceImportError(str(path), where, f"values nested at most {MAX_DEPTH} levels deep") from None
     return record
+
+
+def rfc3339_or_none(text: Any) -> str | None:
+    """``text`` when it is an RFC 3339 time (what ``recorded_at`` holds), else None: the writer stamps the
+    event instead, and the record's source still points at what the trace said."""
+    if not isinstance(text, str) or not 10 <= len(text) <= 40 or not text.isascii() or not text.isprintable():
+        return None
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return text
 
 
 def safe_id(text: str, limit: int = 100) -> str:

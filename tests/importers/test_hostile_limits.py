@@ -344,3 +344,15 @@ def test_a_big_text_repeated_by_yaml_aliases_stops_at_the_import_budget(
         "version: 1\nbig: &big " + "y" * 2**20 + "\ninteractions: [" + ", ".join(["*big"] * 10) + "]\n"
     )
     _refused(few_values, tmp_path / "out.jsonl", "vcr", "an import of at most 4 MiB of text")
+
+
+def test_times_that_are_not_rfc3339_are_stamped_instead(tmp_path: Path) -> None:
+    from .helpers import events_of
+
+    sample = _sample()
+    sample["started_at"] = "\x1b]0;owned\x07"
+    for event in sample["events"]:
+        event["timestamp"] = "yesterday\x1b[2J"
+    src = _eval_with(tmp_path, **{"samples__1_epoch_1.json": sample})
+    [result] = H.import_or_refuse(src, tmp_path / "out.jsonl", "inspect")  # type: ignore[misc]
+    assert all("\x1b" not in event["recorded_at"] for event in events_of(result.path))
