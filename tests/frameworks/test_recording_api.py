@@ -145,6 +145,7 @@ def test_record_state_sees_a_state_changed_in_between(tmp_path: Path) -> None:
     framework = {"agent": "Triage", "turn": 0}
     assert h.record_state(framework) is not None
     assert h.record_state({"turn": 0, "agent": "Triage"}) is None  # the same state, its keys in another order
+    assert h.record_state(framework) is None
     h.record_tool_call("lookup", {}, lambda copy: "found")
     assert h.state == {"reduced": True}
     back = h.record_state(framework)
