@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -37,6 +38,14 @@ class LoopbackListener:
                 return
             self.accepted += 1
             connection.close()
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> int:
+        """The count once it reaches `count` (or at the deadline): the kernel completes a client's
+        connect before this thread's accept() has counted it."""
+        deadline = time.monotonic() + timeout
+        while self.accepted < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.accepted
 
     def close(self) -> None:
         self._stop.set()

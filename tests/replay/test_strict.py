@@ -29,7 +29,7 @@ def seq_of(events, kind, nth=0, **payload):
 
 def test_network_is_off_a_connection_to_a_listening_loopback_server_is_refused_and_reported(tmp_path, listener):
     journal = record_probe(tmp_path / "net.jsonl", REPLAY_TEST_PORT=str(listener.port))
-    assert listener.accepted == 1  # while recording, the agent did reach the server
+    assert listener.wait_for(1) == 1  # while recording, the agent did reach the server
     outcome = replay(journal, env={"REPLAY_TEST_PORT": str(listener.port)})
     assert outcome.status == MATCH, outcome.to_text()
     assert listener.accepted == 1  # ... and during replay it did not
