@@ -1,14 +1,16 @@
-"""A foreign record as plain JSON the journal can hold, or a named refusal.
+"""What a foreign trace may put into a journal: plain JSON within limits, or a named refusal.
 
-A trace is as hostile as a journal. Before an importer maps one of its records, the record goes
-through ``plain_json``, which returns a copy holding only what a journal line can: objects with
-string keys, lists, strings in UTF-8, finite numbers (integers beyond JSON's exact range become
-text, as OTLP's int64 do), true, false and null; nested at most ``MAX_DEPTH`` levels (the journal's
-writer writes 255, and the record sits a few levels down in its event). Each record is weighed
-(characters, escapes counted at their worst) so that no event line outgrows what the journal's
-reader takes. For YAML (aliases share one object between many places) the number of values
-visited is bounded, so an alias bomb ("billion laughs") is refused after ``max_values`` steps
-instead of being expanded, and an alias that holds itself is refused.
+A trace is as hostile as a journal. Every record an importer makes goes through ``plain_record``
+(and a whole YAML document through ``plain_json`` before it is mapped), which leaves only what a
+journal line can hold: objects with string keys, lists, strings in UTF-8, finite numbers (integers
+beyond JSON's exact range become text, as OTLP's int64 do), true, false and null; nested at most
+``MAX_DEPTH`` levels (the journal's writer writes 255, and the record sits a few levels down in its
+event). Each record is weighed (characters, escapes counted at their worst) so that no event line
+outgrows what the journal's reader takes, and all the records of one import share a ``TextBudget``
+(a small trace can repeat one text many times). For YAML (aliases share one object between many
+places) the number of values visited is bounded, so an alias bomb ("billion laughs") is refused
+after ``max_values`` steps instead of being expanded, and an alias that holds itself is refused.
+Names the trace chose become file names and run ids only through ``safe_id``.
 """
 
 from __future__ import annotations
