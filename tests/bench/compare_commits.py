@@ -7,9 +7,10 @@ The base is checked out in a temporary git worktree (removed afterwards). Each r
 each tree, the order alternating (base, head / head, base ...) so a drift in the machine's load falls on both
 sides alike; each run is a fresh process with its tree first on PYTHONPATH, so it imports that tree's
 replay_tui. By default the working tree's version of the bench script runs in both (copied into the base's
-worktree): the same measurement on each side; ``--script own`` runs each tree's own version. A bench prints its figures as one JSON object on its last line; for
-every number in it this prints the median of each side and ``ratio`` = head / base (above 1: the head's
-figure is larger, which is better for a rate and worse for a time). The load average is taken before and
+worktree): the same measurement on each side; ``--script own`` runs each tree's own version (when the
+head's script needs newer code). A bench prints its figures as one JSON object on its last line; for every
+number in it this prints the median of each side and ``ratio`` = head / base (above 1: the head's figure is
+larger, which is better for a rate and worse for a time). The load average is taken before and
 after. The last line printed is one JSON object.
 """
 
