@@ -151,7 +151,8 @@ def from_openai_chat(messages: Any) -> list[Message]:
         for call in asked if isinstance(asked, list) else ():
             if not isinstance(call, Mapping):
                 continue
-            function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+            named = call.get("function")
+            function: Mapping[str, Any] = named if isinstance(named, Mapping) else {}
             calls.append(
                 {
                     "id": call.get("id"),

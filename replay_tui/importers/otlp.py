@@ -37,6 +37,7 @@ from typing import Any, BinaryIO, cast
 import orjson
 
 from ..journal.canonical import canonical_string
+from . import otlp_spans
 from .builder import Prepared, prepare, rfc3339_of_nanos
 from .errors import TraceImportError
 from .messages import (
@@ -60,7 +61,7 @@ LEGACY_MESSAGE_EVENTS = {
 STATUS_ERROR = 2
 _PARAMS_OR_USAGE = ("gen_ai.request.", "gen_ai.usage.")
 _EXACT_INT = 2**53 - 1  # JSON's exact integers (the journal's canonical form refuses others)
-_LAST_NANOS = 253_402_300_800 * 10**9  # 10000-01-01T00:00:00Z
+_LAST_NANOS = 2**64  # OTLP's fixed64 (2554-07-21T23:34:33Z); the index holds times as unsigned 64-bit
 #: A span mapped after every log record is read: its content may be in them (``late``).
 LATE = 1
 #: A model span mapped while reading, and again if log records add to its content.
@@ -128,6 +129,15 @@ def attributes(items: Any) -> dict[str, Any]:
     return converted
 
 
+def _gen_ai_events(events: Any) -> list[dict[str, Any]]:
+    """A span's ``gen_ai.*`` events (name and attributes as a dict)."""
+    return [
+        {"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
+        for event in _objects(events, "events")
+        if str(event.get("name", "")).startswith("gen_ai.")
+    ]
+
+
 def _nanos(value: Any, field: str) -> int:
     """Nanoseconds since 1970 (0 when missing or not a number)."""
     try:
@@ -135,16 +145,18 @@ def _nanos(value: Any, field: str) -> int:
     except (TypeError, ValueError):
         return 0
     if not 0 <= nanos < _LAST_NANOS:
-        raise _Shape(f"{field}: nanoseconds since 1970, before the year 10000 (found {nanos})")
+        raise _Shape(f"{field}: nanoseconds since 1970, an unsigned 64-bit number (found {nanos})")
     return nanos
 
 
 # -- reading ----------------------------------------------------------------------------
+#: A request line: parsed JSON, or (from ``otlp_spans``) its spans reduced already.
+Request = dict[str, Any] | list[dict[str, Any]]
 
 
-def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_requests(path: Path, *, reduced: bool = False) -> Iterator[tuple[int, Request]]:
     """(line number, request) for each OTLP/JSON request in the file: one per line, or one
-    document spread over many lines."""
+    document spread over many lines. ``reduced``: a line of plain spans may come as its reduced spans."""
     with open(path, "rb") as handle:
         first = handle.readline()
         if not first.strip():
@@ -167,13 +179,20 @@ def iter_requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     f"complete OTLP/JSON (the file is cut short or not JSON: {error.msg})",
                 ) from None
             return
-        yield from _line_requests(handle, path, 2)
+        yield from _line_requests(handle, path, 2, reduced=reduced)
 
 
-def _line_requests(lines: Iterable[bytes], path: Path, first: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, request) of one request per line, numbered from ``first``; blank lines are skipped."""
+def _line_requests(
+    lines: Iterable[bytes], path: Path, first: int, *, reduced: bool = False
+) -> Iterator[tuple[int, Request]]:
+    """(line number, request) of one request per line, numbered from ``first``; blank lines are skipped.
+    ``reduced``: a line of plain spans comes as its reduced spans (``otlp_spans``), any other the checked way."""
+    fast = _FAST_SPANS if reduced else None
     for number, line in enumerate(lines, start=first):
         if not line.strip():
+            continue
+        if fast is not None and (spans := fast(line, number)) is not None:
+            yield number, spans
             continue
         try:
             yield number, _request(orjson.loads(line), path, number)
@@ -327,7 +346,8 @@ def read_chunks(
             trace._begin(Path(path), spool)
             trace._spooled = spooled
             try:
-                for number, request in _line_requests(_lines_between(handle, start, end), trace.path, first_line):
+                lines = _lines_between(handle, start, end)
+                for number, request in _line_requests(lines, trace.path, first_line, reduced=True):
                     trace._take(number, request)
                 found.append((index, trace._chunk_state()))
             except TraceImportError as error:
@@ -380,7 +400,7 @@ class OtlpTrace:
         self.spool = spool
         self.spools: list[BinaryIO] = [spool]  # the workers' spools after this one
         self.spool_of = array("h")  # which spool holds each span's entry
-        self.starts = array("q")
+        self.starts = array("Q")
         # a span's entry in its spool: its time's JSON, then its events' payloads (no header to parse again)
         self.offsets = array("q")  # where each span's entry starts in its spool
         self.entry_lengths = array("q")
@@ -389,7 +409,7 @@ class OtlpTrace:
         self.kinds = array("b")  # the index in PREPARED_KINDS
         self.span_ids: list[str] = []
         self.links: dict[int, tuple[str, ...]] = {}  # span index -> tool call ids (asked for, or its own)
-        self.ends = array("q")
+        self.ends = array("Q")
         self.ranks = array("b")  # 0 for agent spans: they go before children that start at the same time
         self.late = array("b")  # LATE, MAYBE_LATE or 0: whether the span is mapped after every log is read
         self._spooled = 0
@@ -410,11 +430,16 @@ class OtlpTrace:
             spool.close()
 
     def _read(self) -> None:
-        for number, request in iter_requests(self.path):
+        for number, request in iter_requests(self.path, reduced=True):
             self._take(number, request)
 
-    def _take(self, number: int, request: Mapping[str, Any]) -> None:
+    def _take(self, number: int, request: Request) -> None:
         try:
+            if type(request) is list:  # the line's spans, reduced already (otlp_spans)
+                for reduced in request:
+                    self._spool_reduced(reduced)
+                return
+            assert isinstance(request, dict)
             for position, (span, _scope) in enumerate(_spans(request), start=1):
                 if not span.get("spanId"):
                     raise TraceImportError(str(self.path), f"line {number}, span {position}", "a spanId on every span")
@@ -523,7 +548,7 @@ class OtlpTrace:
         """What the mapping reads of a span, attributes as a dict."""
         get = span.get
         attrs = attributes(get("attributes"))
-        events = _objects(get("events"), "events")
+        events = _objects(get("events"), "events")  # checked before the status, as always
         status = get("status") or {}
         if type(status) is not dict:
             raise _Shape("status: an object")
@@ -539,17 +564,13 @@ class OtlpTrace:
             "op": _operation(str(name or ""), attrs),
             "attrs": attrs,
             "status": status,
-            "events": [
-                {"name": event.get("name"), "attrs": attributes(event.get("attributes"))}
-                for event in events
-                if str(event.get("name", "")).startswith("gen_ai.")
-            ]
-            if events
-            else [],
+            "events": _gen_ai_events(events),
         }
 
     def _spool(self, span: Mapping[str, Any], line: int) -> None:
-        reduced = self._reduce(span, line)
+        self._spool_reduced(self._reduce(span, line))
+
+    def _spool_reduced(self, reduced: dict[str, Any]) -> None:
         span_id, operation, attrs, start = reduced["span"], reduced["op"], reduced["attrs"], reduced["start"]
         self.trace_ids.add(reduced["trace"])
         rank = 0 if operation == "invoke_agent" else 1
@@ -610,6 +631,7 @@ class OtlpTrace:
             return
         index = 0
         for number, request in iter_requests(self.path):
+            assert isinstance(request, dict)  # never reduced: reduced=False
             for span, _scope in _spans(request):
                 if index >= self.spans:  # the file changed under us; what was read first stands
                     return
@@ -1026,3 +1048,7 @@ def _openinference(attrs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | Non
         ]
 
     return collect("llm.input_messages."), collect("llm.output_messages.")
+
+
+#: Pass one's fast path over a line of plain spans (None without msgspec: every line the checked way).
+_FAST_SPANS = otlp_spans.reader(any_value, _nanos, _operation, _gen_ai_events)
