@@ -76,11 +76,13 @@ class Listener:
 
 
 class Targets:
-    def __init__(self, root: Path) -> None:
+    def __init__(self) -> None:
         self.tcp = LoopbackListener()
         self.tcp6 = Listener(socket.AF_INET6, socket.SOCK_STREAM, ("::1", 0))
         self.udp = Listener(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
-        self.unix_dirs = [Path(tempfile.mkdtemp(dir=str(root)))]  # below /tmp (hidden)
+        # below /tmp (hidden); not below tmp_path: a socket path over 107 bytes cannot be bound, and a longer
+        # TMPDIR or user name (pytest-of-USER) would push tmp_path's past it
+        self.unix_dirs = [Path(tempfile.mkdtemp(prefix="replay-tui-test-", dir="/tmp"))]
         for parent in ("/run", "/var/lib"):  # /run: hidden; /var/lib: visible read-only, only seccomp stops it
             if os.access(parent, os.W_OK):
                 self.unix_dirs.append(Path(tempfile.mkdtemp(prefix="replay-tui-test-", dir=parent)))
@@ -111,8 +113,8 @@ def journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def targets(tmp_path: Path) -> Iterator[Targets]:
-    found = Targets(tmp_path)
+def targets() -> Iterator[Targets]:
+    found = Targets()
     try:
         yield found
     finally:
