@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -46,12 +48,25 @@ def test_ray_gives_the_same_grouping_report_and_exit_code_as_local(corpus_dir: P
 
 @pytest.fixture(scope="module")
 def ray_cluster():
+    # The workers' temp dir is this module's: a worker killed mid-task (the lost-worker test) cannot remove its
+    # replay-tui-ray-*/replay-tui-scratch-* dirs, and they would pile up in /tmp, one pair per kill and run.
+    # Not below pytest's tmp_path: that is 0700, and the sandboxed child may run as nobody in its scratch dir.
+    node_tmp = tempfile.mkdtemp(prefix="replay-tui-ray-node-")
+    os.chmod(node_tmp, 0o755)
     # "local": a new cluster of our own, never one found through RAY_ADDRESS or a `ray start` on the machine
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": {"TMPDIR": node_tmp}},
+    )
     try:
         yield
     finally:
         ray.shutdown()
+        shutil.rmtree(node_tmp, ignore_errors=True)
 
 
 def test_the_text_table_is_the_same_too(ray_cluster: None, corpus_dir: Path) -> None:
