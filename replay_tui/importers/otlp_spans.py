@@ -78,9 +78,17 @@ def reader(
 
     decode = msgspec.json.Decoder(Request).decode
     fields = AnyValue.__struct_fields__[1:]
+    SCALARS = ("intValue", "doubleValue", "boolValue")
 
     def value_of(value: AnyValue) -> Any:
         """``any_value`` of the value as the checked path parses it (the same keys, orjson's values)."""
+        for field in SCALARS:  # any_value's order after stringValue: the first one present decides
+            raw = getattr(value, field)
+            if raw is not UNSET:
+                try:
+                    return reduce_value({field: orjson.loads(memoryview(raw))})
+                except Exception:  # noqa: BLE001 (the error names every key: made below, from all of them)
+                    break
         found = {
             field: orjson.loads(memoryview(raw)) for field in fields if (raw := getattr(value, field)) is not UNSET
         }
