@@ -53,7 +53,9 @@ class Browser:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "HOME": self.profile.name},
+            # TMPDIR: its singleton socket dir (org.chromium.Chromium.*) goes in the profile, removed with it; close()
+            # kills the group, so Chromium never removes it from /tmp itself
+            env={**os.environ, "HOME": self.profile.name, "TMPDIR": self.profile.name},
             start_new_session=True,  # its own process group: close() stops its renderers and helpers too
         )
         deadline = time.monotonic() + 60
