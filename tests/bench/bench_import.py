@@ -12,10 +12,11 @@ one reader (``otlp.MAX_WORKERS = 1``) and with pass one shared by worker process
 file this big). The machine is shared, so each rate is given twice: by wall time and by CPU time (the
 import's own plus its workers': what the import costs), with the load average; beside them the CPU
 time of a bare ``orjson`` parse of the same file (the floor any importer pays; its ratio to the
-one-reader import is steadier than either figure on a loaded machine). Peak RSS is the importing
+one-reader import is steadier than either figure on a loaded machine). ``pass_two_seconds`` is the
+wall time after pass one (sort, link, chain and write: one process, the serial part). Peak RSS is the importing
 process's; a worker's peak is given apart (each holds one request line and its part's index). The
 last line is one JSON object: spans, file_mb, seconds, cpu_seconds, spans_per_s, cpu_spans_per_s,
-workers, one_reader_seconds, one_reader_cpu_seconds, one_reader_spans_per_s,
+workers, pass_two_seconds, one_reader_seconds, one_reader_cpu_seconds, one_reader_spans_per_s,
 one_reader_cpu_spans_per_s, parse_cpu_seconds, import_to_parse, peak_rss_mb, worker_peak_rss_mb,
 events, load_average.
 """
@@ -84,6 +85,12 @@ import resource, sys, time
 from replay_tui.importers import import_trace, otlp
 import orjson
 otlp.MAX_WORKERS = int(sys.argv[3])
+read = otlp.OtlpTrace.__init__
+passed = []
+def timed(self, *arguments, **options):  # pass one's end: pass two (sort, link, chain, write) is the rest
+    read(self, *arguments, **options)
+    passed.append(time.perf_counter())
+otlp.OtlpTrace.__init__ = timed
 started, cpu = time.perf_counter(), time.process_time()
 [result] = import_trace(sys.argv[1], sys.argv[2])
 seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
@@ -94,7 +101,7 @@ with open(sys.argv[1], 'rb') as lines:
     for line in lines:
         orjson.loads(line)
 print(seconds, cpu_seconds, workers.ru_utime + workers.ru_stime, result.events, result.detail['spans'], rss,
-      workers.ru_maxrss, time.process_time() - parse)
+      workers.ru_maxrss, time.process_time() - parse, started + seconds - passed[0])
 """
 
 
@@ -109,7 +116,9 @@ def _import(source: Path, out: Path, workers: int) -> dict[str, float]:
         check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    seconds, cpu, worker_cpu, events, spans, rss_kb, worker_rss_kb, parse_cpu = map(float, done.stdout.split())
+    seconds, cpu, worker_cpu, events, spans, rss_kb, worker_rss_kb, parse_cpu, pass_two = map(
+        float, done.stdout.split()
+    )
     return {
         "seconds": seconds,
         "cpu": cpu + worker_cpu,
@@ -118,6 +127,7 @@ def _import(source: Path, out: Path, workers: int) -> dict[str, float]:
         "rss_mb": rss_kb / 1024,
         "worker_rss_mb": worker_rss_kb / 1024,
         "parse_cpu": parse_cpu,
+        "pass_two": pass_two,
         "workers_used": 0 if worker_cpu == 0 else min(workers, otlp.usable_cpus()),
     }
 
@@ -144,6 +154,7 @@ def main() -> int:
         "cpu_seconds": round(shared["cpu"], 2),
         "spans_per_s": round(spans / shared["seconds"]),
         "cpu_spans_per_s": round(spans / shared["cpu"]),
+        "pass_two_seconds": round(shared["pass_two"], 2),
         "workers": int(shared["workers_used"]),
         "one_reader_seconds": round(alone["seconds"], 2),
         "one_reader_cpu_seconds": round(alone["cpu"], 2),
