@@ -6,7 +6,8 @@ Only the plain shape takes this path: spans without log records, strings where O
 is not JSON, a value out of range) answers None and the line is read again by the checked path
 (``otlp._line_requests``), so bad input gets the one error message it always got. Values other than
 strings are parsed by orjson from their raw JSON, as the checked path parses them, and converted by the
-same ``any_value``.
+same ``any_value``. One difference is left: a number too big for a float (``1e400``) in a field the import
+never reads (a resource attribute, a span's links) is skipped here, where orjson refuses the line.
 """
 
 from __future__ import annotations
@@ -96,8 +97,10 @@ def reader(
 
     def spans(line: bytes, number: int) -> list[Reduced] | None:
         try:
+            if not line.isascii():
+                line.decode("utf-8")  # msgspec does not check the fields it skips; the checked path names the line
             request = decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except Exception:  # noqa: BLE001 (not JSON, a wrong shape, nested too deep: the checked path names it)
             return None
         if request.resourceLogs is not UNSET or request.resourceSpans is UNSET:
             return None  # logs (rare, and joined by the checked path) or no spans: read it the checked way

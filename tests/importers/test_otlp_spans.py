@@ -96,8 +96,23 @@ def test_plain_lines_take_the_fast_path_and_others_do_not() -> None:
         spans_line.replace(b'"startTimeUnixNano":"', b'"startTimeUnixNano":"99', 1),  # beyond 64 bits
         b'{"resourceSpans":{}}',
         b"[]",
+        b'{"resourceSpans":[{"resource":{"x":"\xff"},"scopeSpans":[]}]}',  # invalid UTF-8 in a field not read
+        b'{"resourceSpans":[{"resource":{"x":' + b"[" * 1500 + b"]" * 1500 + b"}}]}",  # nested too deep
     ]
     assert all(otlp._FAST_SPANS(line, 1) is None for line in hostile)
+
+
+def test_invalid_utf8_and_deep_nesting_are_named_as_ever(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.otlp.jsonl"
+    good = FIXTURE.read_bytes().splitlines()[0]
+    for bad, expected in (
+        (b'{"resourceSpans":[{"resource":{"x":"\xff"},"scopeSpans":[]}]}', "line 2"),
+        (b'{"resourceSpans":[{"resource":{"x":' + b"[" * 1500 + b"]" * 1500 + b"}}]}", "line 2"),
+    ):
+        trace.write_bytes(good + b"\n" + bad + b"\n")
+        with pytest.raises(TraceImportError) as error:
+            import_trace(trace, tmp_path / "out.jsonl")
+        assert expected in str(error.value) and "not JSON" in str(error.value)
 
 
 def test_bad_input_names_the_same_line_with_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
