@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.command import CommandList, CommandPalette
+from textual.command import CommandPalette
 from textual.theme import BUILTIN_THEMES
-from textual.widgets import Input
-from tui_helpers import SIZE, make_app, settle, wait_until
+from tui_helpers import SIZE, make_app, palette_highlights, palette_query, settle, wait_until
 
 from replay_tui.tui.themes import CUSTOM_VARIABLE_FALLBACKS
 
@@ -36,19 +34,6 @@ async def test_switching_to_every_builtin_theme_at_runtime(incident_path: Path) 
             await pilot.pause()
             assert app.is_running and app.return_code is None, name
             assert app.screen.query_one("#timeline").styles.background is not None
-
-
-def palette_query(app: Any) -> str | None:
-    """What is typed in the open palette; None when no palette is open."""
-    return app.screen.query_one(Input).value if isinstance(app.screen, CommandPalette) else None
-
-
-def palette_highlights(app: Any, text: str) -> bool:
-    """The open palette's highlighted hit mentions ``text`` (its hits arrive from a background search)."""
-    if not isinstance(app.screen, CommandPalette):
-        return False
-    option = app.screen.query_one(CommandList).highlighted_option
-    return option is not None and text in str(option.prompt).lower()
 
 
 async def test_choosing_a_builtin_theme_from_the_palette(incident_path: Path) -> None:

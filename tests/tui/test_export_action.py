@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tui_helpers import SIZE, make_app, settle
+from tui_helpers import SIZE, make_app, run_from_palette, settle, wait_until
 
 from replay_tui.tui.controllers.export import default_report_path
 from replay_tui.tui.screens.prompt import PromptScreen
@@ -17,13 +17,8 @@ pytestmark = pytest.mark.asyncio
 
 async def run_export_from_palette(pilot, target: str | None) -> None:  # type: ignore[no-untyped-def]
     app = pilot.app
-    await pilot.press("ctrl+p")
-    await pilot.pause(0.2)
-    await pilot.press(*"Export incident")
-    await pilot.pause(0.5)
-    await pilot.press("enter")
-    await pilot.pause(0.2)
-    assert isinstance(app.screen, PromptScreen)
+    await run_from_palette(pilot, "Export incident")
+    await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), "the export path prompt")
     if target is not None:
         app.screen.query_one("Input").value = target
     await pilot.press("enter")

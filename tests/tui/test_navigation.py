@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual import events
-from tui_helpers import SIZE, make_app, seq_at_cursor, settle
+from tui_helpers import SIZE, make_app, run_from_palette, seq_at_cursor, settle
 
 from replay_tui.analysis.search import ReplayMarks
 from replay_tui.tui.screens.help import HelpScreen
@@ -297,11 +297,7 @@ async def test_help_theme_palette_and_quit(incident_path: Path) -> None:
             "Help",
         ):
             assert title in titles
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"next error")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_from_palette(pilot, "next error")
         await settle(pilot)
         assert screen.journal.event(screen.timeline.cursor).kind == "tool.result"
         await pilot.press("q")

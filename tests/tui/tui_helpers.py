@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Input
 from textual.worker import WorkerCancelled, WorkerFailed
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
@@ -113,3 +115,31 @@ def screen_text(app: Any) -> str:
         cell = html.unescape(re.sub(r"<[^>]+>", "", text)).replace("\xa0", " ")
         rows.setdefault(float(row.group(1)) if row else -1.0, []).append(cell)
     return "\n".join("".join(cells) for _y, cells in sorted(rows.items()))
+
+
+def palette_query(app: Any) -> str | None:
+    """What is typed in the open palette; None when no palette is open."""
+    return app.screen.query_one(Input).value if isinstance(app.screen, CommandPalette) else None
+
+
+def palette_highlights(app: Any, text: str) -> bool:
+    """The open palette's highlighted hit mentions ``text`` (its hits arrive from a background search)."""
+    if not isinstance(app.screen, CommandPalette):
+        return False
+    option = app.screen.query_one(CommandList).highlighted_option
+    return option is not None and text.lower() in str(option.prompt).lower()
+
+
+async def run_from_palette(pilot: Any, typed: str, hit: str | None = None) -> None:
+    """Open the palette, type ``typed``, and run the highlighted hit once it mentions ``hit`` (default: ``typed``).
+
+    Each step waits for what it needs (the palette, then its background search's hit), never a fixed time:
+    under load the hits can arrive after any pause, and enter would run nothing or the wrong command."""
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
+    await pilot.press(*typed)
+    wanted = typed if hit is None else hit
+    await wait_until(pilot, lambda: palette_highlights(app, wanted), f"{wanted!r} highlighted in the palette")
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), "the palette to close")
