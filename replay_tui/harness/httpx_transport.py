@@ -46,6 +46,7 @@ import base64
 import functools
 import importlib
 from dataclasses import dataclass
+from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
 
 
 _NOT_RECORDED_REQUEST_HEADERS = IGNORED_REQUEST_HEADERS | frozenset(CREDENTIAL_HEADERS)
+
+
+ZERO_ELAPSED = timedelta(0)
 
 
 @dataclass(frozen=True)
@@ -243,8 +247,14 @@ def _handed_over(module: ModuleType, event: Any, payload: Any, live: Any, reques
     if event.payload.get("error"):
         _raise_recorded_error(event.payload, module, request)
     if live is not None and event.payload is payload:
-        return live
-    return _response(module, exchange_from_payload(event.payload), request)
+        response = live
+    else:
+        response = _response(module, exchange_from_payload(event.payload), request)
+    # httpx sets .elapsed only when the client closes a stream it still has to read; a response read here
+    # never gets one, and reading it raised. Zero in record and replay alike: the journal holds the times,
+    # and a live duration the agent could branch on would be an unrecorded input.
+    response.elapsed = ZERO_ELAPSED
+    return response
 
 
 @functools.cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any, Mapping
 
 import httpx
@@ -19,4 +20,6 @@ def agent(h: Harness, task: Mapping[str, Any]) -> Any:
             headers={"authorization": f"Bearer {os.environ.get('PLAIN_API_TOKEN', 'none')}"},
         )
         response.raise_for_status()
+        if response.elapsed != timedelta(0):  # read in record and replay alike (it raised), and never live time
+            raise AssertionError(f"elapsed {response.elapsed}")
         return response.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
