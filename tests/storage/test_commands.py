@@ -80,7 +80,10 @@ async def test_the_app_opens_a_url_and_follows_a_growing_object(s3_env: dict[str
     opened = resolve_journal(f"s3://{bucket}/crm.jsonl")
     app = ReplayApp(Journal(opened))
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot.pause(0.5)
+        deadline = time.monotonic() + 60  # the app indexes in the background: wait for it, not a fixed 0.5 s
+        while app.screen_stack[0].indexing:
+            assert time.monotonic() < deadline, "the app did not index the S3 journal within 60 s"
+            await pilot.pause(0.05)
         assert len(app.screen_stack[0].journal) == 175
 
     lines = CRM.splitlines(keepends=True)
@@ -91,7 +94,10 @@ async def test_the_app_opens_a_url_and_follows_a_growing_object(s3_env: dict[str
         app = ReplayApp(Journal(local), follow=True)
         async with app.run_test(size=(160, 45)) as pilot:
             screen = app.screen_stack[0]
-            await pilot.pause(0.5)
+            deadline = time.monotonic() + 60
+            while screen.indexing:
+                assert time.monotonic() < deadline, "the app did not index the followed journal within 60 s"
+                await pilot.pause(0.05)
             assert len(screen.journal) == 20
             put(s3_env, bucket, "live.jsonl", b"".join(lines[:120]))
             deadline = time.monotonic() + 20

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tui_helpers import SIZE, make_app, settle
+from tui_helpers import SIZE, make_app, open_prompt, settle
 
 from replay_tui.analysis.search import QueryError, find_next, matching_positions, parse_query
 from replay_tui.journal import open_journal
@@ -15,9 +15,7 @@ pytestmark = pytest.mark.asyncio
 
 
 async def add_filter(pilot: Any, text: str) -> None:
-    await pilot.press("ampersand")
-    await pilot.pause(0.2)
-    pilot.app.screen.query_one("Input").value = text
+    (await open_prompt(pilot, "ampersand")).value = text
     await pilot.press("enter")
     await settle(pilot)
 
@@ -65,9 +63,7 @@ async def test_slash_accepts_a_regex(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        await pilot.press("slash")
-        await pilot.pause(0.2)
-        app.screen.query_one("Input").value = r're:"seq":1[2-4]\b'
+        (await open_prompt(pilot, "slash")).value = r're:"seq":1[2-4]\b'
         await pilot.press("enter")
         await settle(pilot)
         assert screen.journal.event(screen.timeline.cursor).seq == 12

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import SIZE, make_app, settle, wait_for_file
+from tui_helpers import SIZE, make_app, settle, wait_for_file, wait_until
 
 from replay_tui.analysis.secrets import flagged_seqs
 from replay_tui.journal import JournalWriter, call_key_of, open_journal
@@ -74,8 +74,8 @@ async def test_the_clean_fixture_has_no_marks(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        await pilot.pause(0.3)
-        assert screen.live.opening_scanned and not screen.live.secret_seqs
+        await wait_until(pilot, lambda: screen.live.opening_scanned, "the opening scan")
+        assert not screen.live.secret_seqs
 
 
 async def test_followed_events_are_scanned_as_they_arrive(tmp_path: Path) -> None:
@@ -101,13 +101,13 @@ async def test_followed_events_are_scanned_as_they_arrive(tmp_path: Path) -> Non
         async with app.run_test(size=SIZE) as pilot:
             screen = await settle(pilot)
             go.touch()
-            for _ in range(300):
-                if screen.timeline.count == 121 and len(screen.live.secret_seqs) == 3:
-                    break
-                await pilot.pause(0.05)
+            await wait_until(
+                pilot,
+                lambda: screen.timeline.count == 121 and len(screen.live.secret_seqs) == 3,
+                "all 121 events, three of them flagged",
+            )
             assert screen.live.secret_seqs == {2, 42, 82}
             assert screen.live.secret_seqs == set(flagged_seqs(open_journal(path)))
-            await pilot.pause(0.2)
-            assert GLYPHS[SECRET] in row_text(screen, 81)
+            await wait_until(pilot, lambda: GLYPHS[SECRET] in row_text(screen, 81), "the secret mark on row 81")
     finally:
         writer.kill()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tui_helpers import SIZE, make_app, settle
+from tui_helpers import SIZE, make_app, open_prompt, settle
 
 from replay_tui.tui.widgets.json_view import JsonView
 from replay_tui.tui.widgets.timeline_time import format_duration, format_offset, parse_time, parse_when
@@ -57,10 +57,9 @@ async def test_T_goes_to_a_time(incident_path: Path) -> None:
         times = [parse_time(journal.event(p).recorded_at) for p in range(len(journal))]
         middle = times[len(times) // 2]
         offset = (middle - start).total_seconds()
-        await pilot.press("T")
-        await pilot.pause(0.2)
+        await open_prompt(pilot, "T")
         await pilot.press(*f"+{offset:.3f}", "enter")
-        await pilot.pause(0.2)
+        await settle(pilot)
         expected = next(p for p, when in enumerate(times) if when >= start + (middle - start))
         assert screen.timeline.cursor == expected
 

@@ -22,6 +22,7 @@ from journal_factory import write_bulk, write_incident  # noqa: E402
 from replay_tui.journal import Journal  # noqa: E402
 from replay_tui.tui.app import ReplayApp  # noqa: E402
 from replay_tui.tui.screens.main import SETTLE_S, MainScreen  # noqa: E402
+from replay_tui.tui.screens.prompt import PromptScreen  # noqa: E402
 
 SIZE = (160, 45)
 
@@ -143,3 +144,11 @@ async def run_from_palette(pilot: Any, typed: str, hit: str | None = None) -> No
     await wait_until(pilot, lambda: palette_highlights(app, wanted), f"{wanted!r} highlighted in the palette")
     await pilot.press("enter")
     await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), "the palette to close")
+
+
+async def open_prompt(pilot: Any, *keys: str) -> Input:
+    """Press ``keys`` (a binding that asks for text: /, &, T, m...) and return the prompt's input once it is up:
+    keys typed before the prompt is pushed would go to the timeline's bindings instead."""
+    await pilot.press(*keys)
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, PromptScreen), "the prompt")
+    return pilot.app.screen.query_one(Input)
