@@ -13,6 +13,7 @@ never reads (a resource attribute, a span's links) is skipped here, where orjson
 from __future__ import annotations
 
 from collections.abc import Callable
+from sys import getrecursionlimit
 from typing import Any
 
 import orjson
@@ -24,6 +25,9 @@ except ImportError:  # the checked path reads every line
     msgspec = None  # type: ignore[assignment]
 
 Reduced = dict[str, Any]
+#: How deep orjson (the checked path) nests; msgspec stops at Python's recursion limit, so the fast path
+#: is taken only while that limit is lower (the default, 1,000), and a line too deep for one is for both.
+ORJSON_DEPTH = 1024
 
 if msgspec is not None:
     # What the fast path reads of a request (msgspec skips the rest); module level, so the
@@ -96,6 +100,8 @@ def reader(
         return reduce_value(found)
 
     def spans(line: bytes, number: int) -> list[Reduced] | None:
+        if getrecursionlimit() > ORJSON_DEPTH:
+            return None  # msgspec nests as deep as Python may: deeper than orjson, which would refuse the line
         try:
             if not line.isascii():
                 line.decode("utf-8")  # msgspec does not check the fields it skips; the checked path names the line

@@ -4,6 +4,8 @@ does: the journal is the same bytes with it and without it, and any other line g
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -14,6 +16,24 @@ from replay_tui.importers import TraceImportError, import_trace, otlp
 from .test_fast_paths import FIXTURE, _many_runs
 
 pytest.importorskip("msgspec")
+
+
+@pytest.fixture(autouse=True)
+def default_recursion_limit() -> Iterator[None]:
+    """The fast path runs under Python's default recursion limit (some tests leave it raised)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_a_raised_recursion_limit_turns_the_fast_path_off() -> None:
+    line = FIXTURE.read_bytes().splitlines()[0]
+    assert otlp._FAST_SPANS is not None and otlp._FAST_SPANS(line, 1) is not None
+    sys.setrecursionlimit(5000)  # msgspec would nest deeper than orjson: the checked path decides
+    assert otlp._FAST_SPANS(line, 1) is None
 
 
 def _both_ways(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes]:
