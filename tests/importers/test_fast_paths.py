@@ -230,7 +230,9 @@ def test_a_worker_that_dies_leaves_the_file_to_one_reader(tmp_path: Path, monkey
     def watched(trace: otlp.OtlpTrace, workers: int) -> None:
         try:
             read_in_parallel(trace, workers)
-        except otlp._WorkersFailed as failure:
+        # a worker that died before it was sent its runs of lines is a broken pipe (OSError), one that died
+        # later a failed exit: which one depends on the scheduler (under load the worker is dead before the write)
+        except (OSError, otlp._WorkersFailed) as failure:
             failures.append(failure)
             raise
 
