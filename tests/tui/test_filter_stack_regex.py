@@ -11,8 +11,6 @@ from tui_helpers import SIZE, make_app, open_prompt, settle
 from replay_tui.analysis.search import QueryError, find_next, matching_positions, parse_query
 from replay_tui.journal import open_journal
 
-pytestmark = pytest.mark.asyncio
-
 
 async def add_filter(pilot: Any, text: str) -> None:
     (await open_prompt(pilot, "ampersand")).value = text
@@ -20,6 +18,7 @@ async def add_filter(pilot: Any, text: str) -> None:
     await settle(pilot)
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_filters_stack_and_come_off_one_by_one(incident_path: Path) -> None:
     journal = open_journal(incident_path)
     tools = list(matching_positions(journal, parse_query("kind:tool")))
@@ -59,6 +58,7 @@ def test_re_queries(incident_path: Path) -> None:
         journal.close()
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_slash_accepts_a_regex(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:

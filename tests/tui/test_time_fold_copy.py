@@ -12,13 +12,12 @@ from tui_helpers import SIZE, make_app, open_prompt, settle
 from replay_tui.tui.widgets.json_view import JsonView
 from replay_tui.tui.widgets.timeline_time import format_duration, format_offset, parse_time, parse_when
 
-pytestmark = pytest.mark.asyncio
-
 
 def row_text(timeline: Any, y: int) -> str:
     return timeline.render_line(y).text
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_time_column_shows_offsets_and_durations(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -48,6 +47,7 @@ async def test_time_column_shows_offsets_and_durations(incident_path: Path) -> N
             )
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_T_goes_to_a_time(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -74,6 +74,7 @@ def test_parse_when_forms() -> None:
     assert parse_when("soon", start) is None and parse_when("25:00", start) is None
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_z_folds_by_step_and_unfolds(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -94,6 +95,7 @@ async def test_z_folds_by_step_and_unfolds(incident_path: Path) -> None:
         assert timeline.folds is None and timeline.shown == total
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_left_and_right_scroll_long_summaries(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -108,6 +110,7 @@ async def test_left_and_right_scroll_long_summaries(incident_path: Path) -> None
         assert row_text(screen.timeline, 1) == before
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_y_Y_and_ctrl_y_copy_with_a_notice(incident_path: Path) -> None:
     app = make_app(incident_path)
     copied: list[str] = []
@@ -139,6 +142,7 @@ async def test_y_Y_and_ctrl_y_copy_with_a_notice(incident_path: Path) -> None:
         assert any("copied the" in n for n in notices)
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_left_and_right_scroll_a_json_pane_sideways(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -158,6 +162,7 @@ async def test_left_and_right_scroll_a_json_pane_sideways(incident_path: Path) -
         assert detail.scroll_x == 0
 
 
+@pytest.mark.asyncio  # not module-wide: the module has sync tests too
 async def test_o_wraps_long_lines_in_a_json_pane(incident_path: Path) -> None:
     app = make_app(incident_path)
     async with app.run_test(size=(100, 30)) as pilot:
