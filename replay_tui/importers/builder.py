@@ -13,12 +13,10 @@ rules, so an agent rewritten on the harness produces the same events:
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,7 @@ from ..journal.model import (
     TOOL_CALL,
     TOOL_RESULT,
 )
-from ..journal.writer import JournalWriter, SplicedEvent, utc_now
+from ..journal.writer import JournalWriter, SplicedEvent, rfc3339_second, utc_now
 from .records import (
     EndRecord,
     Fidelity,
@@ -204,12 +202,7 @@ def rfc3339_of_nanos(nanos: int) -> str:
     elif micros < 0:
         micros += 1_000_000
         whole -= 1
-    return f"{_second_of(int(whole))}.{micros:06d}Z"
-
-
-@functools.lru_cache(maxsize=1024)
-def _second_of(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").removesuffix("+00:00")
+    return f"{rfc3339_second(int(whole))}.{micros:06d}Z"
 
 
 #: Each kind's canonical JSON, spliced into its events' envelopes.

@@ -6,6 +6,7 @@ writer and is the only caller, so seq assignment and the chain stay in one place
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -13,6 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Generator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -43,20 +45,17 @@ DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
 SHARD_PATTERN = "{stem}.{index:06d}.jsonl"
 
 
-_formatted_second: tuple[int, str] = (-1, "")
+@functools.lru_cache(maxsize=1024)
+def rfc3339_second(seconds: int) -> str:
+    """``2026-12-01T03:04:05``: a Unix second in UTC, formatted once (a datetime's isoformat per event was
+    ~1 µs of every append; the importers stamp whole runs of events from the same seconds)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").removesuffix("+00:00")
 
 
 def utc_now() -> str:
-    """RFC 3339 UTC to the microsecond (``2026-12-01T03:04:05.123456Z``). The date and time of each second
-    are formatted once (a datetime's isoformat per event was ~1 µs of every append); the pair is swapped
-    whole, so a thread never sees one second's text with another's number."""
-    global _formatted_second
+    """RFC 3339 UTC to the microsecond (``2026-12-01T03:04:05.123456Z``)."""
     seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
-    second, text = _formatted_second
-    if second != seconds:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        _formatted_second = (seconds, text)
-    return f"{text}.{nanoseconds // 1000:06d}Z"
+    return f"{rfc3339_second(seconds)}.{nanoseconds // 1000:06d}Z"
 
 
 class JournalWriter:
