@@ -590,6 +590,8 @@ class ReplayRunner:
                 *lines, rest = (b"".join(pending) + chunk).split(b"\n")
                 pending, pending_size = [rest], len(rest)
                 for line in lines:
+                    if self._cancelled.is_set():
+                        return CANCELLED  # at once: one read can hold the rest of a short run
                     if line:
                         self._handle(line, outcome)
 
