@@ -9,15 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.importers import TraceImportError, import_trace, otlp
+from replay_tui.importers import TraceImportError, otlp
 
-from .test_fast_paths import _many_runs
-
-
-def _import_with(workers: int, trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
-    monkeypatch.setattr(otlp, "_worker_count", lambda path: workers)
-    import_trace(trace, out)
-    return out.read_bytes()
+from .test_fast_paths import _import_with, _many_runs
 
 
 @pytest.mark.parametrize("workers", [2, 3])
