@@ -36,7 +36,7 @@ from typing import Any, BinaryIO, cast
 
 import orjson
 
-from ..journal.canonical import canonical_string
+from ..journal.canonical import MAX_EXACT_INT, canonical_string
 from . import otlp_spans
 from .builder import Prepared, prepare, rfc3339_of_nanos
 from .errors import TraceImportError
@@ -60,7 +60,6 @@ LEGACY_MESSAGE_EVENTS = {
 }
 STATUS_ERROR = 2
 _PARAMS_OR_USAGE = ("gen_ai.request.", "gen_ai.usage.")
-_EXACT_INT = 2**53 - 1  # JSON's exact integers (the journal's canonical form refuses others)
 _LAST_NANOS = 2**64  # OTLP's fixed64 (2554-07-21T23:34:33Z); the index holds times as unsigned 64-bit
 #: A span mapped after every log record is read: its content may be in them (``late``).
 LATE = 1
@@ -91,7 +90,7 @@ def any_value(value: Any) -> Any:
             return value["stringValue"]
         if "intValue" in value:
             number = int(value["intValue"])
-            return number if -_EXACT_INT <= number <= _EXACT_INT else str(number)
+            return number if -MAX_EXACT_INT <= number <= MAX_EXACT_INT else str(number)
         if "doubleValue" in value:
             return value["doubleValue"]
         if "boolValue" in value:

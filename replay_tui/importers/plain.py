@@ -22,6 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from ..journal.canonical import MAX_EXACT_INT
 from .errors import TraceImportError
 
 MAX_DEPTH = 200
@@ -33,7 +34,6 @@ MAX_YAML_VALUES = 2_000_000
 #: Characters of text in all the records of one import: a small trace can repeat one big text many
 #: times (YAML aliases, Inspect attachments and input_refs), each repeat written out in the journal.
 MAX_IMPORT_CHARS = 2**30
-_EXACT_INT = 2**53 - 1
 _KEY_SPELLING = {True: "true", False: "false", None: "null"}
 
 
@@ -122,7 +122,7 @@ class _Walk:
         if value is None or kind is bool:
             return value
         if kind is int:
-            return value if -_EXACT_INT <= value <= _EXACT_INT else str(value)
+            return value if -MAX_EXACT_INT <= value <= MAX_EXACT_INT else str(value)
         if kind is float:
             if not math.isfinite(value):
                 raise self.refuse(f"a finite number (found {value})")

@@ -26,7 +26,8 @@ __all__ = [
     "format_number",
 ]
 
-_INT_MAX = 2**53 - 1
+#: JSON's exact integer range (RFC 8785 refuses others; importers turn larger ones into text).
+MAX_EXACT_INT = 2**53 - 1
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 # orjson sorts keys by UTF-8 bytes (code point order); JCS sorts by UTF-16 code
@@ -182,7 +183,7 @@ def _scalar(value: Any) -> bytes:
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, int):
-        if not -_INT_MAX <= value <= _INT_MAX:
+        if not -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
             raise CanonicalizationError(f"{value} is outside the exact integer range of JSON numbers (2**53)")
         return str(int(value)).encode("ascii")
     if isinstance(value, float):
