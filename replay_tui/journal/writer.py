@@ -209,12 +209,9 @@ class JournalWriter:
         it, or ``null``): an import's second pass writes events by the hundred thousand. Returns the event
         id as canonical JSON, the ``parent_json`` of the events that hang from it."""
         seq = self._seq + 1
-        if self._run_id_json is None:
-            self._run_id_json = canonical_string(self.run_id)
-        if self._prev_hash_json[0] is not self._prev_hash:  # ``append`` wrote the last event
-            self._prev_hash_json = (self._prev_hash, self._string_json(self._prev_hash))
+        run_id_json, prev_hash_json = self._splice_parts()
         # event_id_for's "run_id:seq" as JSON: the run id's JSON with ":seq" before its closing quote
-        event_id_json = b'%s:%d"' % (self._run_id_json[:-1], seq)
+        event_id_json = b'%s:%d"' % (run_id_json[:-1], seq)
         # The envelope's canonical form spelled out (no dict to sort and check per event): its keys in
         # JCS order, seq a small int. Checked against append's bytes by tests/importers/test_fast_paths.py.
         body = _ENVELOPE % (
@@ -222,9 +219,9 @@ class JournalWriter:
             kind_json,
             parent_json,
             payload_json,
-            self._prev_hash_json[1],
+            prev_hash_json,
             recorded_at_json,
-            self._run_id_json,
+            run_id_json,
             SCHEMA_VERSION,
             seq,
             step_json,
@@ -260,17 +257,9 @@ class JournalWriter:
                     event = events.send(event_id)
                 except StopIteration:
                     return
-        if self._run_id_json is None:
-            self._run_id_json = canonical_string(self.run_id)
-        if self._prev_hash_json[0] is not self._prev_hash:  # ``append`` wrote the last event
-            self._prev_hash_json = (self._prev_hash, self._string_json(self._prev_hash))
-        run_id_json, id_head, write, sha256 = (
-            self._run_id_json,
-            self._run_id_json[:-1],
-            self._file.write,
-            hashlib.sha256,
-        )
-        seq, prev_json, written = self._seq, self._prev_hash_json[1], 0
+        run_id_json, prev_json = self._splice_parts()
+        id_head, write, sha256 = run_id_json[:-1], self._file.write, hashlib.sha256
+        seq, written = self._seq, 0
         try:
             while True:  # append_spliced's lines, with its state in local names
                 kind, payload, parent, step, recorded_at = event
@@ -302,6 +291,14 @@ class JournalWriter:
                 self._seq, self._shard_bytes = seq, self._shard_bytes + written
                 self._prev_hash = prev_json[1:-1].decode("ascii")
                 self._prev_hash_json = (self._prev_hash, prev_json)
+
+    def _splice_parts(self) -> tuple[bytes, bytes]:
+        """The run id and the last event's hash as canonical JSON, the parts every spliced envelope repeats."""
+        if self._run_id_json is None:
+            self._run_id_json = canonical_string(self.run_id)
+        if self._prev_hash_json[0] is not self._prev_hash:  # ``append`` wrote the last event
+            self._prev_hash_json = (self._prev_hash, self._string_json(self._prev_hash))
+        return self._run_id_json, self._prev_hash_json[1]
 
     def _string_json(self, text: str | None) -> bytes:
         """Canonical JSON of an envelope string, remembered: ids, kinds, steps and times recur within a few events."""
