@@ -98,6 +98,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             if request.on_progress is not None:
                 request.on_progress(step)  # first: a listener of the throttled counts reads the latest step
             progress(step.consumed, step.total)
+            if cancelled():  # at once, before the next line: the watcher below only polls
+                runner.cancel()
 
         runner = ReplayRunner(
             request.spec,
