@@ -33,7 +33,7 @@ if msgspec is not None:
     # What the fast path reads of a request (msgspec skips the rest); module level, so the
     # annotations resolve.
 
-    class AnyValue(Struct, forbid_unknown_fields=True):
+    class AnyValue(Struct, forbid_unknown_fields=True, gc=False):
         stringValue: str | UnsetType = UNSET
         intValue: Raw | UnsetType = UNSET
         doubleValue: Raw | UnsetType = UNSET
@@ -42,11 +42,11 @@ if msgspec is not None:
         kvlistValue: Raw | UnsetType = UNSET
         bytesValue: Raw | UnsetType = UNSET
 
-    class KeyValue(Struct):
+    class KeyValue(Struct, gc=False):
         key: str
         value: AnyValue
 
-    class Span(Struct):
+    class Span(Struct, gc=False):
         traceId: str | None | UnsetType = UNSET
         spanId: str | None | UnsetType = UNSET
         parentSpanId: str | None | UnsetType = UNSET
@@ -57,43 +57,46 @@ if msgspec is not None:
         events: Raw | UnsetType = UNSET
         status: Raw | UnsetType = UNSET
 
-    class ScopeSpans(Struct):
+    class ScopeSpans(Struct, gc=False):
         spans: list[Span] | None | UnsetType = UNSET
 
-    class ResourceSpans(Struct):
+    class ResourceSpans(Struct, gc=False):
         scopeSpans: list[ScopeSpans] | None | UnsetType = UNSET
         instrumentationLibrarySpans: list[ScopeSpans] | None | UnsetType = UNSET
 
-    class Request(Struct):
+    class Request(Struct, gc=False):
         resourceSpans: list[ResourceSpans] | None | UnsetType = UNSET
         resourceLogs: Raw | UnsetType = UNSET
 
 
 def reader(
     reduce_value: Callable[[dict[str, Any]], Any],
+    reduce_int: Callable[[Any], Any],
     nanos: Callable[[Any, str], int],
     operation: Callable[[str, dict[str, Any]], str],
     reduce_events: Callable[[Any], list[dict[str, Any]]],
 ) -> Callable[[bytes, int], list[Reduced] | None] | None:
     """``spans(line, number)``: the line's reduced spans, or None for the checked path; None without msgspec.
     The checked path's own helpers do the rest (their one home): ``reduce_value`` is ``otlp.any_value``,
-    ``nanos`` ``otlp._nanos``, ``operation`` ``otlp._operation``, ``reduce_events`` ``otlp._gen_ai_events``."""
+    ``reduce_int`` its rule for an ``intValue`` (``otlp.int_value``), ``nanos`` ``otlp._nanos``, ``operation`` ``otlp._operation``, ``reduce_events`` ``otlp._gen_ai_events``."""
     if msgspec is None:
         return None
 
     decode = msgspec.json.Decoder(Request).decode
     fields = AnyValue.__struct_fields__[1:]
-    SCALARS = ("intValue", "doubleValue", "boolValue")
 
     def value_of(value: AnyValue) -> Any:
         """``any_value`` of the value as the checked path parses it (the same keys, orjson's values)."""
-        for field in SCALARS:  # any_value's order after stringValue: the first one present decides
-            raw = getattr(value, field)
-            if raw is not UNSET:
-                try:
-                    return reduce_value({field: orjson.loads(memoryview(raw))})
-                except Exception:  # noqa: BLE001 (the error names every key: made below, from all of them)
-                    break
+        raw = value.intValue  # any_value's order after stringValue: the first one present decides
+        if raw is not UNSET:
+            try:
+                return reduce_int(orjson.loads(memoryview(raw)))
+            except Exception:  # noqa: BLE001 (the error names every key: made below, from all of them)
+                pass
+        else:
+            for raw in (value.doubleValue, value.boolValue):
+                if raw is not UNSET:  # any_value answers these as parsed
+                    return orjson.loads(memoryview(raw))
         found = {
             field: orjson.loads(memoryview(raw)) for field in fields if (raw := getattr(value, field)) is not UNSET
         }
