@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any, Protocol
 
 import orjson
 
@@ -14,6 +15,26 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def print_text(text: str, *, error: bool = False) -> None:
     """A report or message that may hold journal text, on stdout (stderr with ``error``): escaped, never raw."""
     print(safe(text, multiline=True), file=sys.stderr if error else sys.stdout)
+
+
+class Reportable(Protocol):
+    """A result with a text report, a JSON form and the exit code it stands for."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_json(self) -> Any: ...
+
+    def to_text(self) -> str: ...
+
+
+def print_result(result: Reportable, *, as_json: bool) -> int:
+    """Print ``result`` as JSON (``--json``) or as its text report; its exit code."""
+    if as_json:
+        print_json(result.to_json())
+    else:
+        print_text(result.to_text())
+    return result.exit_code
 
 
 def print_json(data: object) -> None:

@@ -12,12 +12,13 @@ from ..replay.corpus import is_shard_directory
 from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
 from ..replay.sandbox import pass_env_default
-from .common import EXIT_USAGE, print_json, print_text
+from .common import EXIT_USAGE, print_result, print_text
 
 DEFAULT_TIMEOUT_S = 600.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    # Twin of cli/replay.py:_configure_sandbox and cli/scan.py:configure in shape (argparse option declarations)
     parser.add_argument(
         "journal_path", nargs="?", metavar="JOURNAL", help="journal file (.jsonl, .jsonl.gz) or shard directory"
     )
@@ -116,6 +117,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _configure_sandbox(parser: argparse.ArgumentParser) -> None:
     """The child's sandbox (README: "What the sandbox guarantees")."""
+    # Twin of cli/replay.py:configure in shape (argparse option declarations, nothing to share)
     group = parser.add_argument_group("sandbox")
     group.add_argument(
         "--isolation",
@@ -173,14 +175,11 @@ def run(args: argparse.Namespace) -> int:
         raise
     if show_progress:
         sys.stderr.write("\r\033[K")
-    if args.json:
-        print_json(outcome.to_json())
-    else:
-        print_text(outcome.to_text())
-    return outcome.exit_code
+    return print_result(outcome, as_json=args.json)
 
 
 def _spec(args: argparse.Namespace, journal: str) -> ReplaySpec:
+    # Twin of analysis/export.py:view_of in shape only (keyword arguments of two unrelated records)
     return ReplaySpec(
         journal=os.path.abspath(journal),
         agent=args.agent,
@@ -239,11 +238,7 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
             executor.shutdown()
     if show_progress:
         sys.stderr.write("\r\033[K")
-    if args.json:
-        print_json(result.to_json())
-    else:
-        print_text(result.to_text())
-    return result.exit_code
+    return print_result(result, as_json=args.json)
 
 
 def _corpus_progress(entry: object, done: int, total: int) -> None:
@@ -276,11 +271,7 @@ def _run_rerecord(args: argparse.Namespace, journal: str) -> int:
     except RerecordError as error:
         print_text(f"replay-tui replay: {error}", error=True)
         return EXIT_USAGE
-    if args.json:
-        print_json(result.to_json())
-    else:
-        print_text(result.to_text())
-    return result.exit_code
+    return print_result(result, as_json=args.json)
 
 
 def _progress_line(progress: Progress) -> None:
