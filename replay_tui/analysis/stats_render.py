@@ -64,6 +64,11 @@ def journal_text(value: object, limit: int | None = None) -> Text:
     return Text(safe_line(value if isinstance(value, str) else str(value), limit))
 
 
+def _table(title: str) -> Table:
+    """A stats table: its title on the left, no box, no padding at the edges (one look for every table)."""
+    return Table(title=title, title_justify="left", box=None, pad_edge=False)
+
+
 def _estimate(distribution: Distribution) -> str:
     return "" if distribution.exact else "~"
 
@@ -91,7 +96,7 @@ def _header(stats: RunStats) -> RenderableType:
 
 
 def kinds_table(stats: RunStats) -> Table:
-    table = Table(title="Events by kind", title_justify="left", box=None, pad_edge=False)
+    table = _table("Events by kind")
     table.add_column("kind")
     table.add_column("events", justify="right")
     table.add_column("")
@@ -104,12 +109,7 @@ def kinds_table(stats: RunStats) -> Table:
 def timeline_block(stats: RunStats) -> RenderableType:
     series = stats.timeline
     width = stats.timeline_bucket_width
-    table = Table(
-        title=f"Over the run (each column is {width:,} seq{'s' if width > 1 else ''})",
-        title_justify="left",
-        box=None,
-        pad_edge=False,
-    )
+    table = _table(f"Over the run (each column is {width:,} seq{'s' if width > 1 else ''})")
     table.add_column("")
     table.add_column("")
     table.add_column("total", justify="right")
@@ -121,12 +121,9 @@ def timeline_block(stats: RunStats) -> RenderableType:
 
 def models_table(stats: RunStats) -> Table:
     totals = stats.model_totals
-    table = Table(
-        title=f"Model calls: {totals.calls:,} requests, {totals.responses:,} responses, {totals.errors:,} error(s); "
-        f"latency p50 {format_ms(stats.model_latency_ms.quantile(0.5))} p95 {format_ms(stats.model_latency_ms.quantile(0.95))}",
-        title_justify="left",
-        box=None,
-        pad_edge=False,
+    table = _table(
+        f"Model calls: {totals.calls:,} requests, {totals.responses:,} responses, {totals.errors:,} error(s); "
+        f"latency p50 {format_ms(stats.model_latency_ms.quantile(0.5))} p95 {format_ms(stats.model_latency_ms.quantile(0.95))}"
     )
     for name, justify in (
         ("model", "left"),
@@ -166,12 +163,7 @@ def models_table(stats: RunStats) -> Table:
 def tools_table(stats: RunStats, *, width: int = 120) -> Table:
     """Latency and sizes per tool; under 100 columns the latency histogram column is left out."""
     calls, errors, timeouts = stats.tool_totals
-    table = Table(
-        title=f"Tool calls: {calls:,} calls, {errors:,} error(s), {timeouts:,} timeout(s)",
-        title_justify="left",
-        box=None,
-        pad_edge=False,
-    )
+    table = _table(f"Tool calls: {calls:,} calls, {errors:,} error(s), {timeouts:,} timeout(s)")
     wide = width >= 100
     table.add_column("tool", overflow="fold")
     for name in ("calls", "p50", "p95", "max"):
@@ -206,7 +198,7 @@ def errors_table(stats: RunStats) -> Table | None:
     failing = [(name, tool) for name, tool in stats.tools.items() if tool.errors]
     if not failing:
         return None
-    table = Table(title="Errors and timeouts by tool", title_justify="left", box=None, pad_edge=False)
+    table = _table("Errors and timeouts by tool")
     table.add_column("tool")
     table.add_column("errors", justify="right")
     table.add_column("")
@@ -225,7 +217,7 @@ def errors_table(stats: RunStats) -> Table | None:
 
 
 def steps_table(stats: RunStats) -> Table:
-    table = Table(title="Longest steps", title_justify="left", box=None, pad_edge=False)
+    table = _table("Longest steps")
     table.add_column("by wall time")
     table.add_column("span", justify="right")
     table.add_column("seqs")
