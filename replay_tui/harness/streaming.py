@@ -8,6 +8,7 @@ chunk's content in the assembled text, so replay can re-split it identically.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import orjson
@@ -59,22 +60,29 @@ def resplit_sse(body: str, old_deltas: list[str], new_deltas: list[str]) -> str 
     ``new_deltas``: each ``data:`` JSON event's first string equal to the next old delta is
     replaced. None when the body cannot be matched delta for delta (the caller then drops it)."""
     pending = [(old, new) for old, new in zip(old_deltas, new_deltas) if old]
+    if not pending:
+        return body
     lines = body.split("\n")
-    for number, line in enumerate(lines):
-        if not pending or not line.startswith("data:"):
-            continue
-        text = line[5:].strip()
-        if not text.startswith("{"):
-            continue
-        try:
-            event = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
-        replaced = _replace_first_string(event, pending[0][0], pending[0][1])
-        if replaced is not None:
-            pending.pop(0)
-            lines[number] = "data: " + orjson.dumps(replaced).decode()
+    try:
+        for number, event in _data_objects(lines):
+            replaced = _replace_first_string(event, pending[0][0], pending[0][1])
+            if replaced is not None:
+                pending.pop(0)
+                lines[number] = "data: " + orjson.dumps(replaced).decode()
+                if not pending:
+                    break  # the lines after the last delta are left as they are, read or not
+    except orjson.JSONDecodeError:
+        return None
     return None if pending else "\n".join(lines)
+
+
+def _data_objects(lines: list[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, event) of each ``data: {...}`` line of an SSE body, in order; orjson.JSONDecodeError
+    at the first one that is not JSON (both resplits then leave the body alone)."""
+    for number, line in enumerate(lines):
+        text = line[5:].strip() if line.startswith("data:") else ""
+        if text.startswith("{"):
+            yield number, orjson.loads(text)
 
 
 def _replace_first_string(value: Any, old: str, new: str) -> Any:
@@ -102,24 +110,20 @@ def resplit_sse_arguments(body: str, arguments: list[str]) -> str | None:
     lines = body.split("\n")
     events: dict[int, Any] = {}
     fragments: dict[int, list[tuple[int, list[Any]]]] = {}  # call index -> (line, path to the fragment)
-    for number, line in enumerate(lines):
-        text = line[5:].strip() if line.startswith("data:") else ""
-        if not text.startswith("{"):
-            continue
-        try:
-            event = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
-        events[number] = event
-        delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
-        if event.get("type") == "content_block_delta" and delta.get("type") == "input_json_delta":
-            fragments.setdefault(int(event.get("index", 0)), []).append((number, ["delta", "partial_json"]))
-        for position, choice in enumerate(event.get("choices") or []):
-            calls = ((choice or {}).get("delta") or {}).get("tool_calls") or []
-            for slot, call in enumerate(calls):
-                if isinstance((call.get("function") or {}).get("arguments"), str):
-                    path = ["choices", position, "delta", "tool_calls", slot, "function", "arguments"]
-                    fragments.setdefault(int(call.get("index", 0)), []).append((number, path))
+    try:
+        for number, event in _data_objects(lines):
+            events[number] = event
+            delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+            if event.get("type") == "content_block_delta" and delta.get("type") == "input_json_delta":
+                fragments.setdefault(int(event.get("index", 0)), []).append((number, ["delta", "partial_json"]))
+            for position, choice in enumerate(event.get("choices") or []):
+                calls = ((choice or {}).get("delta") or {}).get("tool_calls") or []
+                for slot, call in enumerate(calls):
+                    if isinstance((call.get("function") or {}).get("arguments"), str):
+                        path = ["choices", position, "delta", "tool_calls", slot, "function", "arguments"]
+                        fragments.setdefault(int(call.get("index", 0)), []).append((number, path))
+    except orjson.JSONDecodeError:
+        return None
     if len(fragments) != len(arguments):
         return None
     for new_text, index in zip(arguments, sorted(fragments)):
