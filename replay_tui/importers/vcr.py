@@ -26,7 +26,7 @@ from ..journal.http_shape import (
     IGNORED_HEADER_PREFIXES,
     IGNORED_REQUEST_HEADERS,
     IGNORED_RESPONSE_HEADERS,
-    TOP_LEVEL_FIELDS,
+    shape_json_body,
 )
 from ..journal.model_response import response_summary
 from ..journal.sse import StreamReportedError, assemble_stream, sse_events, stream_chunks
@@ -241,17 +241,9 @@ def _interaction(path: Path, where: str, index: int, request: dict[str, Any], re
 
 def _model_request(method: str, url: str, headers: Mapping[str, Any], body: bytes) -> dict[str, Any]:
     params: dict[str, Any] = {"http": {"method": method, "url": url}}
-    shaped: dict[str, Any] = {}
     parsed = _json_or_none(body)
-    if isinstance(parsed, dict):
-        for name, value in parsed.items():
-            if name in TOP_LEVEL_FIELDS:
-                shaped[name] = value
-            else:
-                params.setdefault("body", {})[name] = value
-    elif parsed is not None:
-        params["body_json"] = parsed
-    elif body:
+    shaped = shape_json_body(parsed, params)
+    if parsed is None and body:
         params["body_text"] = body.decode("utf-8", errors="replace")
     shaped["params"] = params
     shaped["headers"] = _headers(headers, IGNORED_REQUEST_HEADERS, "request.headers")

@@ -4,6 +4,8 @@ so a cassette imports to the same request hash the transport records."""
 
 from __future__ import annotations
 
+from typing import Any
+
 #: Request body fields kept at the top of the recorded request (the harness's own request
 #: shape); every other body field goes under ``params.body``.
 TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
@@ -44,3 +46,19 @@ CREDENTIAL_HEADERS = (
     "anthropic-api-key",
     "openai-api-key",
 )
+
+
+def shape_json_body(parsed: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The recorded request's top-level fields from a request body read as JSON (None when it is not JSON):
+    an object's ``TOP_LEVEL_FIELDS`` stay on top and its other fields go under ``params["body"]``; any
+    other JSON value is ``params["body_json"]``. A body that is not JSON is the caller's to keep."""
+    request: dict[str, Any] = {}
+    if isinstance(parsed, dict):
+        for name, value in parsed.items():
+            if name in TOP_LEVEL_FIELDS:
+                request[name] = value
+            else:
+                params.setdefault("body", {})[name] = value
+    elif parsed is not None:
+        params["body_json"] = parsed
+    return request
