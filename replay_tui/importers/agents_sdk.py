@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from .errors import TraceImportError
+from .errors import TraceImportError, not_json
 from .messages import (
     from_openai_chat,
     last_user_text,
@@ -66,11 +66,8 @@ def read_items(path: Path) -> list[tuple[str, dict[str, Any]]]:
             try:
                 items.append((f"line {number}", orjson.loads(line)))
             except orjson.JSONDecodeError as error:
-                raise TraceImportError(
-                    str(path),
-                    f"line {number}",
-                    f"one JSON object of an Agents SDK trace export (cut short or not JSON: {error.msg})",
-                ) from None
+                expected = "one JSON object of an Agents SDK trace export"
+                raise not_json(str(path), f"line {number}", expected, error.msg) from None
     for where, item in items:
         if not isinstance(item, dict) or item.get("object") not in ("trace", "trace.span"):
             raise TraceImportError(str(path), where, 'an Agents SDK export object ("object": "trace" or "trace.span")')

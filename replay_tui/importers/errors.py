@@ -14,3 +14,8 @@ class TraceImportError(JournalError, ValueError):
         super().__init__(f"{record}: {expected}" if record else expected, path=path)
         self.record = record
         self.expected = expected
+
+
+def not_json(path: str, record: str, expected: str, reason: str) -> TraceImportError:
+    """The error for a record that does not decode: what was expected, then why (orjson's message)."""
+    return TraceImportError(path, record, f"{expected} (cut short or not JSON: {reason})")

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .errors import TraceImportError
+from .errors import TraceImportError, not_json
 from .messages import message
 from .plain import TextBudget, plain_json, plain_record, shown
 from .records import (
@@ -61,9 +61,7 @@ def samples(path: Path) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
     try:
         log = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
-        raise TraceImportError(
-            str(path), f"character {error.pos}", f"an Inspect AI JSON log (cut short or not JSON: {error.msg})"
-        ) from None
+        raise not_json(str(path), f"character {error.pos}", "an Inspect AI JSON log", error.msg) from None
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
         raise TraceImportError(str(path), None, "an Inspect AI log (a JSON object with eval and samples)")
     listed = log.get("samples")
@@ -138,9 +136,7 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
             )
         return orjson.loads(data)
     except orjson.JSONDecodeError as error:
-        raise TraceImportError(
-            str(path), shown(name, 80), f"a JSON member (cut short or not JSON: {shown(error.msg, 80)})"
-        ) from None
+        raise not_json(str(path), shown(name, 80), "a JSON member", shown(error.msg, 80)) from None
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as error:
         # a bad CRC, a size that lies, an unknown compression method or an encrypted member
         raise TraceImportError(str(path), shown(name, 80), f"a readable zip member ({shown(error, 80)})") from None
