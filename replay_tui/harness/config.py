@@ -50,6 +50,7 @@ class PluginEntry:
     depends_on: tuple[str, ...] = ()
 
 
+# Twin of importers/__init__.py:ImportedJournal in shape only (frozen dataclass field lists; nothing to share)
 @dataclass(frozen=True)
 class HarnessConfig:
     source: str

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 
+# Twin of harness/config.py:HarnessConfig in shape only (frozen dataclass field lists; nothing to share)
 @dataclass(frozen=True)
 class ImportedJournal:
     path: Path

@@ -101,8 +101,8 @@ def _patch_text(patch: list[Any], shown: int) -> str:
 
 
 def _short(kind: str, payload: dict[str, Any]) -> str:
-    # Deliberate twin of _report below: the same kinds in the same order, worded for a one-line row
-    # (short hashes, no prose); keep the two in step when a kind is added.
+    # Twin of journal/describe.py:_report (one-line wording, short hashes and no prose, against the report's
+    # sentences: the same kinds in the same order; keep the two in step when a kind is added)
     if kind == RUN_STARTED:
         return f"agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:
@@ -148,7 +148,7 @@ def _short(kind: str, payload: dict[str, Any]) -> str:
 
 
 def _report(kind: str, payload: dict[str, Any]) -> str:
-    # Deliberate twin of _short above, worded for the incident report's prose.
+    # Twin of journal/describe.py:_short (the same kinds worded as the incident report's sentences)
     if kind == RUN_STARTED:
         return f"run started: agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:

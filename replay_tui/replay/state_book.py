@@ -18,6 +18,9 @@ from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
 from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
 
+#: What hashing a state the agent's patches built can raise (a value JSON cannot hold, nesting too deep).
+_UNHASHABLE = (CanonicalizationError, TypeError, ValueError, RecursionError)
+
 
 def state_hash(state: Any) -> str:
     """sha256 of JCS(state): the journal contract's state hash, for a parsed JSON value."""
@@ -38,9 +41,10 @@ class StateBook:
 
     def transition(self, payload: dict[str, Any]) -> str | None:
         """Apply the produced patch; the state it builds must hash to the transition's after_hash."""
+        # Twin of replay/state_book.py:StateBook.snapshot in shape (two claims, each checked by hash)
         try:
             before = self.current_hash()
-        except (CanonicalizationError, TypeError, ValueError, RecursionError) as error:
+        except _UNHASHABLE as error:
             return f"the state before this transition cannot be hashed ({error})"
         if payload.get("before_hash") != before:
             return (
@@ -66,16 +70,17 @@ class StateBook:
 
     def snapshot(self, payload: dict[str, Any]) -> str | None:
         """A snapshot must be the state the patches built, by hash."""
+        # Twin of replay/state_book.py:StateBook.transition in shape (two claims, each checked by hash)
         try:
             current = self.current_hash()
-        except (CanonicalizationError, TypeError, ValueError, RecursionError) as error:
+        except _UNHASHABLE as error:
             return f"the state cannot be hashed ({error})"
         if payload.get("state_hash") != current:
             return f"state_hash differs from the hash of the state the agent's patches built ({current})"
         try:
             if state_hash(payload.get("state")) != current:
                 return "the snapshot's state is not the state its state_hash names"
-        except (CanonicalizationError, TypeError, ValueError, RecursionError) as error:
+        except _UNHASHABLE as error:
             return f"the snapshot's state cannot be hashed ({error})"
         return None
 

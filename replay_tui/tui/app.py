@@ -31,6 +31,7 @@ class ReplayApp(App[None]):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = bindings_for("app")  # the keys live in tui/actions.py
 
+    # Twin of tui/screens/main.py:MainScreen.__init__ in shape (the options the app hands down to the screen)
     def __init__(
         self,
         journal: Journal,

@@ -84,6 +84,8 @@ class MainScreen(Screen[None]):
 
     BINDINGS = bindings_for("screen")  # the keys live in tui/actions.py
 
+    # Twin of tui/app.py:ReplayApp.__init__ and analysis/causal.py:CausalIndex.children in shape only
+    # (keyword parameter lists; the app hands its options down to this screen)
     def __init__(
         self,
         journal: Journal,
@@ -135,6 +137,7 @@ class MainScreen(Screen[None]):
         yield ReplayPanel(id="replay-panel")
         yield StatusBar(id="status")
 
+    # Twins: timeline, causal_tree, status, header and replay_panel are one query_one each (shape only)
     @property
     def timeline(self) -> Timeline:
         return self.query_one(Timeline)
