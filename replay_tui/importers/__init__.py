@@ -85,14 +85,12 @@ def _import_otlp(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
         detail = {"spans": trace.spans, "traces": len(trace.trace_ids)}
         counted = trace.fidelity  # counted while spooling: run.started states it before pass two
         started = rfc3339_of_nanos(min(trace.starts)) if any(trace.starts) else None
-        events = write_run(
+        events = trace.write(
             out,
-            trace.items(),
             run_id=f"otlp-{digest[:12]}",
             source=_source(path, OTLP, digest, detail),
             fidelity=counted,
             started_at=started,
-            parsed_json=True,
         )
     finally:
         trace.close()

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jsonpatch  # type: ignore[import-untyped, unused-ignore]
 import orjson
@@ -172,6 +172,32 @@ def prepare(
     return Prepared("note", (canonical(note),), record.at, scope=record.scope)
 
 
+class SplicedWriter(Protocol):
+    """What ``JournalBuilder`` writes through: a ``JournalWriter``, or ``writer_process.PipedWriter`` (the
+    same writer in another process)."""
+
+    @property
+    def last_seq(self) -> int: ...
+
+    def append_spliced(
+        self, kind_json: bytes, payload_json: bytes, *, parent_json: bytes, step_json: bytes, recorded_at_json: bytes
+    ) -> bytes: ...
+
+    def append_spliced_all(self, events: Generator[SplicedEvent, bytes, None]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+#: Opens the writer of a journal (its path, its run id).
+OpenWriter = Callable[[Path, str], SplicedWriter]
+
+
+def local_writer(out: Path, run_id: str) -> JournalWriter:
+    """An import's writer in this process: every payload is plain parsed JSON (see ``_emit``), so the writer
+    takes its fast canonical path; nobody tails the journal while it is written, so lines are not flushed."""
+    return JournalWriter(out, run_id=run_id, fsync="close", payloads_are_parsed_json=True, flush_lines=False)
+
+
 @dataclass
 class _Cursor:
     """What the next events of one agent hang from (as the harness's causal cursor), as event ids' JSON."""
@@ -228,13 +254,17 @@ class JournalBuilder:
     Envelope parts (event ids, steps, times) are kept as their canonical JSON, as
     ``JournalWriter.append_spliced`` takes them: an import writes events by the hundred thousand."""
 
-    def __init__(self, out: str | os.PathLike[str], *, run_id: str, parsed_json: bool = False) -> None:
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        run_id: str,
+        parsed_json: bool = False,
+        open_writer: OpenWriter = local_writer,
+    ) -> None:
         self.out = Path(out)
         self.parsed_json = parsed_json
-        # every payload is plain parsed JSON (see _emit), so the writer takes its fast canonical path
-        self.writer = JournalWriter(
-            self.out, run_id=run_id, fsync="close", payloads_are_parsed_json=True, flush_lines=False
-        )
+        self.writer = open_writer(self.out, run_id)
         self.steps = 0
         self.step_json = b"null"
         self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
@@ -384,10 +414,11 @@ def write_run(
     initial_state: Any = None,
     started_at: str | None = None,
     parsed_json: bool = False,
+    open_writer: OpenWriter = local_writer,
 ) -> int:
     """Write a whole run; a half-written journal is removed when the records fail. ``parsed_json``:
     every value in the records came straight out of a JSON parser (no round trip needed)."""
-    builder = JournalBuilder(out, run_id=run_id, parsed_json=parsed_json)
+    builder = JournalBuilder(out, run_id=run_id, parsed_json=parsed_json, open_writer=open_writer)
     try:
         builder.start(source, fidelity.label(), initial_state=initial_state, at=started_at)
         builder.add_all(records)

@@ -23,6 +23,7 @@ All traces of a file go into one journal, in start-time order.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import pickle
 import shutil
@@ -38,7 +39,7 @@ import orjson
 
 from ..journal.canonical import MAX_EXACT_INT, canonical_string
 from . import otlp_spans
-from .builder import Prepared, prepare, rfc3339_of_nanos
+from .builder import Prepared, SourceInfo, prepare, rfc3339_of_nanos, write_run
 from .errors import TraceImportError
 from .messages import (
     from_openai_chat,
@@ -49,6 +50,7 @@ from .messages import (
     response_from_messages,
 )
 from .records import EndRecord, Fidelity, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord, leading_input
+from .writer_process import PipedWriter, WriterProcessFailed, receive_frame
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -360,6 +362,20 @@ def read_chunks(
     return found, spooled
 
 
+def _stop(worker: subprocess.Popen[bytes], *, at_once: bool = False) -> None:
+    """End a worker: told to (the end of its input: it has nothing more to do) or, ``at_once``, killed."""
+    if worker.poll() is None and not at_once:
+        try:
+            assert worker.stdin is not None
+            worker.stdin.close()
+            worker.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if worker.poll() is None:
+        worker.kill()
+        worker.wait()
+
+
 class _WorkersFailed(Exception):
     """A worker process ended without its answer (killed, out of memory...)."""
 
@@ -403,6 +419,7 @@ class OtlpTrace:
         self.path = path
         self.spool = spool
         self.spools: list[BinaryIO] = [spool]  # the workers' spools after this one
+        self._writer: subprocess.Popen[bytes] | None = None  # a worker kept to write pass two (writer_process)
         self.spool_of = array("h")  # which spool holds each span's entry
         self.starts = array("Q")
         # a span's entry in its spool: its time's JSON, then its events' payloads (no header to parse again)
@@ -430,8 +447,30 @@ class OtlpTrace:
         self._unsure: list[tuple[tuple[str, str], bool, bool]] = []  # model spans whose content may be in logs
 
     def close(self) -> None:
+        if self._writer is not None:
+            _stop(self._writer)
+            self._writer = None
         for spool in self.spools:
             spool.close()
+
+    def write(
+        self, out: Path, *, run_id: str, source: SourceInfo, fidelity: Fidelity, started_at: str | None
+    ) -> int:
+        """Pass two (``items``), written to ``out``: by pass one's worker process when it kept one, so the
+        chain is hashed and written while the next events are made (in this process if that worker fails).
+        Returns the number of events."""
+        run = functools.partial(
+            write_run, out, run_id=run_id, source=source, fidelity=fidelity, started_at=started_at, parsed_json=True
+        )
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                return run(self.items(), open_writer=functools.partial(PipedWriter, writer))
+            except WriterProcessFailed:
+                pass  # what it wrote is removed (write_run): written again, here
+            finally:
+                _stop(writer)
+        return run(self.items())
 
     def _read(self) -> None:
         for number, request in iter_requests(self.path, reduced=True):
@@ -475,7 +514,7 @@ class OtlpTrace:
                     )
                 )
             chunks = _chunks(self.path, max(workers, -(-self.path.stat().st_size // CHUNK_BYTES)))
-            runs = orjson.dumps(chunks) + b"\n"  # one line (communicate closes the pipe later)
+            runs = orjson.dumps(chunks) + b"\n"  # one line; then the frames of pass two, if it is written there
             for worker in started:
                 assert worker.stdin is not None
                 worker.stdin.write(runs)
@@ -483,10 +522,11 @@ class OtlpTrace:
             own, self._spooled = read_chunks(str(self.path), chunks, claims, self.spool)
             states: dict[int, tuple[ChunkState, int]] = {index: (state, 0) for index, state in own}
             for index, worker in enumerate(started, start=1):
-                output, _ = worker.communicate()
-                if worker.returncode != 0:
-                    raise _WorkersFailed(worker.returncode)
-                found, _size = pickle.loads(output)  # noqa: S301 (our own child's answer)
+                assert worker.stdout is not None
+                answer = receive_frame(worker.stdout)
+                if answer is None or answer[0] != b"A":
+                    raise _WorkersFailed(worker.wait())
+                found, _size = pickle.loads(answer[1])  # noqa: S301 (our own child's answer)
                 self.spools.append(open(os.path.join(folder, f"{index}.spool"), "rb"))  # noqa: SIM115
                 states.update((run, (state, index)) for run, state in found)
             if len(states) != len(chunks):
@@ -496,11 +536,10 @@ class OtlpTrace:
                 if isinstance(state, tuple):  # the first bad line in file order, where one reader would stop
                     raise TraceImportError(str(self.path), state[1], state[2])
                 self._join(state, spool)
+            self._writer, started = started[0], started[1:]  # pass two's writer; the others end
         finally:
             for worker in started:
-                if worker.poll() is None:
-                    worker.kill()
-                    worker.wait()
+                _stop(worker, at_once=True)
             shutil.rmtree(folder, ignore_errors=True)  # the spools stay readable through their open files
 
     def _chunk_state(self) -> dict[str, Any]:
