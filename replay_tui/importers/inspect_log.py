@@ -22,6 +22,8 @@ import orjson
 from .errors import TraceImportError, not_json
 from .messages import message
 from .plain import TextBudget, plain_json, plain_record, shown
+
+# Twin of importers/builder.py's imports (the record types both use; an import list)
 from .records import (
     EndRecord,
     InputRecord,

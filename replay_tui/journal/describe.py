@@ -16,6 +16,8 @@ from typing import Any, Literal
 import orjson
 
 from .errors import JournalError
+
+# Twin of replay/report.py's and harness/harness.py's imports (the kind names each uses; an import list)
 from .model import (
     CLOCK_READ,
     INPUT_RECEIVED,
