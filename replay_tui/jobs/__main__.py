@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 
 from ..journal import JournalError
 from .core import CHILD_NICENESS, JobError
@@ -14,9 +16,18 @@ from .throttle import throttled
 CHILD_PROGRESS_EVERY_S = 0.05
 
 
+_SAYING = threading.Lock()  # a job's callbacks may say an update from a thread of its own
+
+
 def _say(message: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    line = json.dumps(message) + "\n"
+    with _SAYING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _say_update(update: dict[str, object]) -> None:
+    _say({"update": update})
 
 
 def main(argv: list[str]) -> int:
@@ -29,15 +40,18 @@ def main(argv: list[str]) -> int:
         print(str(error.args[0]), file=sys.stderr)
         return 2
     os.nice(CHILD_NICENESS)
+    stop = threading.Event()
+    if job.stops_itself:  # the parent's cancel: end the work and answer with what there is
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     try:
-        request = job.request_from_json(json.loads(sys.stdin.readline()))
+        request = job.child_request(job.request_from_json(json.loads(sys.stdin.readline())), _say_update)
     except (ValueError, TypeError, KeyError) as error:
         _say({"error": f"{job.name}: bad request ({error})"})
         return 2
     _say({"started": os.getpid()})
     try:
         progress = throttled(lambda done, total: _say({"progress": [done, total]}), CHILD_PROGRESS_EVERY_S)
-        result = job.run(request, progress, lambda: False)
+        result = job.run(request, progress, stop.is_set)
     except (JobError, JournalError, OSError, ValueError) as error:
         _say({"error": str(error)})
         return 1

@@ -1,14 +1,16 @@
 """What a job is: a named computation with a typed request, a typed result and progress.
 
 A job either runs in the caller's thread (it needs objects that live in this process: an
-indexed ``Journal``, a ``ReplayRunner``) or in a child process ``python -m replay_tui.jobs
-NAME`` (it reads and hashes every line, which in a thread would hold the interpreter lock the
-UI needs). A child job's request and result cross the pipe as JSON, so they say how to.
+indexed ``Journal``) or in a child process ``python -m replay_tui.jobs NAME`` (it reads and
+hashes every line, or referees a replay line by line, which in a thread would hold the
+interpreter lock the UI needs). A child job's request and result cross the pipe as JSON, so
+they say how to; so do the updates its request's callbacks hear (``child_request``/``heard``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..journal.progress import CancelCheck, ProgressCallback
@@ -18,6 +20,9 @@ ResultT = TypeVar("ResultT")
 
 #: Children run niced, so on a busy machine the UI process gets the CPU first.
 CHILD_NICENESS = 10
+
+#: What a child job says besides its progress count (``Job.child_request``), one JSON object a line.
+Say = Callable[[dict[str, Any]], None]
 
 
 class JobError(Exception):
@@ -38,6 +43,9 @@ class Job(ABC, Generic[RequestT, ResultT]):
 
     name: ClassVar[str]
     in_child: ClassVar[bool] = False
+    #: A child job that stops itself: a cancel asks it (SIGTERM) and waits a moment for the result it has
+    #: so far (``JobCancelled.partial``); any other child job's process group is killed at once.
+    stops_itself: ClassVar[bool] = False
 
     @abstractmethod
     def run(self, request: RequestT, progress: ProgressCallback, cancelled: CancelCheck) -> ResultT:
@@ -55,3 +63,11 @@ class Job(ABC, Generic[RequestT, ResultT]):
 
     def result_from_json(self, data: Any) -> ResultT:
         raise NotImplementedError(f"{self.name} runs in the caller's thread")
+
+    def child_request(self, request: RequestT, say: Say) -> RequestT:
+        """In the child: ``request`` with callbacks that ``say`` what they hear as updates (the pipe carries
+        no callables); the parent hands each update to its own request's callbacks through ``heard``."""
+        return request
+
+    def heard(self, request: RequestT, update: dict[str, Any]) -> None:
+        """In the parent: one update the child said, for ``request``'s callbacks (none by default)."""

@@ -1,29 +1,34 @@
-"""A strict replay or an experiment (thread job): ``replay.runner.ReplayRunner`` drives the
-sandboxed child; this job runs it, reports its progress, cancels it when asked and turns a child
-that could not be spawned into a failed outcome.
+"""A strict replay or an experiment (child job): ``replay.runner.ReplayRunner`` drives the
+sandboxed child from ``python -m replay_tui.jobs replay``, so the parent's side of the replay
+(verifying the journal, refereeing every line the agent produces) holds that process's
+interpreter lock, not the app's: the keys stay as quick during a replay as without one. The
+runner's steps, the child's isolation and the sandbox's process group come back as updates for
+the request's callbacks; a cancel asks the job to stop, and it answers with the outcome so far.
 
 Importing this module loads neither the runner nor the sandbox (the app imports it for its first
-frame): they load with the first replay.
+frame): they load in the job's child.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..journal.progress import CancelCheck, ProgressCallback
-from ..replay.protocol import HELLO, STRICT, ReplaySpec
-from .core import CHILD_NICENESS, Job
+from ..replay.protocol import HELLO, STRICT, ProtocolError, ReplaySpec
+from .core import Job, Say
 
 if TYPE_CHECKING:
-    from ..replay.runner import Progress, ReplayOutcome, ReplayRunner
+    from ..replay.runner import Progress, ReplayOutcome
 
 CANCEL_POLL_S = 0.1
 DEFAULT_TIMEOUT_S = 600.0
+STEP_EVERY_S = 0.05  # the child says a step this often at most (and at each new phase, and the last one)
 
 
 @dataclass
@@ -63,26 +68,15 @@ class ReplayJobRequest:
     spec: ReplaySpec
     timeout_s: float | None = None
     cwd: str | None = None
-    niceness: int = 0  # added to the child's process group once spawned (the app: CHILD_NICENESS)
-    on_progress: Callable[[Progress], None] | None = None  # every step of the runner (phase, seq), unthrottled
-    on_message: Callable[[dict[str, Any]], None] | None = None  # the child's protocol messages
+    on_progress: Callable[[Progress], None] | None = None  # the runner's steps (phase, seq), a few a second
     on_isolation: Callable[[str], None] | None = None  # the child's hello: the isolation in force, in words
-    on_runner: Callable[[ReplayRunner], None] | None = None  # the runner, once made (its pid leads the group)
+    on_child: Callable[[int], None] | None = None  # the sandboxed child's pid, once spawned (it leads its group)
 
     @classmethod
     def of(cls, request: ReplayRequest, journal: Path, root: str, **options: Any) -> ReplayJobRequest:
-        """The job for what the user asked, run from ``root``, niced (batch work: the keys come first)."""
-        options.setdefault("niceness", CHILD_NICENESS)
+        """The job for what the user asked, run from ``root`` (the job's child runs niced: batch work,
+        the keys come first)."""
         return cls(request.spec(journal, root), timeout_s=request.timeout_s, cwd=root, **options)
-
-    def hear(self, message: dict[str, Any]) -> None:
-        """One protocol message from the child, passed on; the hello also as its isolation summary."""
-        if self.on_message is not None:
-            self.on_message(message)
-        if message.get("type") == HELLO and self.on_isolation is not None:
-            isolation = message.get("isolation")
-            summary = isolation.get("summary") if isinstance(isolation, dict) else None
-            self.on_isolation(str(summary or "isolation unknown"))
 
 
 class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
@@ -90,6 +84,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     (a cancelled run's outcome, with the events it consumed, is ``JobCancelled.partial``)."""
 
     name = "replay"
+    in_child = True
+    stops_itself = True
 
     def run(self, request: ReplayJobRequest, progress: ProgressCallback, cancelled: CancelCheck) -> ReplayOutcome:
         from ..replay.runner import ReplayOutcome, ReplayRunner
@@ -101,15 +97,15 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             if cancelled():  # at once, before the next line: the watcher below only polls
                 runner.cancel()
 
+        def on_message(message: dict[str, Any]) -> None:
+            if message.get("type") == HELLO and request.on_isolation is not None:
+                isolation = message.get("isolation")
+                summary = isolation.get("summary") if isinstance(isolation, dict) else None
+                request.on_isolation(str(summary or "isolation unknown"))
+
         runner = ReplayRunner(
-            request.spec,
-            timeout_s=request.timeout_s,
-            on_progress=on_progress,
-            on_message=request.hear,
-            cwd=request.cwd,
+            request.spec, timeout_s=request.timeout_s, on_progress=on_progress, on_message=on_message, cwd=request.cwd
         )
-        if request.on_runner is not None:
-            request.on_runner(runner)
         done = threading.Event()
 
         def watch() -> None:  # the runner blocks in wait(): a cancel reaches it from here
@@ -126,19 +122,59 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             except Exception as error:  # the child could not be spawned (bad python, fd limits)
                 message = f"could not start the replay child: {type(error).__name__}: {error}"
                 return ReplayOutcome.failed(request.spec, "internal", message)
-            lower_priority(runner.pid, request.niceness)
+            if runner.pid is not None and request.on_child is not None:
+                request.on_child(runner.pid)
             return runner.wait()
         finally:
             done.set()
             watcher.join()
 
+    # -- the pipe ------------------------------------------------------------------------------
+    def request_to_json(self, request: ReplayJobRequest) -> Any:
+        return {"spec": request.spec.to_argv(), "timeout_s": request.timeout_s, "cwd": request.cwd}
 
-def lower_priority(pid: int | None, niceness: int) -> None:
-    """Nice the child's process group (its pid leads it), so on a busy machine the UI gets the CPU
-    first; the replay still uses every idle cycle."""
-    if pid is None or niceness <= 0:
-        return
-    try:
-        os.setpriority(os.PRIO_PGRP, pid, niceness)
-    except OSError:  # not permitted or already gone: the replay runs at normal priority
-        pass
+    def request_from_json(self, data: Any) -> ReplayJobRequest:
+        try:
+            spec = ReplaySpec.from_argv(str(data["spec"]))
+        except ProtocolError as error:
+            raise ValueError(str(error)) from None
+        timeout_s = data.get("timeout_s")
+        return ReplayJobRequest(spec, float(timeout_s) if timeout_s is not None else None, data.get("cwd"))
+
+    def result_to_json(self, result: ReplayOutcome) -> Any:
+        return result.to_json()
+
+    def result_from_json(self, data: Any) -> ReplayOutcome:
+        from ..replay.runner import ReplayOutcome
+
+        return ReplayOutcome.from_json(data)
+
+    def child_request(self, request: ReplayJobRequest, say: Say) -> ReplayJobRequest:
+        """Steps (a few a second, each new phase and the last one), the isolation and the sandbox's
+        process group, said as updates."""
+        last: list[Any] = [None, float("-inf")]  # the phase and the time of the last step said
+
+        def say_step(step: Progress) -> None:
+            now = time.monotonic()
+            if step.phase != last[0] or now - last[1] >= STEP_EVERY_S or step.consumed >= step.total:
+                last[:] = [step.phase, now]
+                say({"step": [step.phase, step.consumed, step.total, step.seq]})
+
+        return replace(
+            request,
+            on_progress=say_step,
+            on_isolation=lambda summary: say({"isolation": summary}),
+            on_child=lambda pid: say({"group": pid}),
+        )
+
+    def heard(self, request: ReplayJobRequest, update: dict[str, Any]) -> None:
+        step, isolation, group = update.get("step"), update.get("isolation"), update.get("group")
+        if request.on_progress is not None and isinstance(step, list) and len(step) == 4:
+            from ..replay.runner import Progress
+
+            phase, consumed, total, seq = step
+            request.on_progress(Progress(str(phase), int(consumed), int(total), seq if isinstance(seq, int) else None))
+        if request.on_isolation is not None and isinstance(isolation, str):
+            request.on_isolation(isolation)
+        if request.on_child is not None and isinstance(group, int):
+            request.on_child(group)

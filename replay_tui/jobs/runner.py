@@ -3,8 +3,10 @@ can be cancelled and reports throttled progress.
 
 A child is ``python -m replay_tui.jobs NAME`` in its own session (process group): the request
 goes in on stdin as one JSON line; the child answers with JSON lines on stdout (``started``,
-``progress``, then ``result`` or ``error``). Cancelling kills the whole process group, so
-helpers the child started (verify's worker pool) go with it.
+``progress``, ``update`` for the request's callbacks (``{"group": pid}`` among them names a
+process group it made besides its own), then ``result`` or ``error``). Cancelling kills the whole process group, so
+helpers the child started (verify's worker pool) go with it; a job that stops itself (the
+replay) is asked first and hands back what it has, and is killed only if it does not answer.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from ..journal.progress import CancelCheck, ProgressCallback
 from .core import Job, JobCancelled, JobError
@@ -28,6 +31,7 @@ RequestT = TypeVar("RequestT")
 ResultT = TypeVar("ResultT")
 POLL_S = 0.1
 KILL_WAIT_S = 5.0
+STOP_WAIT_S = 5.0  # how long a job that stops itself has to answer a cancel before its groups are killed
 
 
 def _never() -> bool:
@@ -38,7 +42,7 @@ def _ignore(done: int, total: int) -> None:
     return None
 
 
-class JobRun:
+class JobRun(Generic[RequestT, ResultT]):
     """One run of one job; ``cancel`` may be called from any thread, before or during ``result``."""
 
     def __init__(
@@ -58,15 +62,19 @@ class JobRun:
         self._cancelled = threading.Event()
         self.on_started = on_started  # child jobs: called with the child's pid (= its process group)
         self.process: subprocess.Popen[bytes] | None = None
+        self._other_groups: list[int] = []  # process groups the child said it made (the replay's sandbox)
 
     def cancel(self) -> None:
         self._cancelled.set()
-        self._kill_group()
+        if self.job.stops_itself:
+            self._ask_to_stop()
+        else:
+            self._kill_group()
 
     def is_cancelled(self) -> bool:
         return self._cancelled.is_set() or self._asked_to_stop()
 
-    def result(self) -> Any:
+    def result(self) -> ResultT:
         """Blocking (call from a worker thread): the job's result; raises JobCancelled or JobError."""
         if self.is_cancelled():
             raise JobCancelled(f"{self.job.name}: cancelled")
@@ -78,17 +86,20 @@ class JobRun:
         return self._run_child()
 
     # -- child process -------------------------------------------------------------------------
-    def _run_child(self) -> Any:
+    def _run_child(self) -> ResultT:
         line = json.dumps(self.job.request_to_json(self.request)).encode() + b"\n"
         with tempfile.TemporaryFile() as stderr:
-            process = self.process = subprocess.Popen(
-                [sys.executable, "-m", "replay_tui.jobs", self.job.name],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                start_new_session=True,  # its own process group: cancel kills everything it started
-            )
-            if self._cancelled.is_set():  # cancelled while starting
+            try:
+                process = self.process = subprocess.Popen(
+                    [sys.executable, "-m", "replay_tui.jobs", self.job.name],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    start_new_session=True,  # its own process group: cancel kills everything it started
+                )
+            except OSError as error:  # fork failed (the process limit), or no interpreter
+                raise JobError(f"could not start the {self.job.name} child: {type(error).__name__}: {error}") from None
+            if self._cancelled.is_set():  # cancelled while starting: too early for anything to hand back
                 self._kill_group()
             assert process.stdin is not None and process.stdout is not None
             try:
@@ -106,17 +117,26 @@ class JobRun:
                 raise JobError(lines[-1] if lines else f"the {self.job.name} child ended with {process.returncode}")
         if "error" in answer:
             raise JobError(str(answer["error"]))
-        return self.job.result_from_json(answer["result"])
+        result = self.job.result_from_json(answer["result"])
+        if self.is_cancelled():  # a job that stops itself answered the cancel with what it had
+            raise JobCancelled(f"{self.job.name}: cancelled", partial=result)
+        return result
 
     def _read_answers(self, stdout: IO[bytes]) -> dict[str, Any] | None:
-        """The child's final ``result``/``error`` object; None when it ended without one or was cancelled."""
+        """The child's final ``result``/``error`` object; None when it ended without one or was cancelled
+        (and, for a job that stops itself, did not answer within STOP_WAIT_S)."""
         buffer = b""
+        stop_by: float | None = None
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             while True:
                 if self.is_cancelled():
-                    self._kill_group()
-                    return None
+                    if not self.job.stops_itself or (stop_by is not None and time.monotonic() > stop_by):
+                        self._kill_group()
+                        return None
+                    if stop_by is None:  # asked by the caller's check, or by cancel() from another thread
+                        self._ask_to_stop()
+                        stop_by = time.monotonic() + STOP_WAIT_S
                 if not selector.select(POLL_S):
                     continue
                 chunk = os.read(stdout.fileno(), 1 << 16)
@@ -141,16 +161,33 @@ class JobRun:
         if "progress" in message:
             done, total = message["progress"]
             self.progress(int(done), int(total))
+        update = message.get("update")
+        if isinstance(update, dict):
+            if isinstance(update.get("group"), int):  # a process group the child made: a kill takes it too
+                self._other_groups.append(update["group"])
+            self.job.heard(self.request, update)
         return message if ("result" in message or "error" in message) else None
+
+    def _ask_to_stop(self) -> None:
+        """SIGTERM to the child alone: a job that stops itself ends its own work and answers."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def _kill_group(self) -> None:
         process = self.process
         if process is None:
             return
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # the child leads its group: its pid is the group id
-        except (ProcessLookupError, PermissionError):
-            pass
+        # the child leads its group (its pid is the group id); the groups it said it made go too (the
+        # replay's sandbox runs in a session of its own, which the child's death alone would not end)
+        for group in (*self._other_groups, process.pid):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             process.wait(KILL_WAIT_S)
         except subprocess.TimeoutExpired:
@@ -165,5 +202,4 @@ def run_job(
     cancelled: CancelCheck | None = None,
 ) -> ResultT:
     """Run ``job`` to its end (blocking); see ``JobRun`` to cancel from another thread."""
-    result: ResultT = JobRun(job, request, progress=progress, cancelled=cancelled).result()
-    return result
+    return JobRun(job, request, progress=progress, cancelled=cancelled).result()

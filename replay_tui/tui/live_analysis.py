@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # stats, their rendering and the secret tables load when firs
     from rich.console import Group
 
     from ..analysis.stats import RunStats, StatsCollector
+    from ..jobs.secrets import SecretScanRequest
 
 
 class SecretScanChild:
@@ -29,7 +30,7 @@ class SecretScanChild:
 
     def __init__(self) -> None:
         self._cancelled = threading.Event()
-        self._run: JobRun | None = None
+        self._run: JobRun[SecretScanRequest, list[int]] | None = None
 
     def flagged_seqs(self, path: Path, end: int, *, cancelled: CancelCheck | None = None) -> list[int] | None:
         from ..jobs.secrets import SecretScanJob, SecretScanRequest

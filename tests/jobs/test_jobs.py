@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from replay_tui.jobs import Job, JobCancelled, JobError, JobRun, run_job, thrott
 from replay_tui.jobs.environment import EnvironmentJob, EnvironmentRequest
 from replay_tui.jobs.export import ExportJob, ExportRequest
 from replay_tui.jobs.registry import JOBS, child_job
+from replay_tui.jobs.replay import ReplayJobRequest, ReplayRequest
 from replay_tui.jobs.search import FilterJob, FilterRequest, SearchJob, SearchRequest
 from replay_tui.jobs.secrets import SecretScanJob, SecretScanRequest
 from replay_tui.jobs.verify import VerifyJob, VerifyRequest
@@ -24,6 +26,10 @@ from replay_tui.journal import Journal, verify_journal
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
 from journal_factory import write_bulk, write_incident  # noqa: E402
+
+from ..tui.replay_helpers import record_wobbly, slow_wobbly  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 
 BIG_EVENTS = 60_000
 DEADLINE_S = 30
@@ -86,12 +92,14 @@ def test_bad_input_is_a_job_error_naming_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(name for name, job in JOBS.items() if job.in_child))
 def test_cancelling_a_child_job_mid_run_leaves_no_process_of_its_group(
-    name: str, big_journal: Path, tmp_path: Path
+    name: str, big_journal: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sandboxes: list[int] = []  # the replay's sandboxed child leads a process group of its own
     requests: dict[str, Any] = {
-        "verify": VerifyRequest(str(big_journal)),
-        "secret-scan": SecretScanRequest(str(big_journal), BIG_EVENTS),
-        "export": ExportRequest(str(big_journal), str(tmp_path / "report.html"), "html"),
+        "verify": lambda: VerifyRequest(str(big_journal)),
+        "secret-scan": lambda: SecretScanRequest(str(big_journal), BIG_EVENTS),
+        "export": lambda: ExportRequest(str(big_journal), str(tmp_path / "report.html"), "html"),
+        "replay": lambda: slow_replay(tmp_path, monkeypatch, sandboxes.append),
     }
     started = threading.Event()
     groups: list[int] = []
@@ -100,15 +108,18 @@ def test_cancelling_a_child_job_mid_run_leaves_no_process_of_its_group(
         groups.append(pid)
         started.set()
 
-    run = JobRun(JOBS[name], requests[name], on_started=on_started)
+    run = JobRun(JOBS[name], requests[name](), on_started=on_started)
     outcome: list[BaseException | object] = []
     thread = threading.Thread(target=lambda: outcome.append(_result_or_error(run)))
     thread.start()
     assert started.wait(DEADLINE_S), "the child said it started"
     pgid = groups[0]
+    deadline = time.monotonic() + DEADLINE_S
     if name == "verify":  # verify starts a worker pool: wait until the group holds more than the child
-        deadline = time.monotonic() + DEADLINE_S
         while len(group_members(pgid)) < 2 and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    if name == "replay":  # until the agent runs in its sandbox
+        while not sandboxes and thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.01)
     assert thread.is_alive(), "still running when cancelled"
     run.cancel()
@@ -116,10 +127,18 @@ def test_cancelling_a_child_job_mid_run_leaves_no_process_of_its_group(
     assert not thread.is_alive()
     assert isinstance(outcome[0], JobCancelled), outcome
     deadline = time.monotonic() + DEADLINE_S
-    while group_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert group_members(pgid) == [], f"processes of group {pgid} left after cancel"
+    for group in (pgid, *sandboxes):
+        while group_members(group) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert group_members(group) == [], f"processes of group {group} left after cancel"
     assert not (tmp_path / "report.html").exists(), "a cancelled export writes nothing"
+
+
+def slow_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_child: Callable[[int], None]) -> Any:
+    """A replay of ~8 s: the wobbly agent sleeps 0.2 s per item in its sandbox."""
+    journal = record_wobbly(tmp_path / "wobbly.jsonl", 40)
+    slow_wobbly(monkeypatch, "0.2")
+    return ReplayJobRequest.of(ReplayRequest(timeout_s=120), journal, str(REPO), on_child=on_child)
 
 
 def _result_or_error(run: JobRun) -> object:
@@ -192,11 +211,11 @@ def test_the_app_compares_the_fields_the_fingerprint_computes() -> None:
     assert COMPARED == CONFIG_FREE
 
 
-REPO = Path(__file__).resolve().parents[2]
 LONG_RUN = REPO / "fixtures" / "journals" / "stocktake-long.jsonl"
 
 
-def test_the_replay_job_runs_the_sandboxed_replay_and_cancels_it() -> None:
+def test_the_replay_job_runs_the_sandboxed_replay_in_its_child() -> None:
+    """Its cancel: the parametrized test above (groups) and tests/jobs/test_replay_job.py (the outcome so far)."""
     from replay_tui.jobs.replay import ReplayJob, ReplayJobRequest
     from replay_tui.replay.protocol import ReplaySpec
 
@@ -209,24 +228,3 @@ def test_the_replay_job_runs_the_sandboxed_replay_and_cancels_it() -> None:
     )
     assert outcome.status == "match", outcome.headline()
     assert heard and heard[-1][0] == heard[-1][1] == outcome.total
-
-    runners: list[Any] = []
-    run: JobRun
-
-    def cancel_midway(done: int, total: int) -> None:
-        if done >= 200:
-            run.cancel()
-
-    run = JobRun(
-        ReplayJob(),
-        ReplayJobRequest(spec, timeout_s=120, cwd=str(REPO), on_runner=runners.append),
-        progress=cancel_midway,
-        every_s=0.0,
-    )
-    with pytest.raises(JobCancelled):
-        run.result()
-    pgid = runners[0].pid
-    deadline = time.monotonic() + DEADLINE_S
-    while group_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert group_members(pgid) == [], "the replay child's process group is gone"

@@ -141,8 +141,8 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(
         screen = await settle(pilot)
         await pilot.press("r")
         panel = panel_of(pilot)
-        await wait_until(pilot, lambda: panel.runner is not None and panel.runner.pid is not None, what="the child")
-        pid = panel.runner.pid
+        await wait_until(pilot, lambda: panel.child_pid is not None, what="the child")
+        pid = panel.child_pid
         await wait_until(pilot, lambda: "events" in panel.line.text, what="progress")
         # Keys still work while the child runs.
         await pilot.press("j", "j")
@@ -212,8 +212,8 @@ async def test_quitting_mid_replay_kills_the_child(tmp_path: Path, monkeypatch: 
         await settle(pilot)
         await pilot.press("r")
         panel = panel_of(pilot)
-        await wait_until(pilot, lambda: panel.runner is not None and panel.runner.pid is not None, what="the child")
-        pid = panel.runner.pid
+        await wait_until(pilot, lambda: panel.child_pid is not None, what="the child")
+        pid = panel.child_pid
         started = time.monotonic()
         await pilot.press("q")
     assert time.monotonic() - started < 10  # not the ~18 s the replay would take

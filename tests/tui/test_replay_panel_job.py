@@ -37,7 +37,7 @@ async def test_the_strip_shows_isolation_phase_and_seq_while_the_child_runs(
         panel = await wait_for_replay(pilot, timeout_s=15)
         outcome = panel.last.outcome
         assert outcome.status == "cancelled" and outcome.isolation is not None
-        assert not panel.running and panel.runner is None
+        assert not panel.running and panel.child_pid is None
 
 
 def test_a_pending_progress_message_is_replaced_by_the_next() -> None:

@@ -1,10 +1,11 @@
 """The replay strip under the main screen: starts a replay child, follows it, cancels it.
 
-The agent never runs in this process: the jobs runner runs ``jobs.replay.ReplayJob`` (which
-drives ``python -m replay_tui.replay.child``) from a thread worker. The job kills the child's
-process group on cancel and turns a child that could not start into a failed outcome; the
-runner throttles its progress. Their callbacks only post messages, so the timeline keeps answering keys while a long
-replay runs. When the child ends, the outcome, the replay marks for the timeline and the
+Neither the agent nor the replay's referee runs in this process: from a thread worker, the jobs
+runner runs ``jobs.replay.ReplayJob`` in a child of its own, which drives the sandboxed
+``python -m replay_tui.replay.child``. A cancel asks the job to stop (it kills the sandbox's process
+group and answers with the outcome so far); a job that cannot start is a failed outcome; the runner
+throttles its progress. The callbacks only post messages, so the timeline keeps answering keys while a
+long replay runs. When the child ends, the outcome, the replay marks for the timeline and the
 environment comparison arrive together in one ``ReplayFinished``.
 """
 
@@ -27,7 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.search import ReplayMarks
-from ...jobs import JobCancelled, JobRun
+from ...jobs import JobCancelled, JobError, JobRun
 from ...jobs.replay import ReplayJob, ReplayJobRequest, ReplayRequest
 from ...journal.progress import ProgressCallback
 from ...journal.safe_text import safe_line
@@ -35,7 +36,7 @@ from ...replay.statuses import CANCELLED, CRASHED, DIVERGED, FAILED, MATCH, TIME
 from . import replay_format
 
 if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first replay, not the first frame
-    from ...replay.runner import Progress, ReplayOutcome, ReplayRunner
+    from ...replay.runner import Progress, ReplayOutcome
     from .replay_environment import EnvironmentComparison
 
 __all__ = ["ReplayFinished", "ReplayPanel", "ReplayRequest", "ReplayResult", "marks_of"]
@@ -74,10 +75,10 @@ class ReplayProgressed(Message):
 
 
 @dataclass
-class ReplayRunnerMade(Message):
-    """The job made its runner: its pid, once spawned, leads the child's process group."""
+class ReplayChildSpawned(Message):
+    """The job spawned the sandboxed child: its pid leads the child's process group."""
 
-    runner: ReplayRunner
+    pid: int
 
 
 @dataclass
@@ -111,7 +112,7 @@ def marks_of(outcome: ReplayOutcome, label: str) -> ReplayMarks | None:
 
 
 def step_reports(post: Callable[[Progress], object]) -> tuple[Callable[[Progress], None], ProgressCallback]:
-    """The replay job's two progress hooks, both on the worker thread: every runner step is kept
+    """The replay job's two progress hooks, both on the worker thread: every runner step heard is kept
     (cheap), and each count the jobs runner lets through (throttled) posts the latest step, so the
     line shows the phase and seq with the counts."""
     latest: list[Progress] = []
@@ -208,8 +209,8 @@ class ReplayPanel(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.replay_run: JobRun | None = None  # the running replay job
-        self.runner: ReplayRunner | None = None  # its runner, once made: the pid leads the child's process group
+        self.replay_run: JobRun[ReplayJobRequest, ReplayOutcome] | None = None  # the running replay job
+        self.child_pid: int | None = None  # the sandboxed child, once spawned: it leads its process group
         self.request: ReplayRequest | None = None
         self.last: ReplayResult | None = None
         self.started = 0.0
@@ -239,10 +240,10 @@ class ReplayPanel(Vertical):
             os.getcwd(),  # where `replay-tui` was started: the agent's project, as for the CLI
             on_progress=keep_step,
             on_isolation=lambda summary: self.post_message(ReplayChildStarted(summary)),
-            on_runner=lambda runner: self.post_message(ReplayRunnerMade(runner)),
+            on_child=lambda pid: self.post_message(ReplayChildSpawned(pid)),
         )
         self.replay_run = JobRun(ReplayJob(), job_request, progress=report_step, every_s=POST_EVERY_S)
-        self.runner = None
+        self.child_pid = None
         self.request = request
         self.started = time.perf_counter()
         self.add_class("-shown")
@@ -272,7 +273,7 @@ class ReplayPanel(Vertical):
 
     # -- the worker -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
-    def _run(self, run: JobRun, request: ReplayRequest, journal: Path) -> None:
+    def _run(self, run: JobRun[ReplayJobRequest, ReplayOutcome], request: ReplayRequest, journal: Path) -> None:
         from ...replay.runner import ReplayOutcome
         from .replay_environment import compare_environment
 
@@ -281,6 +282,8 @@ class ReplayPanel(Vertical):
         except JobCancelled as cancelled:  # the outcome says so, with the events consumed before the kill
             before_start = ReplayOutcome(status=CANCELLED, journal=str(journal.resolve()), mode=request.mode)
             outcome = cancelled.partial or before_start
+        except JobError as error:  # the job's own child could not start, or ended without an answer
+            outcome = ReplayOutcome.failed(run.request.spec, "internal", str(error))
         marks = marks_of(outcome, request.label)
         environment = None
         if outcome.status not in (CANCELLED,):
@@ -288,10 +291,10 @@ class ReplayPanel(Vertical):
         self.post_message(ReplayFinished(ReplayResult(request, outcome, marks, environment)))
 
     # -- messages ----------------------------------------------------------------
-    @on(ReplayRunnerMade)
-    def _runner_made(self, message: ReplayRunnerMade) -> None:
+    @on(ReplayChildSpawned)
+    def _child_spawned(self, message: ReplayChildSpawned) -> None:
         if self.replay_run is not None:
-            self.runner = message.runner
+            self.child_pid = message.pid
 
     @on(ReplayProgressed)
     def _progressed(self, message: ReplayProgressed) -> None:
@@ -321,7 +324,8 @@ class ReplayPanel(Vertical):
 
     @on(ReplayFinished)
     def _finished(self, message: ReplayFinished) -> None:
-        self.replay_run = self.runner = None
+        self.replay_run = None
+        self.child_pid = None
         if self._tick is not None:
             self._tick.stop()
             self._tick = None
