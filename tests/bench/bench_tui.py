@@ -507,6 +507,35 @@ def start_up_figures(path: Path, runs: int, toolong: Path | None = None, import_
     }
 
 
+def keys_during_replay(events: int, runs: int) -> list[dict]:
+    """``runs`` runs of the keys timed while `r` replays a run of ``events`` events (each a fresh app)."""
+    replayed = replay_journal(events)
+    found = []
+    for _ in range(runs):  # the machine's load moves a 2 s window: median
+        run = child_json([sys.executable, __file__, "--journal", replayed, "--child", "during-replay"])
+        print(
+            f"keys during a {run['replay_events']:,}-event replay ({run['replay_status']}, {run['replaying_s']:.1f} s): "
+            f"p50 {run['key_p50_during_replay_ms']:.1f} ms p95 {run['key_p95_during_replay_ms']:.1f} ms "
+            f"({run['samples']} samples); the same keys with no replay: p95 {run['key_p95_same_keys_no_replay_ms']:.1f} ms",
+            flush=True,
+        )
+        found.append(run)
+    return found
+
+
+def during_replay_figures(runs: list[dict]) -> dict:
+    """The run with the median p95 (None figures without runs), and the load average."""
+    during = sorted(runs, key=lambda run: run["key_p95_during_replay_ms"])[len(runs) // 2] if runs else {}
+    return {
+        "key_p95_during_replay_ms": round(during["key_p95_during_replay_ms"], 2) if during else None,
+        "key_p50_during_replay_ms": round(during["key_p50_during_replay_ms"], 2) if during else None,
+        "replay_events_during_keys": during.get("replay_events"),
+        "key_samples_during_replay": during.get("samples"),
+        "key_p95_same_keys_no_replay_ms": round(during["key_p95_same_keys_no_replay_ms"], 2) if during else None,
+        "replay_load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -515,6 +544,7 @@ def main() -> None:
         "--replay-events", type=int, default=100_000, help="size of the run replayed while keys are timed"
     )
     parser.add_argument("--skip-replay", action="store_true", help="leave out the keys-during-a-replay runs")
+    parser.add_argument("--replay-only", action="store_true", help="only the keys-during-a-replay runs")
     parser.add_argument(
         "--start-only",
         action="store_true",
@@ -530,6 +560,9 @@ def main() -> None:
         child_main(args.journal, keys=args.child == "full", during_replay=args.child == "during-replay")
         return
 
+    if args.replay_only:
+        print(json.dumps(during_replay_figures(keys_during_replay(args.replay_events, args.runs))))
+        return
     path = ensure_journal(args.events)
     size_mb = path.stat().st_size / 1e6
     print(f"journal: {path} ({size_mb:,.0f} MB)", flush=True)
@@ -556,18 +589,7 @@ def main() -> None:
         if len(ours) < args.runs:
             ours.append(child_json([*me, "--child", "first-frame"])["first_frame_s"])
     start_up = start_up_figures(path, args.runs, toolong, args.import_runs)
-    replayed = replay_journal(args.replay_events) if not args.skip_replay else None
-    runs = []
-    for _ in range(args.runs if replayed is not None else 0):  # the machine's load moves a 2 s window: median
-        run = child_json([sys.executable, __file__, "--journal", replayed, "--child", "during-replay"])
-        print(
-            f"keys during a {run['replay_events']:,}-event replay ({run['replay_status']}, {run['replaying_s']:.1f} s): "
-            f"p50 {run['key_p50_during_replay_ms']:.1f} ms p95 {run['key_p95_during_replay_ms']:.1f} ms "
-            f"({run['samples']} samples); the same keys with no replay: p95 {run['key_p95_same_keys_no_replay_ms']:.1f} ms",
-            flush=True,
-        )
-        runs.append(run)
-    during = sorted(runs, key=lambda run: run["key_p95_during_replay_ms"])[len(runs) // 2] if runs else {}
+    runs = keys_during_replay(args.replay_events, args.runs) if not args.skip_replay else []
     first_frame = statistics.median(ours)
     toolong_first = statistics.median(theirs) if theirs else None
     print(
@@ -582,11 +604,7 @@ def main() -> None:
         "key_p95_ms": round(full["key_p95_ms"], 2),
         "peak_rss_mb": round(full["peak_rss_mb"], 1),
         "key_p95_during_search_ms": round(full["key_p95_during_search_ms"], 2),
-        "key_p95_during_replay_ms": round(during["key_p95_during_replay_ms"], 2) if during else None,
-        "key_p50_during_replay_ms": round(during["key_p50_during_replay_ms"], 2) if during else None,
-        "replay_events_during_keys": during.get("replay_events"),
-        "key_samples_during_replay": during.get("samples"),
-        "key_p95_same_keys_no_replay_ms": round(during["key_p95_same_keys_no_replay_ms"], 2) if during else None,
+        **during_replay_figures(runs),
         "toolong_first_frame_s": round(toolong_first, 4) if toolong_first is not None else None,
         "first_frame_ratio_vs_toolong": round(first_frame / toolong_first, 3) if toolong_first else None,
         **start_up,
