@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,12 +44,44 @@ class ImportedJournal:
     detail: dict[str, Any]
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
+def file_sha256(path: str | os.PathLike[str], stop: threading.Event | None = None) -> str:
+    """The file's sha256 (hex); with ``stop`` set midway, the digest of what was read by then."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    block = bytearray(1 << 20)
+    view = memoryview(block)
+    with open(path, "rb", buffering=0) as handle:
+        while (size := handle.readinto(block)) and not (stop and stop.is_set()):
+            digest.update(view[:size])  # a megabyte: hashed without the GIL
     return digest.hexdigest()
+
+
+class _HashedMeanwhile:
+    """``file_sha256`` in a thread from now on: an import reads the file meanwhile (the digest names the run
+    only when it is written). ``result()`` waits for it; ``stop()`` ends it early (the import failed)."""
+
+    def __init__(self, path: Path, known: str | None) -> None:
+        self._stop = threading.Event()
+        self._found: list[str | BaseException] = [] if known is None else [known]
+        self._thread = threading.Thread(target=self._hash, args=(path,), name="replay-tui-sha256", daemon=True)
+        if known is None:
+            self._thread.start()
+
+    def _hash(self, path: Path) -> None:
+        try:
+            self._found.append(file_sha256(path, self._stop))
+        except BaseException as error:  # noqa: BLE001 (raised by result(), in the importer's thread)
+            self._found.append(error)
+
+    def result(self) -> str:
+        if self._thread.is_alive():
+            self._thread.join()
+        found = self._found[0]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def import_trace(
@@ -67,9 +100,12 @@ def import_trace(
         raise TraceImportError(
             str(path), None, f"one of the formats {', '.join(FORMATS)} (detected none; pass --format)"
         )
-    digest = sha256 or file_sha256(path)
-    with collector_paused():  # the parse makes containers by the million (a third of it was collection)
-        return IMPORTERS[chosen](path, Path(out), digest)
+    hashed = _HashedMeanwhile(path, sha256)
+    try:
+        with collector_paused():  # the parse makes containers by the million (a third of it was collection)
+            return IMPORTERS[chosen](path, Path(out), hashed.result)
+    finally:
+        hashed.stop()
 
 
 def _source(path: Path, fmt: str, digest: str, detail: dict[str, Any] | None = None) -> SourceInfo:
@@ -77,11 +113,12 @@ def _source(path: Path, fmt: str, digest: str, detail: dict[str, Any] | None = N
     return SourceInfo(fmt, path.name, "sha256:" + digest, path.stat().st_size, detail)
 
 
-def _import_otlp(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+def _import_otlp(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
     from .otlp import OtlpTrace
 
-    trace = OtlpTrace(path)
+    trace = OtlpTrace(path)  # pass one, while the file is hashed
     try:
+        digest = digest_of()
         detail = {"spans": trace.spans, "traces": len(trace.trace_ids)}
         counted = trace.fidelity  # counted while spooling: run.started states it before pass two
         started = rfc3339_of_nanos(min(trace.starts)) if any(trace.starts) else None
@@ -153,9 +190,10 @@ def _located(path: Path, records: list[Record], last: list[Record]) -> Iterator[
         yield record
 
 
-def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+def _import_agents(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
     from .agents_sdk import TraceRecords, traces
 
+    digest = digest_of()
     runs: list[_Run] = []
     budget = TextBudget()  # shared by every trace of the file
     for trace_id, entry in traces(path).items():
@@ -177,9 +215,10 @@ def _import_agents(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
     return _write_runs(path, out, OPENAI_AGENTS, digest, runs)
 
 
-def _import_inspect(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+def _import_inspect(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
     from .inspect_log import sample_records, samples
 
+    digest = digest_of()
     runs: list[_Run] = []
     budget = TextBudget()  # shared by every sample: attachments can repeat one text in each
     for where, sample, log in samples(path):
@@ -210,15 +249,17 @@ def _import_inspect(path: Path, out: Path, digest: str) -> list[ImportedJournal]
     return _write_runs(path, out, INSPECT, digest, runs)
 
 
-def _import_vcr(path: Path, out: Path, digest: str) -> list[ImportedJournal]:
+def _import_vcr(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
     from .vcr import cassette_records
 
+    digest = digest_of()
     records = list(cassette_records(path))
     detail = {"interactions": len(records) - 1}
     return _write_runs(path, out, VCR, digest, [_Run("cassette", f"vcr-{digest[:12]}", records, detail)])
 
 
-IMPORTERS: dict[str, Callable[[Path, Path, str], list[ImportedJournal]]] = {
+#: Each importer, given the source, the output and the source's sha256 (``result()``: it may be hashed still).
+IMPORTERS: dict[str, Callable[[Path, Path, Callable[[], str]], list[ImportedJournal]]] = {
     OTLP: _import_otlp,
     OPENAI_AGENTS: _import_agents,
     INSPECT: _import_inspect,

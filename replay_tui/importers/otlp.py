@@ -398,14 +398,14 @@ class OtlpTrace:
         self._begin(path, _new_spool())
         try:
             count = _worker_count(path) if workers is None else workers
-            if count > 1 and sys.executable and _one_request_per_line(path):
+            shared = False
+            if count > 1 and sys.executable:
                 try:
-                    self._read_in_parallel(count)
+                    shared = self._read_in_parallel(count)
                 except (OSError, _WorkersFailed):  # no processes to be had, or one died: read it alone
                     self.close()
                     self._begin(path, _new_spool())
-                    self._read()
-            else:
+            if not shared:
                 self._read()
             if not self.spans:
                 raise TraceImportError(str(self.path), None, "at least one span (an OTLP/JSON file with resourceSpans)")
@@ -494,9 +494,9 @@ class OtlpTrace:
 
     # -- pass one in worker processes ---------------------------------------------------
 
-    def _read_in_parallel(self, workers: int) -> None:
+    def _read_in_parallel(self, workers: int) -> bool:
         """This process and ``workers - 1`` worker processes share the runs of lines, then their states are
-        joined in file order."""
+        joined in file order. False (nothing read) when the file is not one request per line."""
         folder = tempfile.mkdtemp(prefix="replay-tui-otlp-")
         claims = os.path.join(folder, "claims")
         os.mkdir(claims)
@@ -513,6 +513,8 @@ class OtlpTrace:
                         env=_worker_environment(),
                     )
                 )
+            if not _one_request_per_line(self.path):  # asked while the workers start (their runs are sent below)
+                return False
             chunks = _chunks(self.path, max(workers, -(-self.path.stat().st_size // CHUNK_BYTES)))
             runs = orjson.dumps(chunks) + b"\n"  # one line; then the frames of pass two, if it is written there
             for worker in started:
@@ -537,6 +539,7 @@ class OtlpTrace:
                     raise TraceImportError(str(self.path), state[1], state[2])
                 self._join(state, spool)
             self._writer, started = started[0], started[1:]  # pass two's writer; the others end
+            return True
         finally:
             for worker in started:
                 _stop(worker, at_once=True)

@@ -3,12 +3,17 @@ readers, the journal is the one a single reader writes, and bad input is the sam
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from replay_tui import importers
 from replay_tui.importers import TraceImportError, otlp
 
 from .test_fast_paths import _import_with, _many_runs
@@ -56,3 +61,42 @@ def test_the_first_bad_line_wins_whoever_reads_it(tmp_path: Path, monkeypatch: p
         messages.append(str(error.value))
         assert not (tmp_path / f"{workers}.jsonl").exists()
     assert messages[0] == messages[1] == messages[2] and "line 10" in messages[0]
+
+
+def test_one_document_over_many_lines_is_read_alone_and_the_workers_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 3, logs_last=False)
+    requests = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines() if line]
+    spans = [request for request in requests if "resourceSpans" in request]
+    document = tmp_path / "one.otlp.json"
+    document.write_text(json.dumps({"resourceSpans": [s for r in spans for s in r["resourceSpans"]]}, indent=2))
+    started: list[subprocess.Popen[bytes]] = []
+    popen = subprocess.Popen
+
+    def kept(*arguments: Any, **options: Any) -> subprocess.Popen[bytes]:
+        started.append(popen(*arguments, **options))
+        return started[-1]
+
+    alone = _import_with(1, document, tmp_path / "alone.jsonl", monkeypatch)
+    monkeypatch.setattr(otlp.subprocess, "Popen", kept)
+    assert _import_with(2, document, tmp_path / "two.jsonl", monkeypatch) == alone
+    assert started and all(process.returncode is not None for process in started)
+
+
+def test_the_source_is_hashed_while_pass_one_reads_it(tmp_path: Path) -> None:
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 2, logs_last=False)
+    hashed = importers._HashedMeanwhile(trace, None)
+    assert hashed.result() == hashlib.sha256(trace.read_bytes()).hexdigest()
+    assert importers._HashedMeanwhile(trace, "known").result() == "known"
+    big = tmp_path / "big"
+    with open(big, "wb") as handle:
+        handle.truncate(1 << 34)  # 16 GiB of holes: minutes to hash, unless stopped
+    hashed = importers._HashedMeanwhile(big, None)
+    hashed.stop()
+    hashed._thread.join(timeout=30)
+    assert not hashed._thread.is_alive()
+    with pytest.raises(FileNotFoundError):
+        importers._HashedMeanwhile(tmp_path / "gone", None).result()
