@@ -300,13 +300,16 @@ def _one_request_per_line(path: Path) -> bool:
         return False
 
 
-def _chunks(path: Path, count: int) -> list[tuple[int, int, int]]:
-    """``count`` runs of whole lines of about the same size: (first byte, end byte, first line number)."""
+def _chunks(path: Path, count: int, *, finer_tail: int = 0) -> list[tuple[int, int, int]]:
+    """``count`` runs of whole lines of about the same size: (first byte, end byte, first line number).
+    ``finer_tail``: the last so many are cut in four each, so the readers end their last runs about together."""
     size = path.stat().st_size
+    cuts = {size * part // count for part in range(1, count)}
+    cuts.update(size * quarter // (4 * count) for quarter in range(4 * (count - finer_tail), 4 * count) if quarter % 4)
     starts = [0]
     with open(path, "rb") as handle:
-        for part in range(1, count):
-            handle.seek(max(size * part // count, starts[-1]))
+        for cut in sorted(cuts):
+            handle.seek(max(cut, starts[-1]))
             handle.readline()  # on to the start of the next line
             starts.append(min(handle.tell(), size))
         starts.append(size)
@@ -335,12 +338,13 @@ ChunkState = dict[str, Any] | tuple[str, str | None, str]
 
 
 def read_chunks(
-    path: str, chunks: list[tuple[int, int, int]], claims: str, spool: BinaryIO
-) -> tuple[list[tuple[int, ChunkState]], int]:
+    path: str, chunks: list[tuple[int, int, int]], claims: str, spool: BinaryIO, *, pickled: bool = False
+) -> tuple[list[tuple[int, ChunkState | bytes]], int]:
     """Pass one over the runs of lines (first byte, end byte, first line number) this reader claims: whoever
     is free takes the next unclaimed run (a file made in ``claims``), so a reader the machine slows down reads
-    less. Each run gets its own state; all spool to ``spool``. Returns (run index, state) and the spool's size."""
-    found: list[tuple[int, ChunkState]] = []
+    less. Each run gets its own state; all spool to ``spool``. Returns (run index, state) and the spool's size.
+    ``pickled``: each state pickled as soon as it is made (a worker's: not all at the end, while the import waits)."""
+    found: list[tuple[int, ChunkState | bytes]] = []
     spooled = 0
     with open(path, "rb") as handle:
         for index, (start, end, first_line) in enumerate(chunks):
@@ -355,9 +359,10 @@ def read_chunks(
                 lines = _lines_between(handle, start, end)
                 for number, request in _line_requests(lines, trace.path, first_line, reduced=True):
                     trace._take(number, request)
-                found.append((index, trace._chunk_state()))
+                state: ChunkState = trace._chunk_state()
             except TraceImportError as error:
-                found.append((index, (str(error.path), error.record, error.expected)))
+                state = (str(error.path), error.record, error.expected)
+            found.append((index, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL) if pickled else state))
             spooled = trace._spooled
     return found, spooled
 
@@ -438,7 +443,7 @@ class OtlpTrace:
         # (order key, answer, error) of the last root agent
         self._answer: tuple[tuple[int, int, int], Any] | None = None
         self._root: tuple[tuple[int, int, int], Any, dict[str, Any] | None] | None = None
-        self.operation: dict[str, str] = {}  # span id -> operation
+        self.agents: set[str] = set()  # the invoke_agent spans (a span id seen again: its last operation decides)
         self.parent: dict[str, str] = {}  # span id -> parent span id
         self.content: dict[tuple[str, str], dict[str, Any]] = {}  # (trace, span) -> content from logs
         self.spans = 0
@@ -515,14 +520,14 @@ class OtlpTrace:
                 )
             if not _one_request_per_line(self.path):  # asked while the workers start (their runs are sent below)
                 return False
-            chunks = _chunks(self.path, max(workers, -(-self.path.stat().st_size // CHUNK_BYTES)))
+            chunks = _chunks(self.path, max(workers, -(-self.path.stat().st_size // CHUNK_BYTES)), finer_tail=workers)
             runs = orjson.dumps(chunks) + b"\n"  # one line; then the frames of pass two, if it is written there
             for worker in started:
                 assert worker.stdin is not None
                 worker.stdin.write(runs)
                 worker.stdin.flush()
             own, self._spooled = read_chunks(str(self.path), chunks, claims, self.spool)
-            states: dict[int, tuple[ChunkState, int]] = {index: (state, 0) for index, state in own}
+            states: dict[int, tuple[ChunkState | bytes, int]] = {index: (state, 0) for index, state in own}
             for index, worker in enumerate(started, start=1):
                 assert worker.stdout is not None
                 answer = receive_frame(worker.stdout)
@@ -535,6 +540,8 @@ class OtlpTrace:
                 raise _WorkersFailed(None)  # a run nobody read: cannot happen while every reader answers
             for run in range(len(chunks)):
                 state, spool = states[run]
+                if isinstance(state, bytes):
+                    state = pickle.loads(state)  # noqa: S301 (our own child's answer)
                 if isinstance(state, tuple):  # the first bad line in file order, where one reader would stop
                     raise TraceImportError(str(self.path), state[1], state[2])
                 self._join(state, spool)
@@ -547,7 +554,7 @@ class OtlpTrace:
 
     def _chunk_state(self) -> dict[str, Any]:
         """What a worker found, for ``_join``."""
-        names = (*_INDEX_ARRAYS, "span_ids", "operation")
+        names = (*_INDEX_ARRAYS, "span_ids", "agents")
         return {name: getattr(self, name) for name in names} | {
             "parent": self.parent,
             "links": self.links,
@@ -567,7 +574,9 @@ class OtlpTrace:
             getattr(self, name).extend(state[name])
         self.links.update((index + base, links) for index, links in state["links"].items())
         self.spool_of.extend(array("h", [spool]) * state["spans"])
-        self.operation.update(state["operation"])
+        if self.agents:
+            self.agents.difference_update(state["span_ids"])  # a span id seen again: its last operation decides
+        self.agents |= state["agents"]
         self.parent.update(state["parent"])
         for key, logged in state["content"].items():
             kept = self.content.setdefault(key, {})
@@ -642,7 +651,10 @@ class OtlpTrace:
             self.at_lengths.append(at)
             self.first_lengths.append(first)
             self.kinds.append(kind)
-        self.operation[span_id] = operation
+        if operation == "invoke_agent":
+            self.agents.add(span_id)
+        else:
+            self.agents.discard(span_id)
         if reduced["parent"]:
             self.parent[span_id] = str(reduced["parent"])
         self.spans = index + 1
@@ -813,7 +825,7 @@ class OtlpTrace:
         seen = 0
         while span_id and seen < depth:
             span_id = self.parent.get(span_id)
-            if span_id and self.operation.get(span_id) == "invoke_agent":
+            if span_id and span_id in self.agents:
                 return span_id
             seen += 1
         return None
@@ -829,7 +841,7 @@ class OtlpTrace:
                 return None
             if parent in known:
                 return known[parent]
-            found = known[parent] = parent if self.operation.get(parent) == "invoke_agent" else self._scope(parent, 255)
+            found = known[parent] = parent if parent in self.agents else self._scope(parent, 255)
             return found
 
         return scope

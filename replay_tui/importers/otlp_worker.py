@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     chunks = [tuple(run) for run in orjson.loads(sys.stdin.buffer.readline())]
     gc.disable()  # as import_trace does: parsed JSON holds no cycles
     with open(spool_path, "xb", buffering=SPOOL_BUFFER) as spool:
-        found = read_chunks(path, chunks, claims, spool)
+        found = read_chunks(path, chunks, claims, spool, pickled=True)
     send_frame(sys.stdout.buffer, b"A", pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
     del found
     return serve(sys.stdin.buffer, sys.stdout.buffer)  # pass two's writer, if the import asks
