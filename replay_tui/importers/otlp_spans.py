@@ -87,16 +87,18 @@ def reader(
 
     def value_of(value: AnyValue) -> Any:
         """``any_value`` of the value as the checked path parses it (the same keys, orjson's values)."""
-        raw = value.intValue  # any_value's order after stringValue: the first one present decides
-        if raw is not UNSET:
-            try:
-                return reduce_int(orjson.loads(memoryview(raw)))
-            except Exception:  # noqa: BLE001 (the error names every key: made below, from all of them)
-                pass
-        else:
-            for raw in (value.doubleValue, value.boolValue):
-                if raw is not UNSET:  # any_value answers these as parsed
-                    return orjson.loads(memoryview(raw))
+        for field in fields:  # any_value's order after stringValue: the first one present decides
+            raw = getattr(value, field)
+            if raw is not UNSET:
+                try:
+                    parsed = orjson.loads(memoryview(raw))
+                    if field == "intValue":
+                        return reduce_int(parsed)
+                    if field == "doubleValue" or field == "boolValue":
+                        return parsed  # as any_value answers them
+                    return reduce_value({field: parsed})
+                except Exception:  # noqa: BLE001 (the error names every key: made below, from all of them)
+                    break
         found = {
             field: orjson.loads(memoryview(raw)) for field in fields if (raw := getattr(value, field)) is not UNSET
         }
