@@ -12,7 +12,6 @@ its bytes first so only plausible lines are parsed.
 
 from __future__ import annotations
 
-import bisect
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import MODEL_RESPONSE, RUN_ENDED, TOOL_RESULT
 from ..journal.progress import CancelCheck
-from ..journal.segments import Segment
 
 # Marks shown in the timeline and usable as `is:` filters.
 ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = (
@@ -266,11 +264,6 @@ def line_of(journal: Journal, position: int, event: Event | JournalError | None 
     return orjson.dumps(event.raw) if isinstance(event, Event) else b""
 
 
-def _span(segment: Segment, local: int) -> tuple[int, int]:
-    start, end = segment.line_span(local)
-    return start, end - start
-
-
 def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
     """(position, line bytes) for ``start <= position < stop``, reading big blocks.
 
@@ -283,29 +276,11 @@ def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, b
         for position in range(start, stop):
             yield position, line_of(journal, position)
         return
-    base = 0
-    for segment in list(journal.segments):
-        ends = segment.ends
-        count = len(ends)
-        local, local_stop = max(start - base, 0), min(stop - base, count)
-        while local < local_stop:
-            first = ends[local - 1] if local else 0
-            if ends[local] - first > journal.max_line_bytes:
-                yield base + local, b""  # never pull a refused giant line into memory
-                local += 1
-                continue
-            last = max(local + 1, bisect.bisect_right(ends, first + BLOCK_BYTES, local, local_stop))
-            if ends[last - 1] - first > BLOCK_BYTES:
-                last = local + 1
-            lines = segment.read(first, ends[last - 1] - first).split(b"\n")
-            if len(lines) != last - local + 1:  # lines the index skipped (empty ones) lie between: read one by one
-                lines = [segment.read(*_span(segment, position)).rstrip(b"\n") for position in range(local, last)]
-            for offset in range(last - local):
-                yield base + local + offset, lines[offset]
-            local = last
-        base += count
-        if base >= stop:
-            return
+    position = start
+    while position < stop:
+        for line in journal.line_run(position, BLOCK_BYTES)[: stop - position]:
+            yield position, line
+            position += 1
 
 
 def iter_lines_backwards(journal: Journal, start: int, stop: int = -1) -> Iterator[tuple[int, bytes]]:

@@ -120,7 +120,7 @@ class Tape(Cursor):
     def _trusted_event(self, position: int) -> Event | None:
         """The line as an Event, unchecked (``event_of``); None sends it the checked way."""
         try:
-            line = orjson.loads(self.journal.line_bytes(position))
+            line = orjson.loads(self.line_at(position))
             if type(line) is not dict or line.get("schema_version") != SCHEMA_VERSION:
                 return None  # an older version is migrated the checked way
             event = event_of(line)

@@ -197,3 +197,29 @@ def test_leading_empty_lines_do_not_make_a_journal_empty(tmp_path: Path) -> None
     only_empty.write_bytes(gzip.compress(b"\n" * 5_000_000))
     with pytest.raises(JournalOpenError, match="is empty"):
         open_journal(only_empty)
+
+
+@pytest.mark.parametrize("budget", [1, 700, 1 << 20])
+def test_a_run_of_lines_is_what_line_bytes_gives_line_by_line(tmp_path: Path, budget: int) -> None:
+    """One read a block (search, diff, the replay's tape and referee) gives each line as ``line_bytes``
+    does, without its newline: across shards, empty lines the index left out, and a line over the limit."""
+    lines = write_sample_journal(tmp_path / "j.jsonl", steps=6).read_bytes().splitlines(keepends=True)
+    lines[2:2] = [b"\n", b"\n"]
+    lines[9:9] = [b"   \n"]
+    giant = json.dumps({"schema_version": 1, "pad": "x" * 5000}).encode() + b"\n"
+    lines[12:12] = [giant]
+    gaps = tmp_path / "gaps.jsonl"
+    gaps.write_bytes(b"".join(lines))
+    directory = write_sample_journal(tmp_path / "run", steps=20, rotate_bytes=4000)
+    for path, max_line_bytes in ((gaps, 4096), (directory, 1 << 20)):
+        with Journal(path, max_line_bytes=max_line_bytes) as journal:
+            journal.index()
+            expected = [journal.line_bytes(position).rstrip(b"\n") for position in range(len(journal))]
+            assert b"" in expected or path == directory  # the giant line is left out, not read
+            position, found = 0, []
+            while position < len(journal):
+                run = journal.line_run(position, budget)
+                assert run, "at least one line"
+                found.extend(run)
+                position += len(run)
+            assert found == expected
