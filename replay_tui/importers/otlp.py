@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -388,6 +388,20 @@ class _WorkersFailed(Exception):
 def _later(kept: Any, seen: Any) -> Any:
     """The one of two (order key, ...) tuples that comes later in the run (``seen`` on a tie)."""
     return seen if kept is None or seen[0] >= kept[0] else kept
+
+
+class _AgentOf(dict[str, "str | None"]):
+    """span id -> the agent it belongs to: itself if it is one, else the nearest above (``OtlpTrace._scope``);
+    worked out on first look-up and remembered (siblings share their parent's: pass two looks up each parent)."""
+
+    def __init__(self, trace: OtlpTrace) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def __missing__(self, span_id: str) -> str | None:
+        trace = self.trace
+        found = self[span_id] = span_id if span_id in trace.agents else trace._scope(span_id, 255)
+        return found
 
 
 class OtlpTrace:
@@ -789,7 +803,7 @@ class OtlpTrace:
         spooled = [spool.fileno() for spool in self.spools]  # pread, not mmap: mapped pages would count as memory
         pread, spool_of, offsets, entry_lengths = os.pread, self.spool_of, self.offsets, self.entry_lengths
         at_lengths, first_lengths, kinds, span_ids = self.at_lengths, self.first_lengths, self.kinds, self.span_ids
-        links, scopes, no_links = self.links.get, self._scopes(), ()
+        links, no_links, parent_of, agent_of = self.links.get, (), self.parent.get, _AgentOf(self)
         leading = True
         for index in order:
             entry = pread(spooled[spool_of[index]], entry_lengths[index], offsets[index])
@@ -798,14 +812,12 @@ class OtlpTrace:
             kind = PREPARED_KINDS[kinds[index]]
             payloads = (entry[at:first], entry[first:]) if kind == "model" or kind == "tool" else (entry[at:],)
             at_json = entry[:at] if at else None
-            item = Prepared(
-                kind,
-                payloads,
-                None,
-                links(index, no_links),
-                span_ids[index] if kind == "input" else scopes(span_ids[index]),
-                at_json=at_json,
-            )
+            if kind == "input":
+                scope: str | None = span_ids[index]
+            else:  # the agent of the span's parent (one look-up per span: agent_of is a dict)
+                parent = parent_of(span_ids[index])
+                scope = None if parent is None else agent_of[parent]
+            item = Prepared(kind, payloads, None, links(index, no_links), scope, at_json)
             if leading and kind != "note":  # the run's input is settled by its first input or call
                 leading = False
                 if kind != "input":
@@ -829,22 +841,6 @@ class OtlpTrace:
                 return span_id
             seen += 1
         return None
-
-    def _scopes(self) -> Callable[[str], str | None]:
-        """``_scope``, remembered per parent span: siblings share their agent (pass two asks once per span)."""
-        parent_of = self.parent.get
-        known: dict[str, str | None] = {}
-
-        def scope(span_id: str) -> str | None:
-            parent = parent_of(span_id)
-            if parent is None:
-                return None
-            if parent in known:
-                return known[parent]
-            found = known[parent] = parent if parent in self.agents else self._scope(parent, 255)
-            return found
-
-        return scope
 
     def _record(self, span: dict[str, Any], *, scoped: bool = True) -> Record:
         """The span's record; ``scoped=False`` while reading (the agents above it may come later)."""
