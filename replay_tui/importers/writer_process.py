@@ -65,6 +65,7 @@ class PipedWriter:
         self._seq = 0
         self._batch: list[SplicedEvent] = []
         self._closed = False
+        self._mid_frame = False  # a send was interrupted (KeyboardInterrupt...): the stream is cut mid-frame
         self._call(b"O", marshal.dumps((os.path.abspath(path), run_id), _MARSHAL_VERSION))
         self._answer(b"K")  # opened (or the writer's error: the file exists...)
 
@@ -105,6 +106,11 @@ class PipedWriter:
         """Write what is left, close the journal (its fsync) and wait for the writer's answer."""
         if self._closed:
             return
+        if self._mid_frame:  # the writer would read the rest of that frame from what comes next: end it
+            self._closed = True
+            self._process.kill()
+            self._process.wait()
+            return
         self._flush()
         self._closed = True
         self._call(b"C")
@@ -120,8 +126,10 @@ class PipedWriter:
 
     def _call(self, tag: bytes, payload: bytes = b"") -> None:
         """Send a frame; a writer that is gone answers why (its error), or is a ``WriterProcessFailed``."""
+        self._mid_frame = True
         try:
             send_frame(self._to, tag, payload)
+            self._mid_frame = False
         except (BrokenPipeError, ValueError):  # ValueError: the pipe was closed after a failure
             self._answer(b"K")  # raises the writer's error, or WriterProcessFailed
             raise WriterProcessFailed("the journal's writer process stopped reading") from None
@@ -157,10 +165,9 @@ def serve(source: IO[bytes], answers: IO[bytes]) -> int:
     try:
         while (frame := receive_frame(source)) is not None and frame[0] == b"E":
             writer.append_spliced_all(_each(marshal.loads(frame[1])))
-        if frame is None:  # the importer went away: its journal is removed by it (abort), or half-written
-            writer.close()
-            return 1
         writer.close()
+        if frame is None or frame[0] != b"C":  # the importer went away (it removes the journal), or sent garbage
+            return 1
     except Exception as error:  # noqa: BLE001 (the importer raises it)
         _fail(answers, error)
         return 1

@@ -171,3 +171,29 @@ def test_a_writer_process_told_nothing_ends(tmp_path: Path) -> None:
         [sys.executable, "-c", SERVE], input=b"", capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )
     assert done.returncode == 0 and done.stdout == b""
+
+
+def test_a_frame_cut_by_an_interrupt_ends_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer would take what comes next for the rest of the frame (and wait for it): it is ended."""
+    monkeypatch.setattr(writer_process, "BATCH_EVENTS", 5)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    piped = writer_process.PipedWriter(process, tmp_path / "cut.jsonl", "run-1")
+    send = writer_process.send_frame
+
+    def cut(pipe: Any, tag: bytes, payload: bytes = b"") -> None:
+        if tag == b"E":
+            pipe.write(writer_process._HEADER.pack(tag, len(payload)) + payload[: len(payload) // 2])
+            pipe.flush()
+            raise KeyboardInterrupt
+        send(pipe, tag, payload)
+
+    monkeypatch.setattr(writer_process, "send_frame", cut)
+    with pytest.raises(KeyboardInterrupt):
+        piped.append_spliced_all(_linked(_events(12), []))
+    piped.close()  # at once, not waiting on a writer that waits for the rest of the frame
+    assert process.returncode is not None
