@@ -8,8 +8,10 @@ never reads an environment variable's value into the record.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import locale
+import os
 import platform
 import subprocess
 import sys
@@ -54,6 +56,25 @@ def lockfile_hash(directory: Path) -> dict[str, Any]:
             candidate = folder / name
             if candidate.is_file():
                 return {"source": name, "hash": "sha256:" + hashlib.sha256(candidate.read_bytes()).hexdigest()}
+    return {"source": "installed-distributions", "hash": _installed_hash(_path_state())}
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """The import path with each directory's modification time: installing, upgrading or removing a
+    distribution adds or removes an entry in its directory, which changes that time."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(state)
+
+
+@functools.lru_cache(maxsize=4)
+def _installed_hash(path_state: tuple[tuple[str, int], ...]) -> str:
+    """Reading every distribution's metadata takes about 0.25 s: once per process while the import path
+    and its directories stay as they were (each recording used to pay it again)."""
     from importlib import metadata  # here: it costs every process that imports the journal (replay children too)
 
     installed = sorted(
@@ -63,7 +84,7 @@ def lockfile_hash(directory: Path) -> dict[str, Any]:
             if dist.metadata["Name"]
         }
     )
-    return {"source": "installed-distributions", "hash": hash_value(installed)}
+    return hash_value(installed)
 
 
 def prompt_bundle_hash(paths: Iterable[Path], base: Path) -> str | None:

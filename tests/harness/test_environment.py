@@ -63,3 +63,25 @@ def test_no_environment_variable_value_is_recorded(tmp_path):
     env = {**os.environ, "REPLAY_CANARY_SECRET": canary, "OPENAI_API_KEY": canary, "FEATURE_X": canary}
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True)
     assert canary.encode() not in journal.read_bytes()
+
+
+def test_the_installed_distributions_hash_follows_an_install_and_a_removal(tmp_path, monkeypatch):
+    """It is computed once per process while the import path stays as it was; a distribution added to or
+    removed from a directory on the path is seen at once."""
+    from pathlib import Path
+
+    from replay_tui.journal.environment import lockfile_hash
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = lockfile_hash(Path("/"))
+    assert before["source"] == "installed-distributions" and lockfile_hash(Path("/")) == before
+    info = site / "replay_tui_probe-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: replay-tui-probe\nVersion: 1.0\n")
+    installed = lockfile_hash(Path("/"))
+    assert installed != before
+    (info / "METADATA").unlink()
+    info.rmdir()
+    assert lockfile_hash(Path("/")) == before
