@@ -42,6 +42,7 @@ from .redaction import Redactor
 from .seam import EventSink, ObservationSource, SealingSink, StopRun, error_from_payload, error_to_payload
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
+from .transport import JsonlSink
 
 if TYPE_CHECKING:  # asyncio is imported where async code runs: a sync agent's replay child never pays for it
     import asyncio
@@ -95,6 +96,8 @@ class Harness:
             raise HarnessError("snapshot_every must be at least 1")
         self.sink = sink
         self._sealing_sink = sink if isinstance(sink, SealingSink) else None  # checked once: a Protocol check is slow
+        # takes a payload's canonical JSON (a subclass may have its own emit, without it)
+        self._journal_sink = sink if type(sink) is JsonlSink else None
         self.run_id = run_id
         self.sources: Mapping[str, ObservationSource] = dict(observation_sources or {})  # replay may swap in a view
         self.model_client = model
@@ -256,13 +259,20 @@ class Harness:
         parent: str | None,
         reduce: bool = True,
         redact: bool = True,
+        payload_json: bytes | None = None,
     ) -> Event:
+        """Write one event; ``payload_json``: the canonical JSON of ``payload`` as written (``redact`` False)."""
         if self.ended:
             raise HarnessError(f"{kind} after run.ended")
         self.redactor.check_matched_fields(kind, step_id, payload)  # a secret in a step id or tool name stops the run
         if redact:
             payload = self.redactor.redact(kind, payload)
-        event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
+        if payload_json is not None and self._journal_sink is not None:
+            event = self._journal_sink.emit(
+                kind, payload, step_id=step_id, parent_event_id=parent, payload_json=payload_json
+            )
+        else:
+            event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
         expected = self.last_seq + 1
         if self._sealing_sink is not None and self._sealing_sink.last_seal_seq == expected:
             expected += 1  # the sink's own seal took that seq
@@ -382,8 +392,19 @@ class Harness:
     def _emit_model_request(self, request: Mapping[str, Any], *, parsed: bool = False) -> tuple[Event, dict[str, Any]]:
         normalized = _drop_top_level_nulls(request) if parsed else normalize_request(request)
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
-        payload["request_hash"] = sha256_hex(canonical_json_of_parsed(payload["request"]))
-        event = self._emit(MODEL_REQUEST, payload, step_id=self.step_id, parent=self._last_observation_id, redact=False)
+        request_json = canonical_json_of_parsed(payload["request"])
+        payload["request_hash"] = request_hash = sha256_hex(request_json)
+        # the payload's canonical JSON from the request's, which is hashed anyway ("request" sorts before
+        # "request_hash"; a hash needs no escaping): the writer splices it in, not serializing the request again
+        payload_json = b'{"request":%s,"request_hash":"%s"}' % (request_json, request_hash.encode("ascii"))
+        event = self._emit(
+            MODEL_REQUEST,
+            payload,
+            step_id=self.step_id,
+            parent=self._last_observation_id,
+            redact=False,
+            payload_json=payload_json,
+        )
         return event, normalized
 
     def _live_model(self, request_hash: str, normalized: dict[str, Any]) -> dict[str, Any]:

@@ -193,6 +193,13 @@ def key_marker(key: str) -> str:
     return f"[REDACTED:{hashlib.sha256(key.encode()).hexdigest()[:8]}]"
 
 
+class _KindPlan(NamedTuple):
+    fields: tuple[str, ...]
+    body_field: str | None
+    capture: frozenset[str] | None
+    replacements: tuple[Replacement, ...]
+
+
 class _Scrubbed(NamedTuple):
     text: str
     edits: list[Edit]
@@ -237,6 +244,7 @@ class Redactor:
         for replacement in rules.replacements:
             self._replacements.setdefault(replacement.kind, []).append(replacement)
         self._cap = rules.max_body_bytes
+        self._plans: dict[str, _KindPlan] = {}  # what redact looks at for each kind, made on first use
         self._matched_cache: dict[str, str | None] = {}
         self._clean: set[bytes] = set()  # serialized objects and lists the rules leave alone
         self._clean_bytes = 0
@@ -246,17 +254,15 @@ class Redactor:
     def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         if not self.rules.enabled:
             return payload
-        fields = REDACTED_FIELDS.get(kind)
+        plan = self._plans.get(kind) or self._plan(kind)
+        fields, body_field, capture, replacements = plan
         if not fields:
             return payload
         scope = {name: payload[name] for name in fields if name in payload}
         if not scope:
             return payload
-        body_field = BODY_FIELD.get(kind)
-        capture = self.rules.capture.get(kind)
         body = scope.get(body_field) if body_field else None
-        trims = capture is not None and isinstance(body, dict) and not body.keys() <= set(capture)
-        replacements = self._replacements.get(kind, []) + self._replacements.get(None, [])
+        trims = capture is not None and isinstance(body, dict) and not body.keys() <= capture
         data = orjson.dumps(scope)
         edited = trims or bool(replacements)
         verdict = None if edited else self._judge(scope, data, None, top=True)
@@ -274,6 +280,20 @@ class Redactor:
         if kind == "model.response":
             out = self._keep_stream_consistent(payload, out)
         return out
+
+    def _plan(self, kind: str) -> _KindPlan:
+        """The fields of ``kind`` redact looks at, its capture allowlist and its replacements (once a kind:
+        they were looked up, copied and joined for every event)."""
+        capture = self.rules.capture.get(kind)
+        plan = _KindPlan(
+            REDACTED_FIELDS.get(kind, ()),
+            BODY_FIELD.get(kind),
+            frozenset(capture) if capture is not None else None,
+            (*self._replacements.get(kind, ()), *self._replacements.get(None, ())),
+        )
+        if len(self._plans) < 256:  # kinds are few; a caller inventing them is not kept
+            self._plans[kind] = plan
+        return plan
 
     def redact_value(self, value: Any) -> Any:
         """A JSON value outside any payload (a framework's own state) under the same rules."""

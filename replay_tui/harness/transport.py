@@ -45,8 +45,19 @@ class JsonlSink:
             start_after=start_after,
         )
 
-    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
-        event = self.writer.append(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+    def emit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        step_id: str | None,
+        parent_event_id: str | None,
+        payload_json: bytes | None = None,
+    ) -> Event:
+        """``payload_json``: the payload's canonical JSON when the harness has it (see ``JournalWriter.append``)."""
+        event = self.writer.append(
+            kind, payload, step_id=step_id, parent_event_id=parent_event_id, payload_json=payload_json
+        )
         if self.writer.last_seq > event.seq:  # the writer signed the chain after it (checkpoint_every)
             self.last_seal_seq = self.writer.last_seq
         return event
