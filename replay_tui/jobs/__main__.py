@@ -9,6 +9,7 @@ import sys
 import threading
 
 from ..journal import JournalError
+from ..journal.depth import deep_enough
 from .core import CHILD_NICENESS, JobError
 from .registry import child_job
 from .throttle import throttled
@@ -20,7 +21,11 @@ _SAYING = threading.Lock()  # a job's callbacks may say an update from a thread 
 
 
 def _say(message: dict[str, object]) -> None:
-    line = json.dumps(message) + "\n"
+    try:
+        line = json.dumps(message) + "\n"
+    except RecursionError:  # a replay's divergence in a payload nested as deep as the journal allows
+        with deep_enough():
+            line = json.dumps(message) + "\n"
     with _SAYING:
         sys.stdout.write(line)
         sys.stdout.flush()

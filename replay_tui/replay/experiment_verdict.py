@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..journal import Event, Journal, JournalError, open_journal, verify_journal
+from ..journal.depth import deep_enough
 from ..journal.model import (
     OBSERVATION_KINDS,
     STATE_SNAPSHOT,
     STATE_TRANSITION,
 )
-from .referee import EXPERIMENT_SERVED_KINDS, OBSERVATION_KEY, deep_enough
+from .referee import EXPERIMENT_SERVED_KINDS, OBSERVATION_KEY
 from .state_book import first_false_state
 
 if TYPE_CHECKING:  # report.py is imported when a report is made

@@ -145,7 +145,7 @@ def encode_deep(value: Any) -> bytes:
     """JSON of a value orjson refuses only for its depth (over 255 levels)."""
     import json
 
-    from .referee import deep_enough
+    from ..journal.depth import deep_enough
 
     with deep_enough():
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
@@ -154,7 +154,7 @@ def encode_deep(value: Any) -> bytes:
 def _deep_or_none(line: bytes) -> Any:
     import json
 
-    from .referee import deep_enough
+    from ..journal.depth import deep_enough
 
     if b"\n" in line.rstrip(b"\n") or len(line) > (64 << 20):
         return None

@@ -10,15 +10,13 @@ the app can run a referee without importing agent-side code.
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..journal import Event, Journal, JournalError
+from ..journal.depth import deep_enough
 from ..journal.dialects import V1
 from ..journal.model import (
     CHAIN_CHECKPOINT,
@@ -92,21 +90,6 @@ _ABSENT = object()
 NOT_PRODUCED_KINDS = frozenset({CHAIN_CHECKPOINT, RUN_SEALED, NOTE})
 #: Events whose state claims the parent checks against its own copy of the state (state_book.py).
 STATEFUL_KINDS = frozenset({RUN_STARTED, STATE_TRANSITION, STATE_SNAPSHOT})
-#: Journals nest up to 1,024 levels; comparing (==) and the stdlib JSON codec recurse once per level.
-DEEP_RECURSION_LIMIT = 4000
-
-
-@contextlib.contextmanager
-def deep_enough() -> Iterator[None]:
-    """Room for a payload nested to the reader's limit (the previous recursion limit comes back after)."""
-    previous = sys.getrecursionlimit()
-    if previous < DEEP_RECURSION_LIMIT:
-        sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        if previous < DEEP_RECURSION_LIMIT:
-            sys.setrecursionlimit(previous)
 
 
 @dataclass
