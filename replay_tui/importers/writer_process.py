@@ -15,6 +15,7 @@ From it: ``K`` (done: marshal of (last seq, last hash)) or ``F`` (failed: the ex
 
 from __future__ import annotations
 
+import fcntl
 import marshal
 import os
 import pickle
@@ -26,9 +27,13 @@ from typing import IO
 from ..journal.canonical import canonical_string
 from ..journal.writer import JournalWriter, SplicedEvent
 
-#: Events per frame: big enough that a frame's cost is nothing beside its events', small enough to keep
-#: both processes busy (and the memory bounded: a frame is about a megabyte).
-BATCH_EVENTS = 2000
+#: Events per frame: big enough that a frame's cost is nothing beside its events', small enough that two fit
+#: in the pipe (``PIPE_BYTES``) and the memory stays bounded (a frame is about half a megabyte).
+BATCH_EVENTS = 1000
+#: The pipe's buffer, from Linux's default 64 KiB up to its limit for anyone (``/proc/sys/fs/pipe-max-size``): on
+#: a loaded machine each time the import waits for the writer to drain the pipe it waits for its turn on a CPU
+#: too, so the pipe holds a few frames (with 64 KiB, pass two took twice as long at load 8).
+PIPE_BYTES = 1 << 20
 _HEADER = struct.Struct("<cQ")
 #: marshal's version 2: no back-references (the parts repeat: kinds, steps), so it writes them faster.
 _MARSHAL_VERSION = 2
@@ -61,6 +66,11 @@ class PipedWriter:
     def __init__(self, process: subprocess.Popen[bytes], path: str | os.PathLike[str], run_id: str) -> None:
         assert process.stdin is not None and process.stdout is not None
         self._process, self._to, self._from = process, process.stdin, process.stdout
+        if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux
+            try:
+                fcntl.fcntl(self._to.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass  # a lower limit: the default pipe, slower under load
         self._id_head = canonical_string(run_id)[:-1]  # event_id_for's "run_id:seq" as JSON, as the writer spells it
         self._seq = 0
         self._batch: list[SplicedEvent] = []
