@@ -193,8 +193,9 @@ OpenWriter = Callable[[Path, str], SplicedWriter]
 
 
 def local_writer(out: Path, run_id: str) -> JournalWriter:
-    """An import's writer in this process: every payload is plain parsed JSON (see ``_emit``), so the writer
-    takes its fast canonical path; nobody tails the journal while it is written, so lines are not flushed."""
+    """An import's writer (in this process, or in ``writer_process``'s): every payload is plain parsed JSON (see
+    ``_emit``), so the writer takes its fast canonical path; nobody tails the journal while it is written, so
+    lines are not flushed."""
     return JournalWriter(out, run_id=run_id, fsync="close", payloads_are_parsed_json=True, flush_lines=False)
 
 

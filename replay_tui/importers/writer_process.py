@@ -22,10 +22,12 @@ import pickle
 import struct
 import subprocess
 from collections.abc import Generator
+from pathlib import Path
 from typing import IO
 
 from ..journal.canonical import canonical_string
-from ..journal.writer import JournalWriter, SplicedEvent
+from ..journal.writer import SplicedEvent
+from .builder import local_writer
 
 #: Events per frame: big enough that a frame's cost is nothing beside its events', small enough that two fit
 #: in the pipe (``PIPE_BYTES``) and the memory stays bounded (a frame is about half a megabyte).
@@ -167,7 +169,7 @@ def serve(source: IO[bytes], answers: IO[bytes]) -> int:
         if tag != b"O":
             raise ValueError(f"a writer process was sent {tag!r} before its journal")
         path, run_id = marshal.loads(payload)
-        writer = JournalWriter(path, run_id=run_id, fsync="close", payloads_are_parsed_json=True, flush_lines=False)
+        writer = local_writer(Path(path), run_id)
     except Exception as error:  # noqa: BLE001 (the importer raises it)
         _fail(answers, error)
         return 1
