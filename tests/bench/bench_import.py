@@ -13,7 +13,8 @@ file this big). The machine is shared, so each rate is given twice: by wall time
 import's own plus its workers': what the import costs), with the load average; beside them the CPU
 time of a bare ``orjson`` parse of the same file (the floor any importer pays; its ratio to the
 one-reader import is steadier than either figure on a loaded machine). ``pass_two_seconds`` is the
-wall time after pass one (sort, link, chain and write: one process, the serial part). Peak RSS is the importing
+wall time after pass one (the serial part: this process sorts and links, the worker kept as the journal's writer
+chains, hashes and writes at the same time; with one reader, all of it here). Peak RSS is the importing
 process's; a worker's peak is given apart (each holds one request line and its part's index). The
 last line is one JSON object: spans, file_mb, seconds, cpu_seconds, spans_per_s, cpu_spans_per_s,
 workers, pass_two_seconds, one_reader_seconds, one_reader_cpu_seconds, one_reader_spans_per_s,
