@@ -210,6 +210,18 @@ def _line_requests(
             ) from None
 
 
+class _Counted(Iterator[bytes]):
+    """The lines of an iterator, counted as they are taken."""
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self.lines, self.count = lines, 0
+
+    def __next__(self) -> bytes:
+        line = next(self.lines)
+        self.count += 1
+        return line
+
+
 def _lines_between(handle: BinaryIO, start: int, end: int) -> Iterator[bytes]:
     """The lines from byte ``start`` (a line start) up to byte ``end`` (a line start or the end)."""
     handle.seek(start)
@@ -300,9 +312,10 @@ def _one_request_per_line(path: Path) -> bool:
         return False
 
 
-def _chunks(path: Path, count: int, *, finer_tail: int = 0) -> list[tuple[int, int, int]]:
+def _chunks(path: Path, count: int, *, finer_tail: int = 0, numbered: bool = True) -> list[tuple[int, int, int]]:
     """``count`` runs of whole lines of about the same size: (first byte, end byte, first line number).
-    ``finer_tail``: the last so many are cut in four each, so the readers end their last runs about together."""
+    ``finer_tail``: the last so many are cut in four each, so the readers end their last runs about together.
+    ``numbered=False``: line numbers 0 (``read_chunks`` counts them: not the whole file first, here, alone)."""
     size = path.stat().st_size
     cuts = {size * part // count for part in range(1, count)}
     cuts.update(size * quarter // (4 * count) for quarter in range(4 * (count - finer_tail), 4 * count) if quarter % 4)
@@ -313,9 +326,8 @@ def _chunks(path: Path, count: int, *, finer_tail: int = 0) -> list[tuple[int, i
             handle.readline()  # on to the start of the next line
             starts.append(min(handle.tell(), size))
         starts.append(size)
-        numbers = [1]
-        handle.seek(0)
-        for begin, end in zip(starts, starts[1:-1]):  # line numbers: the newlines before each start
+        numbers = [1] if numbered else [0] * len(starts)
+        for begin, end in zip(starts, starts[1:-1]) if numbered else ():  # the newlines before each start
             numbers.append(numbers[-1] + _newlines(handle, begin, end))
     return [(begin, end, number) for begin, end, number in zip(starts, starts[1:], numbers) if end > begin]
 
@@ -343,25 +355,32 @@ def read_chunks(
     """Pass one over the runs of lines (first byte, end byte, first line number) this reader claims: whoever
     is free takes the next unclaimed run (a file made in ``claims``), so a reader the machine slows down reads
     less. Each run gets its own state; all spool to ``spool``. Returns (run index, state) and the spool's size.
-    ``pickled``: each state pickled as soon as it is made (a worker's: not all at the end, while the import waits)."""
+    ``pickled``: each state pickled as soon as it is made (a worker's: not all at the end, while the import waits).
+    A first line number 0 is counted here: the newlines of the runs this reader skipped (it counts its own as it
+    reads them), so the readers share the count and start at once."""
     found: list[tuple[int, ChunkState | bytes]] = []
     spooled = 0
+    counted_to, line_there = 0, 1  # a byte offset (a line start) and its line number
     with open(path, "rb") as handle:
         for index, (start, end, first_line) in enumerate(chunks):
             try:
                 os.close(os.open(os.path.join(claims, str(index)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             except FileExistsError:
                 continue  # another reader has it
+            if not first_line:
+                first_line = line_there + _newlines(handle, counted_to, start)
             trace = OtlpTrace.__new__(OtlpTrace)
             trace._begin(Path(path), spool)
             trace._spooled = spooled
+            lines = _Counted(_lines_between(handle, start, end))
             try:
-                lines = _lines_between(handle, start, end)
                 for number, request in _line_requests(lines, trace.path, first_line, reduced=True):
                     trace._take(number, request)
                 state: ChunkState = trace._chunk_state()
+                counted_to, line_there = end, first_line + lines.count  # every line of the run was read
             except TraceImportError as error:
                 state = (str(error.path), error.record, error.expected)
+                counted_to, line_there = start, first_line
             found.append((index, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL) if pickled else state))
             spooled = trace._spooled
     return found, spooled
@@ -534,7 +553,8 @@ class OtlpTrace:
                 )
             if not _one_request_per_line(self.path):  # asked while the workers start (their runs are sent below)
                 return False
-            chunks = _chunks(self.path, max(workers, -(-self.path.stat().st_size // CHUNK_BYTES)), finer_tail=workers)
+            count = max(workers, -(-self.path.stat().st_size // CHUNK_BYTES))
+            chunks = _chunks(self.path, count, finer_tail=workers, numbered=False)
             runs = orjson.dumps(chunks) + b"\n"  # one line; then the frames of pass two, if it is written there
             for worker in started:
                 assert worker.stdin is not None

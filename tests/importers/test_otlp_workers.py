@@ -100,3 +100,20 @@ def test_the_source_is_hashed_while_pass_one_reads_it(tmp_path: Path) -> None:
     assert not hashed._thread.is_alive()
     with pytest.raises(FileNotFoundError):
         importers._HashedMeanwhile(tmp_path / "gone", None).result()
+
+
+def test_each_reader_counts_the_lines_it_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Line numbers are counted by the readers (the runs they skip), not ahead of them: a bad line anywhere is
+    named by its own number, whoever reads it, after runs read well or badly."""
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 8, logs_last=False)
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    for bad in (4, 11, 20):
+        spoiled = list(lines)
+        spoiled[bad - 1] = spoiled[bad - 1][:40]
+        trace.write_text("\n".join(spoiled) + "\n", encoding="utf-8")
+        for workers in (2, 3):
+            monkeypatch.setattr(otlp, "CHUNK_BYTES", 1500)
+            with pytest.raises(TraceImportError) as error:
+                _import_with(workers, trace, tmp_path / "out.jsonl", monkeypatch)
+            assert f": line {bad}: a complete OTLP/JSON request" in str(error.value)
