@@ -46,6 +46,7 @@ class _Watched(writer_process.PipedWriter):
 def watched(monkeypatch: pytest.MonkeyPatch) -> type[_Watched]:
     monkeypatch.setattr(_Watched, "made", [])
     monkeypatch.setattr(otlp, "PipedWriter", _Watched)
+    monkeypatch.setattr(otlp, "cpu_free", lambda: True)  # whatever the machine's load
     monkeypatch.setattr(writer_process, "BATCH_EVENTS", 7)  # many frames, some mid-record
     return _Watched
 
@@ -197,3 +198,14 @@ def test_a_frame_cut_by_an_interrupt_ends_the_writer(tmp_path: Path, monkeypatch
         piped.append_spliced_all(_linked(_events(12), []))
     piped.close()  # at once, not waiting on a writer that waits for the rest of the frame
     assert process.returncode is not None
+
+
+def test_with_no_cpu_free_this_process_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watched: type[_Watched]
+) -> None:
+    trace = tmp_path / "runs.otlp.jsonl"
+    _many_runs(trace, 3, logs_last=False)
+    alone = _import_with(1, trace, tmp_path / "one.jsonl", monkeypatch)
+    monkeypatch.setattr(otlp, "cpu_free", lambda: False)
+    assert _import_with(2, trace, tmp_path / "two.jsonl", monkeypatch) == alone
+    assert not watched.made
