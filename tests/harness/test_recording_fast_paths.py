@@ -41,10 +41,10 @@ def _fixed_now() -> str:
 
 
 class _DictPathSink:
-    """A JsonlSink that never takes a payload's canonical JSON: the plain writer path."""
+    """A JsonlSink that never takes a payload's canonical JSON: the whole event made canonical (the exact path)."""
 
     def __init__(self, path: Path, run_id: str) -> None:
-        self.writer = JournalWriter(path, run_id=run_id, now=_fixed_now, payloads_are_parsed_json=True)
+        self.writer = JournalWriter(path, run_id=run_id, now=_fixed_now)
 
     def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
         return self.writer.append(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
@@ -81,14 +81,16 @@ def test_the_writer_append_with_payload_json_matches_append(tmp_path: Path) -> N
 
     payloads = [{"b": [1.5, 2.0, "x"], "a": {"\ue000": None, "z": "\u00e9"}}, {}, {"n": -0.0, "e": 1e21}]
     lines = []
-    for name, splice in (("spliced.jsonl", True), ("dict.jsonl", False)):
-        with JournalWriter(tmp_path / name, run_id="r", now=_fixed_now, payloads_are_parsed_json=True) as writer:
+    for name, splice in (("given.jsonl", True), ("parsed.jsonl", None), ("dict.jsonl", False)):
+        # payload_json given; made by a parsed-JSON writer; the whole event made canonical (exact path)
+        parsed = splice is not False
+        with JournalWriter(tmp_path / name, run_id="r", now=_fixed_now, payloads_are_parsed_json=parsed) as writer:
             for index, payload in enumerate(payloads):
                 json = canonical_json_of_parsed(payload) if splice else None
                 event = writer.append("kind.x", payload, step_id=f"s{index}" if index else None, payload_json=json)
                 assert event.payload is payload and event.seq == index + 1
         lines.append((tmp_path / name).read_bytes())
-    assert lines[0] == lines[1]
+    assert lines[0] == lines[1] == lines[2]
 
 
 class _ShortWrites:
