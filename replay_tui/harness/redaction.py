@@ -183,6 +183,25 @@ def _strings(table: Mapping[str, Any], key: str, source: str) -> list[str]:
     return value
 
 
+class _CleanValues:
+    """Objects and lists (serialized) and short strings (with the name above them) that the rules left
+    alone, bounded: a model request resends the conversation and the tool schemas, found clean once."""
+
+    __slots__ = ("values", "bytes", "strings")
+
+    def __init__(self) -> None:
+        self.values: set[bytes] = set()
+        self.bytes = 0
+        self.strings: set[tuple[str, str | None]] = set()
+
+
+_DEFAULT_RULES = RedactionRules()
+#: The default rules' values left alone, for every Redactor of them in the process: a harness per run found
+#: the tool schemas and system prompt of the last run's requests clean again (~0.1 ms a model request of a
+#: framework run). A value's verdict depends on the rules alone; other rules keep a cache of their own.
+_DEFAULT_RULES_CLEAN = _CleanValues()
+
+
 class SecretInMatchedFieldError(ValueError):
     """A secret in a field replay matches on (a step id, a tool name): it cannot be rewritten
     without breaking replay, and must not be written, so the recording stops."""
@@ -246,9 +265,9 @@ class Redactor:
         self._cap = rules.max_body_bytes
         self._plans: dict[str, _KindPlan] = {}  # what redact looks at for each kind, made on first use
         self._matched_cache: dict[str, str | None] = {}
-        self._clean: set[bytes] = set()  # serialized objects and lists the rules leave alone
-        self._clean_bytes = 0
-        self._clean_strings: set[tuple[str, str | None]] = set()  # short strings left alone, by the name above
+        # what the rules leave alone; the default rules' is the process's (a subclass may judge otherwise)
+        default = type(self) is Redactor and rules == _DEFAULT_RULES
+        self._cache = _DEFAULT_RULES_CLEAN if default else _CleanValues()
 
     # -- the entry points ----------------------------------------------------------------------
     def redact(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -372,7 +391,7 @@ class Redactor:
         (``key_allow``) is walked: the detectors judge its strings by that name."""
         if key is not None and detectors.is_secret_key(key):
             return _WALK
-        if key != "headers" and data in self._clean:  # (a "headers" object loses members other objects keep)
+        if key != "headers" and data in self._cache.values:  # (a "headers" object loses members other objects keep)
             return _CLEAN
         if len(data) > _SPLIT_BYTES and (top or _holds_a_list(value)):
             return _SPLIT
@@ -385,12 +404,17 @@ class Redactor:
         """Keep ``data`` as a value the rules leave alone (bounded: cleared when full)."""
         if len(data) > _CLEAN_ENTRY_BYTES:
             return
-        if self._clean_bytes + len(data) > _CLEAN_CACHE_BYTES:
-            self._clean.clear()
-            self._clean_bytes = 0
-        if data not in self._clean:
-            self._clean.add(data)
-            self._clean_bytes += len(data)
+        cache = self._cache
+        if cache.bytes + len(data) > _CLEAN_CACHE_BYTES:
+            cache.values.clear()
+            cache.bytes = 0
+        if data not in cache.values:
+            cache.values.add(data)
+            cache.bytes += len(data)
+
+    @property
+    def _clean_bytes(self) -> int:
+        return self._cache.bytes
 
     # -- the walk ------------------------------------------------------------------------------
     def _secret_key(self, key: str) -> bool:
@@ -438,16 +462,17 @@ class Redactor:
             return out
         if kind is str:
             cached = depth == 0 and len(value) <= _CACHED_STRING_CHARS
-            if cached and (value, key) in self._clean_strings:
+            strings = self._cache.strings
+            if cached and (value, key) in strings:
                 return value
             if len(value) >= _GATE_STRING_CHARS and not (key is not None and detectors.is_secret_key(key)):
                 if not self._needs_walk(orjson.dumps(value)):
                     return value
             text = self._scrub(value, key, depth).text
             if cached and text is value:  # (header values, model names: the same strings in every request)
-                if len(self._clean_strings) >= _CLEAN_STRINGS:
-                    self._clean_strings.clear()
-                self._clean_strings.add((value, key))
+                if len(strings) >= _CLEAN_STRINGS:
+                    strings.clear()
+                strings.add((value, key))
             return text
         return value
 

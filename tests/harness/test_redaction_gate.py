@@ -180,3 +180,33 @@ def test_a_deeply_nested_payload_is_searched_a_bounded_number_of_times():
     out = Counting().redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": value})
     assert secret not in orjson.dumps(out).decode()
     assert len(gated) < 40  # not once per level: each would search all that is below it
+
+
+def test_redactors_of_the_default_rules_share_what_they_found_clean_and_no_one_else_does():
+    schema = {"name": "lookup", "parameters": {"properties": {"words": {"type": "string"}}, "type": "object"}}
+    payload = {"request": {"model": "m", "tools": [schema] * 12, "messages": [{"role": "user", "content": "hi"}]}}
+    first, second = Redactor(), Redactor(RedactionRules.from_config({}))
+    assert first._cache is second._cache
+    first.redact("model.request", payload)
+    scrubbed: list[str] = []
+
+    class Counting(Redactor):
+        def _scrub(self, text: str, key: str | None, depth: int) -> Any:
+            scrubbed.append(text)
+            return super()._scrub(text, key, depth)
+
+    assert Counting()._cache is not first._cache  # a subclass may judge otherwise: it never fills the shared one
+    assert Redactor(RedactionRules.from_config({"key_allow": ["words"]}))._cache is not first._cache
+    assert Redactor(RedactionRules.from_config({"drop_headers": ["x-tenant"]}))._cache is not first._cache
+    assert orjson.dumps(schema) in second._cache.values  # the next run's harness finds the schemas clean
+
+
+def test_a_subclass_that_lets_everything_through_leaves_the_default_rules_redacting():
+    class Permissive(Redactor):
+        def _needs_walk(self, data: bytes) -> bool:
+            return False
+
+    secret = random_token(random.Random(5))
+    payload = {"tool": "t", "arguments": {"notes": f"key {secret}"}}
+    assert Permissive().redact("tool.call", payload) == payload  # nothing redacted: its cache said clean
+    assert secret not in orjson.dumps(Redactor().redact("tool.call", payload)).decode()
