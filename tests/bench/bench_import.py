@@ -14,10 +14,10 @@ import's own plus its workers': what the import costs), with the load average; b
 time of a bare ``orjson`` parse of the same file (the floor any importer pays; its ratio to the
 one-reader import is steadier than either figure on a loaded machine). ``pass_two_seconds`` is the
 wall time after pass one (the serial part: this process sorts and links, the worker kept as the journal's writer
-chains, hashes and writes at the same time; with one reader, all of it here). Peak RSS is the importing
-process's; a worker's peak is given apart (each holds one request line and its part's index). The
-last line is one JSON object: spans, file_mb, seconds, cpu_seconds, spans_per_s, cpu_spans_per_s,
-workers, pass_two_seconds, one_reader_seconds, one_reader_cpu_seconds, one_reader_spans_per_s,
+chains, hashes and writes at the same time, when a CPU is free: ``pass_two_piped`` 1; with one reader or no CPU
+free, all of it here). Peak RSS is the importing process's; a worker's peak is given apart (each holds one
+request line and its part's index). The last line is one JSON object: spans, file_mb, seconds, cpu_seconds, spans_per_s, cpu_spans_per_s,
+workers, pass_two_seconds, pass_two_piped, one_reader_seconds, one_reader_cpu_seconds, one_reader_spans_per_s,
 one_reader_cpu_spans_per_s, parse_cpu_seconds, import_to_parse, peak_rss_mb, worker_peak_rss_mb,
 events, load_average.
 """
@@ -92,6 +92,12 @@ def timed(self, *arguments, **options):  # pass one's end: pass two (sort, link,
     read(self, *arguments, **options)
     passed.append(time.perf_counter())
 otlp.OtlpTrace.__init__ = timed
+piped = []
+class Piped(otlp.PipedWriter):  # pass two written by the kept worker (only while a CPU is free)
+    def __init__(self, *arguments):
+        piped.append(1)
+        super().__init__(*arguments)
+otlp.PipedWriter = Piped
 started, cpu = time.perf_counter(), time.process_time()
 [result] = import_trace(sys.argv[1], sys.argv[2])
 seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
@@ -102,7 +108,7 @@ with open(sys.argv[1], 'rb') as lines:
     for line in lines:
         orjson.loads(line)
 print(seconds, cpu_seconds, workers.ru_utime + workers.ru_stime, result.events, result.detail['spans'], rss,
-      workers.ru_maxrss, time.process_time() - parse, started + seconds - passed[0])
+      workers.ru_maxrss, time.process_time() - parse, started + seconds - passed[0], len(piped))
 """
 
 
@@ -117,7 +123,7 @@ def _import(source: Path, out: Path, workers: int) -> dict[str, float]:
         check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    seconds, cpu, worker_cpu, events, spans, rss_kb, worker_rss_kb, parse_cpu, pass_two = map(
+    seconds, cpu, worker_cpu, events, spans, rss_kb, worker_rss_kb, parse_cpu, pass_two, piped = map(
         float, done.stdout.split()
     )
     return {
@@ -129,6 +135,7 @@ def _import(source: Path, out: Path, workers: int) -> dict[str, float]:
         "worker_rss_mb": worker_rss_kb / 1024,
         "parse_cpu": parse_cpu,
         "pass_two": pass_two,
+        "piped": piped,
         "workers_used": 0 if worker_cpu == 0 else min(workers, otlp.usable_cpus()),
     }
 
@@ -156,6 +163,7 @@ def main() -> int:
         "spans_per_s": round(spans / shared["seconds"]),
         "cpu_spans_per_s": round(spans / shared["cpu"]),
         "pass_two_seconds": round(shared["pass_two"], 2),
+        "pass_two_piped": int(shared["piped"]),
         "workers": int(shared["workers_used"]),
         "one_reader_seconds": round(alone["seconds"], 2),
         "one_reader_cpu_seconds": round(alone["cpu"], 2),
