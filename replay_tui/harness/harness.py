@@ -23,6 +23,8 @@ from .. import __version__
 from ..journal import Event, call_key_of
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
+
+# Twin of journal/describe.py's and replay/report.py's imports (the kind names each uses; an import list)
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,

@@ -57,7 +57,7 @@ from ..journal.http_shape import (
     IGNORED_HEADER_PREFIXES,
     IGNORED_REQUEST_HEADERS,
     IGNORED_RESPONSE_HEADERS,
-    TOP_LEVEL_FIELDS,
+    shape_json_body,
 )
 from ..journal.model_response import response_summary
 from ..journal.sse import assemble_stream, sse_events, stream_chunks
@@ -108,17 +108,9 @@ def recorded_request(method: str, url: str, headers: Iterable[tuple[str, str]], 
     # header made it walk every request
     kept = _header_dict(headers, _NOT_RECORDED_REQUEST_HEADERS, IGNORED_HEADER_PREFIXES)
     params: dict[str, Any] = {"http": {"method": method.upper(), "url": url}}
-    request: dict[str, Any] = {}
     parsed = _json_or_none(body)
-    if isinstance(parsed, dict):
-        for name, value in parsed.items():
-            if name in TOP_LEVEL_FIELDS:
-                request[name] = value
-            else:
-                params.setdefault("body", {})[name] = value
-    elif parsed is not None:
-        params["body_json"] = parsed
-    elif body:
+    request = shape_json_body(parsed, params)
+    if parsed is None and body:
         if _is_text(body):
             params["body_text"] = body.decode("utf-8")
         else:
@@ -300,6 +292,7 @@ def _handed_over(module: ModuleType, event: Any, payload: Any, live: Any, reques
 @functools.cache
 def _transport_class(module: ModuleType) -> type:
     """The sync transport class for ``module`` (made once: a class per client cost ~0.1 ms a run)."""
+    # Twin of _async_transport_class (httpx's sync and async transports cannot share a body)
 
     class HarnessTransport(module.BaseTransport):  # type: ignore[name-defined, misc]
         """Records each exchange as model.request/model.response; replays from the journal."""
@@ -340,7 +333,8 @@ def _transport_class(module: ModuleType) -> type:
 
 @functools.cache
 def _async_transport_class(module: ModuleType) -> type:
-    """The async twin of ``_transport_class``."""
+    """The async transport class for ``module``."""
+    # Twin of _transport_class (httpx's sync and async transports cannot share a body)
 
     class AsyncHarnessTransport(module.AsyncBaseTransport):  # type: ignore[name-defined, misc]
         def __init__(self, h: Harness, inner: Any) -> None:

@@ -28,6 +28,7 @@ from ..journal.canonical import canonical_json_of_parsed, canonical_string
 from ..journal.hashing import sha256_hex
 from ..journal.model import (
     INPUT_RECEIVED,
+    KINDS,
     MODEL_REQUEST,
     MODEL_RESPONSE,
     NOTE,
@@ -38,6 +39,8 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from ..journal.writer import JournalWriter, SplicedEvent, rfc3339_second, utc_now
+
+# Twin of importers/inspect_log.py's imports (the record types both use; an import list)
 from .records import (
     EndRecord,
     Fidelity,
@@ -233,20 +236,7 @@ def rfc3339_of_nanos(nanos: int) -> str:
 
 
 #: Each kind's canonical JSON, spliced into its events' envelopes.
-_KIND_JSON = {
-    kind: canonical_string(kind)
-    for kind in (
-        INPUT_RECEIVED,
-        MODEL_REQUEST,
-        MODEL_RESPONSE,
-        NOTE,
-        RUN_ENDED,
-        RUN_STARTED,
-        STATE_TRANSITION,
-        TOOL_CALL,
-        TOOL_RESULT,
-    )
-}
+_KIND_JSON = {kind: canonical_string(kind) for kind in KINDS}
 
 
 class JournalBuilder:

@@ -179,6 +179,7 @@ def iter_requests(path: Path, *, reduced: bool = False) -> Iterator[tuple[int, R
             try:
                 yield 1, _request(orjson.loads(rest), path, 1)
             except orjson.JSONDecodeError as error:
+                # Twin of _line_requests' error (a whole document is named by character, a line by number)
                 raise TraceImportError(
                     str(path),
                     f"character {error.pos}",
@@ -203,6 +204,7 @@ def _line_requests(
         try:
             yield number, _request(orjson.loads(line), path, number)
         except orjson.JSONDecodeError as error:
+            # Twin of iter_requests' error for a whole document (a line is named by its number)
             raise TraceImportError(
                 str(path),
                 f"line {number}",
@@ -501,9 +503,7 @@ class OtlpTrace:
         for spool in self.spools:
             spool.close()
 
-    def write(
-        self, out: Path, *, run_id: str, source: SourceInfo, fidelity: Fidelity, started_at: str | None
-    ) -> int:
+    def write(self, out: Path, *, run_id: str, source: SourceInfo, fidelity: Fidelity, started_at: str | None) -> int:
         """Pass two (``items``), written to ``out``: by pass one's worker process when it kept one and a CPU is
         free for it, so the chain is hashed and written while the next events are made (in this process if that
         worker fails). Returns the number of events."""
