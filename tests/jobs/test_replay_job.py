@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +90,19 @@ def test_the_request_carries_the_experiment_fields(tmp_path: Path) -> None:
     assert choice.label == "model-live experiment" and ReplayRequest().label == "replay"
 
 
-def test_a_cancelled_replay_hands_back_its_outcome_so_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def cancel_a_slow_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before_cancel: Callable[[JobRun], object] = lambda run: None
+) -> tuple[JobRun, int, JobCancelled]:
+    """A ~4 s replay cancelled at its fifth event (after ``before_cancel``): the run, the sandbox's process
+    group and what the run raised."""
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 40)
-    slow_wobbly(monkeypatch, "0.1")  # ~4 s of replay: the cancel lands mid-run
+    slow_wobbly(monkeypatch, "0.1")
     run: JobRun
     children: list[int] = []
 
     def cancel_midway(step: Progress) -> None:  # the load phase counts bytes: wait for events
         if step.phase == "replay" and step.consumed >= 5:
+            before_cancel(run)
             run.cancel()
 
     request = ReplayJobRequest.of(
@@ -105,35 +111,29 @@ def test_a_cancelled_replay_hands_back_its_outcome_so_far(tmp_path: Path, monkey
     run = JobRun(ReplayJob(), request)
     with pytest.raises(JobCancelled) as cancelled:
         run.result()
-    outcome = cancelled.value.partial
+    return run, children[0], cancelled.value
+
+
+def test_a_cancelled_replay_hands_back_its_outcome_so_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, sandbox, cancelled = cancel_a_slow_replay(tmp_path, monkeypatch)
+    outcome = cancelled.partial
     assert outcome.status == "cancelled" and 5 <= outcome.consumed < outcome.total, outcome.headline()
     assert run.process is not None and run.process.returncode == 0  # it answered: not killed
-    assert group_gone(children[0]), "the sandbox's whole process group is gone"
+    assert group_gone(sandbox), "the sandbox's whole process group is gone"
 
 
 def test_a_job_that_does_not_answer_a_cancel_is_killed_with_its_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    journal = record_wobbly(tmp_path / "wobbly.jsonl", 40)
-    slow_wobbly(monkeypatch, "0.1")
     monkeypatch.setattr("replay_tui.jobs.runner.STOP_WAIT_S", 0.0)  # no time to answer: the kill
-    run: JobRun
-    children: list[int] = []
 
-    def cancel_midway(step: Progress) -> None:
-        if step.phase == "replay" and step.consumed >= 5:
-            os.kill(run.process.pid, signal.SIGSTOP)  # the job can no longer answer
-            run.cancel()
+    def stop_the_job(run: JobRun) -> None:
+        os.kill(run.process.pid, signal.SIGSTOP)  # the job can no longer answer
 
-    request = ReplayJobRequest.of(
-        ReplayRequest(timeout_s=120), journal, str(REPO), on_progress=cancel_midway, on_child=children.append
-    )
-    run = JobRun(ReplayJob(), request)
-    with pytest.raises(JobCancelled) as cancelled:
-        run.result()
-    assert cancelled.value.partial is None
+    run, sandbox, cancelled = cancel_a_slow_replay(tmp_path, monkeypatch, stop_the_job)
+    assert cancelled.partial is None
     assert run.process is not None and run.process.returncode == -9
-    assert group_gone(run.process.pid) and group_gone(children[0])
+    assert group_gone(run.process.pid) and group_gone(sandbox)
 
 
 def test_a_job_child_that_cannot_be_spawned_is_a_job_error(monkeypatch: pytest.MonkeyPatch) -> None:
