@@ -144,6 +144,8 @@ class JobRun(Generic[RequestT, ResultT]):
                 if not chunk:
                     return None
                 buffer += chunk
+                if b"\n" not in chunk:
+                    continue  # a long line (a replay's outcome) is split once, when it ends
                 *lines, buffer = buffer.split(b"\n")
                 for raw in lines:
                     answer = self._answer(raw)
