@@ -113,10 +113,7 @@ class JournalWriter:
             self._file = self._open_next_shard()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # a batch writer's lines go out in 1 MiB writes, not 8 KiB ones (a tenth of an import's write cost)
-            self._file = (
-                io.FileIO(self.path, "xb") if flush_lines else io.BufferedWriter(io.FileIO(self.path, "xb"), 1 << 20)
-            )
+            self._file = self._create(self.path)
 
     def seal_with(self, signer: Signer | None, checkpoint_every: int | None = None) -> None:
         """Sign the chain head when closing (and every ``checkpoint_every`` events) with ``signer``."""
@@ -162,19 +159,14 @@ class JournalWriter:
         if payload_json is None:
             body = self._canonical(event)
         else:
-            run_id_json, prev_hash_json = self._splice_parts()
             string = self._string_json
-            body = _ENVELOPE % (
-                b'%s:%d"' % (run_id_json[:-1], seq),
-                string(kind),
-                string(parent_event_id),
-                payload_json,
-                prev_hash_json,
-                canonical_string(event["recorded_at"]),
-                run_id_json,
-                SCHEMA_VERSION,
+            _, body = self._spliced_body(
                 seq,
-                string(step_id),
+                string(kind),
+                payload_json,
+                parent_json=string(parent_event_id),
+                step_json=string(step_id),
+                recorded_at_json=canonical_string(event["recorded_at"]),
             )
         digest = sha256_hex(body)
         # "event_hash" sorts before every other envelope key, so the canonical
@@ -229,22 +221,13 @@ class JournalWriter:
         it, or ``null``): an import's second pass writes events by the hundred thousand. Returns the event
         id as canonical JSON, the ``parent_json`` of the events that hang from it."""
         seq = self._seq + 1
-        run_id_json, prev_hash_json = self._splice_parts()
-        # event_id_for's "run_id:seq" as JSON: the run id's JSON with ":seq" before its closing quote
-        event_id_json = b'%s:%d"' % (run_id_json[:-1], seq)
-        # The envelope's canonical form spelled out (no dict to sort and check per event): its keys in
-        # JCS order, seq a small int. Checked against append's bytes by tests/importers/test_fast_paths.py.
-        body = _ENVELOPE % (
-            event_id_json,
-            kind_json,
-            parent_json,
-            payload_json,
-            prev_hash_json,
-            recorded_at_json,
-            run_id_json,
-            SCHEMA_VERSION,
+        event_id_json, body = self._spliced_body(
             seq,
-            step_json,
+            kind_json,
+            payload_json,
+            parent_json=parent_json,
+            step_json=step_json,
+            recorded_at_json=recorded_at_json,
         )
         digest = sha256_hex(body)
         self._write(b'{"event_hash":"%s",%s\n' % (digest.encode("ascii"), body[1:]))
@@ -312,6 +295,35 @@ class JournalWriter:
                 self._prev_hash = prev_json[1:-1].decode("ascii")
                 self._prev_hash_json = (self._prev_hash, prev_json)
 
+    def _spliced_body(
+        self,
+        seq: int,
+        kind_json: bytes,
+        payload_json: bytes,
+        *,
+        parent_json: bytes,
+        step_json: bytes,
+        recorded_at_json: bytes,
+    ) -> tuple[bytes, bytes]:
+        """Event ``seq``'s id and canonical form without its hash, from its parts as canonical JSON: the
+        envelope spelled out (no dict to sort and check per event), its keys in JCS order, seq a small int.
+        Checked against the dict path's bytes by tests/importers/test_fast_paths.py and
+        tests/harness/test_recording_fast_paths.py."""
+        run_id_json, prev_hash_json = self._splice_parts()
+        event_id_json = b'%s:%d"' % (run_id_json[:-1], seq)  # event_id_for's "run_id:seq" as JSON
+        return event_id_json, _ENVELOPE % (
+            event_id_json,
+            kind_json,
+            parent_json,
+            payload_json,
+            prev_hash_json,
+            recorded_at_json,
+            run_id_json,
+            SCHEMA_VERSION,
+            seq,
+            step_json,
+        )
+
     def _splice_parts(self) -> tuple[bytes, bytes]:
         """The run id and the last event's hash as canonical JSON, the parts every spliced envelope repeats."""
         if self._run_id_json is None:
@@ -333,8 +345,8 @@ class JournalWriter:
         if self.rotate_bytes is not None and self._shard_bytes and self._shard_bytes + len(line) > self.rotate_bytes:
             self._close_shard()
             self._file = self._open_next_shard()
-        # a line-flushing writer's file is unbuffered: one write(2) a line (a buffered write and its flush cost
-        # twice as much); such a file may take part of a line (a full disk, a signal): the rest follows
+        # a line-flushing writer's file is unbuffered (``_create``): it may take part of a line (a full disk, a
+        # signal), and the rest follows
         written = self._file.write(line)
         if written is not None and written < len(line):
             self._write_rest(memoryview(line)[written:])
@@ -350,8 +362,13 @@ class JournalWriter:
     def _open_next_shard(self) -> io.BufferedWriter | io.FileIO:
         self._shard_index += 1
         self._shard_bytes = 0
-        name = SHARD_PATTERN.format(stem=self.path.name, index=self._shard_index)
-        return io.FileIO(self.path / name, "xb") if self.flush_lines else open(self.path / name, "xb")
+        return self._create(self.path / SHARD_PATTERN.format(stem=self.path.name, index=self._shard_index))
+
+    def _create(self, path: Path) -> io.BufferedWriter | io.FileIO:
+        """A new journal file or shard (never an existing one). A line-flushing writer's file is unbuffered: one
+        write(2) a line (a buffered write and its flush cost twice as much); a batch writer's lines go out in
+        1 MiB writes, not 8 KiB ones (a tenth of an import's write cost)."""
+        return io.FileIO(path, "xb") if self.flush_lines else io.BufferedWriter(io.FileIO(path, "xb"), 1 << 20)
 
     def _close_shard(self) -> None:
         self._file.flush()
