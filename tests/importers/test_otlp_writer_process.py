@@ -121,6 +121,16 @@ def test_bad_input_found_in_pass_one_ends_the_kept_worker(tmp_path: Path, monkey
     assert not (tmp_path / "out.jsonl").exists()
 
 
+def _writer_process() -> subprocess.Popen[bytes]:
+    """A process running ``serve``, as pass one's kept worker does."""
+    return subprocess.Popen(
+        [sys.executable, "-c", SERVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
 def _events(count: int) -> list[SplicedEvent]:
     kinds = [canonical_string(kind) for kind in ("note", "model.request", "tool.call")]
     return [
@@ -149,12 +159,7 @@ def test_piped_writer_writes_the_bytes_of_journal_writer(tmp_path: Path, monkeyp
     here.append_spliced(*events[0][:2], parent_json=b"null", step_json=b"null", recorded_at_json=b'"t"')
     here.append_spliced_all(_linked(events[1:], here_ids))
     here.close()
-    process = subprocess.Popen(
-        [sys.executable, "-c", SERVE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    process = _writer_process()
     there_ids: list[bytes] = []
     there = writer_process.PipedWriter(process, tmp_path / "there.jsonl", "run-1")
     assert there.append_spliced(*events[0][:2], parent_json=b"null", step_json=b"null", recorded_at_json=b'"t"') == (
@@ -177,12 +182,7 @@ def test_a_writer_process_told_nothing_ends(tmp_path: Path) -> None:
 def test_a_frame_cut_by_an_interrupt_ends_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer would take what comes next for the rest of the frame (and wait for it): it is ended."""
     monkeypatch.setattr(writer_process, "BATCH_EVENTS", 5)
-    process = subprocess.Popen(
-        [sys.executable, "-c", SERVE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    process = _writer_process()
     piped = writer_process.PipedWriter(process, tmp_path / "cut.jsonl", "run-1")
     send = writer_process.send_frame
 
