@@ -8,7 +8,6 @@ writes one journal (``out``) or, for a log with several samples and epochs, a di
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import threading
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..journal.collector import collector_paused
+from ..journal.hashing import file_sha256
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
@@ -42,17 +42,6 @@ class ImportedJournal:
     events: int
     fidelity: dict[str, Any]
     detail: dict[str, Any]
-
-
-def file_sha256(path: str | os.PathLike[str], stop: threading.Event | None = None) -> str:
-    """The file's sha256 (hex); with ``stop`` set midway, the digest of what was read by then."""
-    digest = hashlib.sha256()
-    block = bytearray(1 << 20)
-    view = memoryview(block)
-    with open(path, "rb", buffering=0) as handle:
-        while (size := handle.readinto(block)) and not (stop and stop.is_set()):
-            digest.update(view[:size])  # a megabyte: hashed without the GIL
-    return digest.hexdigest()
 
 
 class _HashedMeanwhile:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
+from pathlib import Path
 from typing import Any
 
 from .canonical import canonical_json, canonical_json_of_parsed
@@ -34,3 +37,18 @@ def event_hash_of(event: dict[str, Any], *, parsed: bool = False) -> str:
 def call_key_of(tool: str, arguments: Any) -> str:
     """``call_key`` = hash of JCS({name, args}), as DESIGN.md defines it."""
     return hash_value({"name": tool, "args": arguments})
+
+
+def file_sha256(path: str | os.PathLike[str], stop: threading.Event | None = None) -> str:
+    """The sha256 (hex) of a file's bytes, or of every file of a directory in name order (a sharded journal):
+    an imported source, a cached import, a journal re-recorded beside. With ``stop`` set midway, the digest
+    of what was read by then."""
+    digest = hashlib.sha256()
+    block = bytearray(1 << 20)
+    view = memoryview(block)
+    path = Path(path)
+    for part in sorted(path.iterdir()) if path.is_dir() else [path]:
+        with open(part, "rb", buffering=0) as handle:
+            while (size := handle.readinto(block)) and not (stop and stop.is_set()):
+                digest.update(view[:size])  # a megabyte: hashed without the GIL
+    return digest.hexdigest()

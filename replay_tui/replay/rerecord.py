@@ -14,7 +14,6 @@ ever read.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from ..harness import ConfigError, Harness, HarnessError, JsonlSink, StopRun, bu
 from ..harness.replay_support import RecordedObservations
 from ..harness.seam import ObservationSource
 from ..journal import Event, JournalError, open_journal
+from ..journal.hashing import file_sha256
 from ..journal.model import OBSERVATION_KINDS, event_id_for
 from .compare import read_events
 from .engine import recorded_config, recorded_inputs
@@ -139,17 +139,6 @@ class PrefixCheckingSink:
 
     def close(self) -> None:
         self.sink.close()
-
-
-def file_sha256(path: str | Path) -> str:
-    """Digest of a journal's bytes (every shard of a directory, in name order)."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    for part in sorted(path.iterdir()) if path.is_dir() else [path]:
-        with open(part, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def rerecord(

@@ -18,7 +18,6 @@ call with the argument as the user typed it:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from ..journal.hashing import file_sha256
 from . import storage
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def resolve_source(argument: str) -> ResolvedSource:
     if not path.is_file() or _starts_with_a_v1_event(path):
         return ResolvedSource(argument, path, (path,))
     # Only now the importers (their package loads the builders): opening a journal never pays for them.
-    from ..importers import IMPORTER_VERSION, detect_format, file_sha256
+    from ..importers import IMPORTER_VERSION, detect_format
     from ..importers.detect import JOURNAL
 
     try:
@@ -144,7 +144,7 @@ def _cached(target: Path) -> list[Path] | None:
         try:
             if journal.is_symlink() or not journal.is_file() or journal.stat().st_size != entry.get("size"):
                 return None
-            if _file_sha256(journal) != entry.get("sha256"):
+            if file_sha256(journal) != entry.get("sha256"):
                 return None
         except OSError:
             return None
@@ -157,14 +157,6 @@ def _plain_relative(name: object) -> bool:
     if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
         return False
     return all(part not in ("", ".", "..") for part in name.split("/"))
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _set_aside(target: Path) -> None:
@@ -198,7 +190,7 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
         results: list[ImportedJournal] = import_trace(path, out, format=fmt, sha256=digest)
         names = [str(result.path.relative_to(staging)) for result in results]
         entries = [
-            {"path": name, "size": (staging / name).stat().st_size, "sha256": _file_sha256(staging / name)}
+            {"path": name, "size": (staging / name).stat().st_size, "sha256": file_sha256(staging / name)}
             for name in names
         ]
         manifest = {"source": path.name, "format": fmt, "journals": entries}
