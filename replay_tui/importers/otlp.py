@@ -648,6 +648,7 @@ class OtlpTrace:
 
     def _reduce(self, span: Mapping[str, Any], line: int) -> dict[str, Any]:
         """What the mapping reads of a span, attributes as a dict."""
+        # Twin of otlp_spans.reduce_span (the fast path: the same keys and values, read from msgspec structs)
         get = span.get
         attrs = attributes(get("attributes"))
         events = _objects(get("events"), "events")  # checked before the status, as always
