@@ -78,7 +78,8 @@ def reader(
 ) -> Callable[[bytes, int], list[Reduced] | None] | None:
     """``spans(line, number)``: the line's reduced spans, or None for the checked path; None without msgspec.
     The checked path's own helpers do the rest (their one home): ``reduce_value`` is ``otlp.any_value``,
-    ``reduce_int`` its rule for an ``intValue`` (``otlp.int_value``), ``nanos`` ``otlp._nanos``, ``operation`` ``otlp._operation``, ``reduce_events`` ``otlp._gen_ai_events``."""
+    ``reduce_int`` its rule for an ``intValue`` (``otlp.int_value``), ``nanos`` ``otlp._nanos``, ``operation``
+    ``otlp._operation``, ``reduce_events`` ``otlp._gen_ai_events``."""
     if msgspec is None:
         return None
 

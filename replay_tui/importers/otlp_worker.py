@@ -3,8 +3,8 @@
 It reads the runs of whole lines it claims (``otlp.read_chunks``; argv: the file, the claims folder, its
 spool; stdin: every run, one line of JSON), spools their entries to its file, and writes what it found, pickled,
 to stdout (a ``writer_process`` frame). Then it is the journal's writer, if the import sends it pass two
-(``writer_process.serve``), or it ends with its input. A plain module run in a fresh interpreter, not ``multiprocessing``: that would import the
-parent's main module again in the child.
+(``writer_process.serve``), or it ends with its input. A plain module run in a fresh interpreter, not
+``multiprocessing``: that would import the parent's main module again in the child.
 """
 
 from __future__ import annotations
