@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import shutil
 import signal
 import socket
@@ -60,6 +61,7 @@ PRELOAD = (
 MAX_MESSAGE = 1 << 20  # one request: argv (the spec), environment, cwd
 MAX_FDS = 16
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+LOST_CHILD_WAIT_S = 5.0  # how long a lost server's child may take to exit after SIGKILL
 FORK_SERVER_MECHANISM = "namespaces, forked by the fork server"
 FORK_SERVER_NOTE = "forked from a warm fork server: in-process namespaces (bubblewrap cannot wrap a forked child)"
 
@@ -69,6 +71,14 @@ class ForkServerError(RuntimeError):
 
 
 # -- the parent's half ------------------------------------------------------------------------
+
+
+def _pidfd_open(pid: int) -> int | None:
+    """A pidfd for ``pid``, or None where the kernel (before 5.3) or the platform has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 class ForkedChild:
@@ -81,6 +91,9 @@ class ForkedChild:
         self.stdout = stdout
         self.stderr = stderr
         self.returncode: int | None = None
+        # A handle on this very process (not on whatever later gets its pid): the server has not
+        # reaped it yet, so the pid is still this child's when the handle is taken.
+        self._pidfd = _pidfd_open(pid)
 
     def _status(self, op: str) -> int | None:
         """The server's answer on this child. A server that is gone took the child with it (the child's
@@ -90,9 +103,32 @@ class ForkedChild:
             status = self._server.request({"op": op, "pid": self.pid}).get("status")
         except ForkServerError:
             self._server.lost.add(self.pid)
+            self._make_sure_it_is_gone()
             self.returncode = -signal.SIGKILL
             return self.returncode
+        if op == "reap" and isinstance(status, int):
+            self._forget_pidfd()
         return status if isinstance(status, int) else None
+
+    def _make_sure_it_is_gone(self) -> None:
+        """Kill the child and wait for it to exit. The parent-death signal is sent only late in the
+        server's exit (after its socket closed), so "killed" could otherwise be reported while the child
+        still runs for a moment."""
+        if self._pidfd is None:
+            return
+        try:
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # already exited
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        poller.poll(LOST_CHILD_WAIT_S * 1000)  # readable once the process has exited
+        self._forget_pidfd()
+
+    def _forget_pidfd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
     def poll(self) -> int | None:
         """The exit status once the child has exited (not reaped yet: its pid stays ours)."""
