@@ -32,7 +32,9 @@ file search) and the Responses API model are not recorded.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -70,7 +72,13 @@ def recorded_tool(h: Harness, tool: FunctionTool) -> FunctionTool:
 
         return await h.arecord_tool_call(tool.name, arguments, live, call_id=getattr(context, "tool_call_id", None))
 
-    return dataclasses.replace(tool, on_invoke_tool=invoke)
+    # The SDK's own shallow copy (FunctionTool.__copy__), without its re-normalising of the schema and
+    # callers, which the original already went through: dataclasses.replace or copy.copy redid it, ~30 µs a
+    # tool every run. The original's invoker stays bound to the original, as ``original`` above is.
+    clone = object.__new__(type(tool))
+    clone.__dict__.update(tool.__dict__)
+    clone.on_invoke_tool = invoke
+    return clone
 
 
 def recorded_agent(h: Harness, agent: Agent[Any], _seen: dict[int, Agent[Any]] | None = None) -> Agent[Any]:
@@ -78,7 +86,7 @@ def recorded_agent(h: Harness, agent: Agent[Any], _seen: dict[int, Agent[Any]] |
     seen = {} if _seen is None else _seen
     if id(agent) in seen:
         return seen[id(agent)]
-    clone = agent.clone()
+    clone = copy.copy(agent)  # agent.clone()'s shallow copy without re-validating every field (~0.1 ms an agent)
     seen[id(agent)] = clone
     clone.tools = [recorded_tool(h, tool) if isinstance(tool, FunctionTool) else tool for tool in agent.tools]
     clone.handoffs = [
@@ -90,7 +98,7 @@ def recorded_agent(h: Harness, agent: Agent[Any], _seen: dict[int, Agent[Any]] |
 class RecordingHooks(RunHooks[Any]):
     """Run hooks that turn the SDK's agent/turn structure into steps and state transitions."""
 
-    def __init__(self, h: Harness, starting_agent: str, session: Any = None) -> None:
+    def __init__(self, h: Harness, starting_agent: str, session: SessionWatch | None = None) -> None:
         self.h = h
         self.session = session
         self.agent = starting_agent
@@ -102,8 +110,7 @@ class RecordingHooks(RunHooks[Any]):
         """Write the run state (and the session's items, when the run has a session) if it changed."""
         state = self.state(context)
         if self.session is not None:
-            items = await self.session.get_items()
-            state["session"] = {"id": str(self.session.session_id), "items": _json_view(list(items))}
+            state["session"] = await self.session.view()
         self.h.record_state(state)
 
     def state(self, context: Any) -> dict[str, Any]:
@@ -174,7 +181,8 @@ async def run_recorded(
     config = dataclasses.replace(
         run_config or RunConfig(), model=chat_model, tracing_disabled=True, trace_include_sensitive_data=False
     )
-    hooks = RecordingHooks(h, agent.name, session)
+    watch = SessionWatch(session) if session is not None else None
+    hooks = RecordingHooks(h, agent.name, watch)
     try:
         return await Runner.run(
             recorded_agent(h, agent),
@@ -187,6 +195,59 @@ async def run_recorded(
         )
     finally:
         h.step_id = None
+        if watch is not None:
+            watch.close()
+
+
+class SessionWatch:
+    """The session's items as the run state holds them, read again only after the session may have changed.
+
+    Reading a ``SQLiteSession`` is a trip to a worker thread (~0.2 ms), and the hooks ask after every turn,
+    tool and handoff, while the items change only when the runner saves a turn. For the session classes
+    whose items change only through ``add_items``, ``pop_item`` and ``clear_session`` (``WATCHED``), those
+    three are wrapped on the instance for the run (and put back after it), and any call to them marks the
+    view stale. Any other session (a branching ``AdvancedSQLiteSession``, a remote conversation, one of
+    your own) is read every time, as before. Limit: a second session object writing the same database
+    during the run is not seen."""
+
+    MUTATORS = ("add_items", "pop_item", "clear_session")
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self._view: dict[str, Any] | None = None
+        self._wrapped: list[str] = []
+        if type(session) in _watched_session_types():
+            for name in self.MUTATORS:
+                setattr(session, name, self._marking(getattr(session, name)))
+                self._wrapped.append(name)
+
+    def _marking(self, method: Any) -> Any:
+        @functools.wraps(method)  # the SDK reads the signature (whether to pass ``wrapper``)
+        async def marked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(*args, **kwargs)
+            finally:
+                self._view = None
+
+        return marked
+
+    async def view(self) -> dict[str, Any]:
+        """``{id, items}`` of the session now."""
+        if self._view is None or not self._wrapped:
+            items = await self.session.get_items()
+            self._view = {"id": str(self.session.session_id), "items": _json_view(list(items))}
+        return self._view  # read only: record_state serialises it at once
+
+    def close(self) -> None:
+        for name in self._wrapped:
+            delattr(self.session, name)  # the class's own method shows through again
+        self._wrapped.clear()
+
+
+def _watched_session_types() -> tuple[type, ...]:
+    from agents import SQLiteSession
+
+    return (SQLiteSession,)
 
 
 def _arguments(text: str) -> Any:
