@@ -79,6 +79,46 @@ def test_agents_sdk_turns_handoff_and_run_context() -> None:
     ]
 
 
+def test_agents_sdk_session_is_read_again_only_after_it_changed() -> None:
+    """The run state's session items come from one read per change (add, pop, clear), not one per hook;
+    a session class the watch does not know is read every time; the session is put back as it was."""
+    import asyncio
+
+    from agents import SQLiteSession
+
+    from replay_tui.harness.frameworks.agents_sdk import SessionWatch
+
+    class OwnSession(SQLiteSession):  # a subclass may change its items some other way
+        pass
+
+    async def reads_for(session: SQLiteSession) -> list[int]:
+        reads = []
+        real = session.get_items
+
+        async def counted(*args: object, **kwargs: object) -> object:
+            reads.append(1)
+            return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+        session.get_items = counted  # type: ignore[method-assign]
+        watch = SessionWatch(session)
+        counts = []
+        for step in range(3):
+            view = await watch.view()
+            counts.append(len(reads))
+            assert len(view["items"]) == step
+            await watch.view()
+            await session.add_items([{"role": "user", "content": f"turn {step}"}])
+        popped = await session.pop_item()
+        assert popped == {"role": "user", "content": "turn 2"}
+        assert [item["content"] for item in (await watch.view())["items"]] == ["turn 0", "turn 1"]
+        watch.close()
+        assert not {"add_items", "pop_item", "clear_session"} & set(vars(session))
+        return counts
+
+    assert asyncio.run(reads_for(SQLiteSession("watched"))) == [1, 2, 3]
+    assert asyncio.run(reads_for(OwnSession("own"))) == [1, 3, 5]
+
+
 def test_agents_sdk_trace_upload_is_off(tmp_path: Path, llm: LoopbackLLM) -> None:
     from agents.tracing import get_trace_provider
 
