@@ -486,6 +486,10 @@ class Harness:
                 payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
             else:
                 payload = await run_live()
+            # One turn of the loop before the result is written, as the task below takes: concurrent calls
+            # made meanwhile write their tool.call first, in record and in replay alike (a recorded result
+            # is ready at once, a live one maybe too), so the journal's order does not depend on the source.
+            await asyncio.sleep(0)
         except StopRun:
             # Calls made before this one still write their results in turn; calls made
             # after it are released with StopRun instead of waiting for a turn that never comes.
@@ -497,6 +501,11 @@ class Harness:
             failure = self._failure_payload(call_event, RuntimeError("tool call cancelled"))
             asyncio.ensure_future(self._emit_in_turn(ticket, call_event, failure, False))
             raise
+        if self._turn == ticket and self._next_ticket == ticket + 1 and self._stop_ticket is None:
+            # The only call in flight, and its turn: written here and now. No later call can be waiting
+            # for the turn, and with no await left there is no cancel to shield the write from. A task, a
+            # shield and the condition were ~60 µs of every async tool call.
+            return _raise_or_return(self._emit_alone(ticket, call_event, payload, source is not None).payload)
         emitting = asyncio.ensure_future(self._emit_in_turn(ticket, call_event, payload, source is not None))
         event = await asyncio.shield(emitting)
         return _raise_or_return(event.payload)
@@ -534,6 +543,16 @@ class Harness:
             finally:
                 self._turn += 1
                 condition.notify_all()
+
+    def _emit_alone(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
+        """``_emit_in_turn`` for the one call in flight (nobody to wait for or to wake)."""
+        try:
+            return self._emit_tool_result(call_event, payload, from_source=from_source)
+        except StopRun:  # the sink stopped the run (a replay divergence): calls made later are released
+            self._stop_ticket = ticket
+            raise
+        finally:
+            self._turn += 1
 
     def _stopped_before(self, ticket: int) -> bool:
         return self._stop_ticket is not None and ticket > self._stop_ticket

@@ -230,6 +230,50 @@ def test_concurrent_tool_calls_give_a_deterministic_gap_free_order(tmp_path, see
     assert shape == [("tool.call", f"t{i}") for i in range(8)] + [("tool.result", f"t{i}") for i in range(8)]
 
 
+def test_concurrent_calls_whose_results_are_ready_at_once_keep_calls_before_results(tmp_path):
+    """A result that needs no wait (a recorded one in replay, a tool that never awaits) is still written
+    after one turn of the loop, so concurrent calls write their tool.call first, as a slow tool's do."""
+
+    async def ready(name):
+        return name
+
+    harness, journal = _harness(tmp_path, tools={"ready": ToolSpec("ready", ready)})
+
+    async def agent():
+        alone = await harness.atool("ready", {"name": "alone"})  # the one call in flight: written at once
+        return [alone, *await harness.tools_parallel([("ready", {"name": f"t{index}"}) for index in range(3)])]
+
+    assert asyncio.run(agent()) == ["alone", "t0", "t1", "t2"]
+    harness.end_run("ok")
+    shape = [
+        (e.kind, e.payload.get("arguments", {}).get("name") or e.payload.get("result"))
+        for e in events_of(journal)[1:-1]
+    ]
+    assert shape == [("tool.call", "alone"), ("tool.result", "alone")] + [("tool.call", f"t{i}") for i in range(3)] + [
+        ("tool.result", f"t{i}") for i in range(3)
+    ]
+
+
+def test_a_call_cancelled_as_its_result_is_written_still_fills_its_slot(tmp_path):
+    async def ready():
+        return "ok"
+
+    harness, journal = _harness(tmp_path, tools={"ready": ToolSpec("ready", ready)})
+
+    async def agent():
+        call = asyncio.ensure_future(harness.atool("ready", {}))
+        await asyncio.sleep(0)  # the call is written and its tool has returned: it waits one turn to write
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.01)  # the slot is filled by a task of its own
+
+    asyncio.run(agent())
+    harness.end_run("ok")
+    kinds = [(e.kind, e.payload.get("error", {}).get("message")) for e in events_of(journal)[1:-1]]
+    assert kinds == [("tool.call", None), ("tool.result", "tool call cancelled")]
+
+
 def test_a_cancelled_call_still_fills_its_slot(tmp_path):
     async def forever():
         await asyncio.sleep(10)
