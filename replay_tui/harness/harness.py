@@ -576,7 +576,7 @@ class Harness:
         recorded = self.redactor.redact(TOOL_CALL, {"tool": name, "arguments": orjson.loads(frozen)})["arguments"]
         payload = {
             "call_id": call_id or f"call-{self.last_seq + 1}",
-            "call_key": call_key_of(name, recorded),
+            "call_key": call_key_of(name, recorded, parsed=True),  # recorded: parsed from ``frozen``
             "tool": name,
             "arguments": recorded,
         }

@@ -34,9 +34,11 @@ def event_hash_of(event: dict[str, Any], *, parsed: bool = False) -> str:
     return sha256_hex(canonical)
 
 
-def call_key_of(tool: str, arguments: Any) -> str:
-    """``call_key`` = hash of JCS({name, args}), as DESIGN.md defines it."""
-    return hash_value({"name": tool, "args": arguments})
+def call_key_of(tool: str, arguments: Any, *, parsed: bool = False) -> str:
+    """``call_key`` = hash of JCS({name, args}), as DESIGN.md defines it. ``parsed=True``: ``arguments``
+    came out of a JSON parse (the harness's copy), so the fast canonical path is exact."""
+    key = {"name": tool, "args": arguments}
+    return sha256_hex(canonical_json_of_parsed(key) if parsed else canonical_json(key))
 
 
 def file_sha256(path: str | os.PathLike[str], stop: threading.Event | None = None) -> str:
