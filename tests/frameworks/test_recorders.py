@@ -119,6 +119,35 @@ def test_agents_sdk_session_is_read_again_only_after_it_changed() -> None:
     assert asyncio.run(reads_for(OwnSession("own"))) == [1, 3, 5]
 
 
+def test_agents_sdk_session_read_overlapping_a_change_is_not_kept() -> None:
+    import asyncio
+
+    from agents import SQLiteSession
+
+    from replay_tui.harness.frameworks.agents_sdk import SessionWatch
+
+    async def scenario() -> tuple[list, list]:
+        session = SQLiteSession("overlap")
+        real, have_read, go_on = session.get_items, asyncio.Event(), asyncio.Event()
+
+        async def slow_read(*args: object, **kwargs: object) -> object:
+            items = await real(*args, **kwargs)  # type: ignore[arg-type]
+            have_read.set()
+            await go_on.wait()
+            return items
+
+        session.get_items = slow_read  # type: ignore[method-assign]
+        watch = SessionWatch(session)
+        reading = asyncio.ensure_future(watch.view())
+        await have_read.wait()  # the read has its (empty) items and is not back yet
+        await session.add_items([{"role": "user", "content": "meanwhile"}])
+        go_on.set()
+        return (await reading)["items"], (await watch.view())["items"]
+
+    during, after = asyncio.run(scenario())
+    assert during == [] and after == [{"role": "user", "content": "meanwhile"}]
+
+
 def test_agents_sdk_trace_upload_is_off(tmp_path: Path, llm: LoopbackLLM) -> None:
     from agents.tracing import get_trace_provider
 

@@ -48,6 +48,7 @@ from agents import (
     RunConfig,
     RunHooks,
     Runner,
+    SQLiteSession,
     set_tracing_disabled,
 )
 
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
     from ..harness import Harness
 
 DISTRIBUTIONS = ("openai-agents",)
+#: Sessions whose items change only through add_items, pop_item and clear_session (see ``SessionWatch``).
+WATCHED_SESSIONS: tuple[type, ...] = (SQLiteSession,)
 
 
 def recorded_tool(h: Harness, tool: FunctionTool) -> FunctionTool:
@@ -204,19 +207,21 @@ class SessionWatch:
 
     Reading a ``SQLiteSession`` is a trip to a worker thread (~0.2 ms), and the hooks ask after every turn,
     tool and handoff, while the items change only when the runner saves a turn. For the session classes
-    whose items change only through ``add_items``, ``pop_item`` and ``clear_session`` (``WATCHED``), those
-    three are wrapped on the instance for the run (and put back after it), and any call to them marks the
-    view stale. Any other session (a branching ``AdvancedSQLiteSession``, a remote conversation, one of
-    your own) is read every time, as before. Limit: a second session object writing the same database
-    during the run is not seen."""
+    whose items change only through ``add_items``, ``pop_item`` and ``clear_session`` (``WATCHED_SESSIONS``),
+    those three are wrapped on the instance for the run (and put back after it), and a call to any of them
+    makes the next view read the session again; a read that overlapped such a call is not kept. Any other
+    session (a branching ``AdvancedSQLiteSession``, a remote conversation, one of your own) is read every
+    time. Limit: a second session object writing the same database during the run is not seen."""
 
     MUTATORS = ("add_items", "pop_item", "clear_session")
 
     def __init__(self, session: Any) -> None:
         self.session = session
         self._view: dict[str, Any] | None = None
+        self._changes = 0  # calls to a mutator begun so far
+        self._changing = 0  # calls to a mutator not finished yet
         self._wrapped: list[str] = []
-        if type(session) in _watched_session_types():
+        if type(session) in WATCHED_SESSIONS:
             for name in self.MUTATORS:
                 setattr(session, name, self._marking(getattr(session, name)))
                 self._wrapped.append(name)
@@ -224,30 +229,33 @@ class SessionWatch:
     def _marking(self, method: Any) -> Any:
         @functools.wraps(method)  # the SDK reads the signature (whether to pass ``wrapper``)
         async def marked(*args: Any, **kwargs: Any) -> Any:
+            self._changes += 1
+            self._changing += 1
+            self._view = None
             try:
                 return await method(*args, **kwargs)
             finally:
+                self._changing -= 1
                 self._view = None
 
         return marked
 
     async def view(self) -> dict[str, Any]:
-        """``{id, items}`` of the session now."""
-        if self._view is None or not self._wrapped:
-            items = await self.session.get_items()
-            self._view = {"id": str(self.session.session_id), "items": _json_view(list(items))}
-        return self._view  # read only: record_state serialises it at once
+        """``{id, items}`` of the session now (read only: record_state serialises it at once)."""
+        if self._view is not None:
+            return self._view
+        changes = self._changes
+        items = await self.session.get_items()
+        view = {"id": str(self.session.session_id), "items": _json_view(list(items))}
+        if self._wrapped and not self._changing and self._changes == changes:
+            self._view = view
+        return view
 
     def close(self) -> None:
         for name in self._wrapped:
             delattr(self.session, name)  # the class's own method shows through again
         self._wrapped.clear()
-
-
-def _watched_session_types() -> tuple[type, ...]:
-    from agents import SQLiteSession
-
-    return (SQLiteSession,)
+        self._view = None
 
 
 def _arguments(text: str) -> Any:
