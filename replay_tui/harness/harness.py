@@ -133,6 +133,10 @@ class Harness:
         # record_state's last input as orjson wrote it, and the state hash it gave
         self._last_framework_state: tuple[bytes, str] | None = None
         self.ended = False
+        # The harness is driven from one thread, but a framework may call it from several (LangGraph's
+        # ToolNode runs parallel tool calls in threads): each event is then still written whole, with
+        # its own seq and its link in the chain. Their order is the threads' (see the recorders).
+        self._bus_lock = threading.RLock()
 
     # -- run lifecycle -----------------------------------------------------------------
 
@@ -264,34 +268,37 @@ class Harness:
         payload_json: bytes | None = None,
     ) -> Event:
         """Write one event; ``payload_json``: the canonical JSON of ``payload`` as written (``redact`` False)."""
-        if self.ended:
-            raise HarnessError(f"{kind} after run.ended")
-        self.redactor.check_matched_fields(kind, step_id, payload)  # a secret in a step id or tool name stops the run
-        if redact:
-            payload = self.redactor.redact(kind, payload)
-        if payload_json is not None and self._journal_sink is not None:
-            event = self._journal_sink.emit(
-                kind, payload, step_id=step_id, parent_event_id=parent, payload_json=payload_json
-            )
-        else:
-            event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
-        expected = self.last_seq + 1
-        if self._sealing_sink is not None and self._sealing_sink.last_seal_seq == expected:
-            expected += 1  # the sink's own seal took that seq
-        if event.seq != expected:
-            raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {expected}")
-        self.last_seq, self.last_hash = event.seq, event.event_hash
-        self._last_event = event
-        for hook in self.hooks:
-            hook.on_event(event)
-        if reduce:
-            transition = self.tracker.apply(event)
-            if transition is not None:
-                self._emit_transition(event, transition)
-        self._since_snapshot += 1
-        if not self.snapshot_at_step_boundaries and kind not in (STATE_SNAPSHOT, RUN_ENDED):
-            self._maybe_snapshot()
-        return event
+        with self._bus_lock:  # one event at a time, whole, from any thread (see __init__)
+            if self.ended:
+                raise HarnessError(f"{kind} after run.ended")
+            self.redactor.check_matched_fields(
+                kind, step_id, payload
+            )  # a secret in a step id or tool name stops the run
+            if redact:
+                payload = self.redactor.redact(kind, payload)
+            if payload_json is not None and self._journal_sink is not None:
+                event = self._journal_sink.emit(
+                    kind, payload, step_id=step_id, parent_event_id=parent, payload_json=payload_json
+                )
+            else:
+                event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
+            expected = self.last_seq + 1
+            if self._sealing_sink is not None and self._sealing_sink.last_seal_seq == expected:
+                expected += 1  # the sink's own seal took that seq
+            if event.seq != expected:
+                raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {expected}")
+            self.last_seq, self.last_hash = event.seq, event.event_hash
+            self._last_event = event
+            for hook in self.hooks:
+                hook.on_event(event)
+            if reduce:
+                transition = self.tracker.apply(event)
+                if transition is not None:
+                    self._emit_transition(event, transition)
+            self._since_snapshot += 1
+            if not self.snapshot_at_step_boundaries and kind not in (STATE_SNAPSHOT, RUN_ENDED):
+                self._maybe_snapshot()
+            return event
 
     def _emit_transition(self, cause: Event, transition: Transition, step_id: str | None = None) -> Event:
         payload = {

@@ -185,6 +185,28 @@ def test_langgraph_nodes_are_steps_and_checkpoints_are_snapshots() -> None:
     assert all("id" not in m["data"] for m in final["graph"]["messages"])
 
 
+def test_langgraph_parallel_tool_calls_are_recorded_in_the_order_asked_and_replay(tmp_path: Path) -> None:
+    """Six calls in one answer, which ToolNode would run in threads: run one at a time, in the answer's
+    order, every call followed by its result; the chain is whole and a replay matches. In threads the
+    events came in the order the threads finished, and two threads could take the same seq."""
+    from replay_tui.harness import record_run
+    from replay_tui.journal import verify_journal
+
+    from .conftest import CONFIG, replay_cli
+    from .parallel_tools_graph import CALLS
+
+    journal = tmp_path / "parallel.jsonl"
+    outcome = record_run(
+        CONFIG, "tests.frameworks.parallel_tools_graph:agent", [{"question": "stock?"}], journal=journal
+    )
+    assert outcome.status == "ok", outcome.error
+    assert verify_journal(journal).ok
+    tools = [(e.kind, e.payload["call_id"]) for e in events(journal) if e.kind.startswith("tool.")]
+    assert tools == [(kind, f"call-{i}") for i in range(CALLS) for kind in ("tool.call", "tool.result")]
+    code, replayed = replay_cli(journal)
+    assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
+
+
 def test_pydantic_ai_records_the_output_validation_failure_when_it_happened() -> None:
     recorded = events(JOURNALS / "pydantic-ai.jsonl")
     states = _replayed_states(recorded)

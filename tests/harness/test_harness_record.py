@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import threading
 import time
 
@@ -272,6 +273,34 @@ def test_a_call_cancelled_as_its_result_is_written_still_fills_its_slot(tmp_path
     harness.end_run("ok")
     kinds = [(e.kind, e.payload.get("error", {}).get("message")) for e in events_of(journal)[1:-1]]
     assert kinds == [("tool.call", None), ("tool.result", "tool call cancelled")]
+
+
+def test_tool_calls_from_several_threads_keep_the_chain_whole(tmp_path):
+    """A framework may call the harness from threads of its own: every event still gets its own seq and its
+    link in the chain (two threads used to take the same seq, and the run ended in a HarnessError)."""
+    harness, journal = _harness(tmp_path, tools={"work": ToolSpec("work", lambda name: name)})
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the interpreter between threads as often as it can
+
+    def work(thread: int) -> None:
+        for index in range(100):
+            harness.record_tool_call("work", {"name": f"{thread}-{index}"}, lambda copy: copy["name"])
+
+    try:
+        threads = [threading.Thread(target=work, args=(thread,)) for thread in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch_interval)
+    harness.end_run("ok")
+    assert verify_journal(journal).ok
+    events = events_of(journal)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert sorted(e.payload["result"] for e in events if e.kind == "tool.result") == sorted(
+        f"{thread}-{index}" for thread in range(4) for index in range(100)
+    )
 
 
 def test_a_cancelled_call_still_fills_its_slot(tmp_path):

@@ -36,9 +36,11 @@ Clock, random and ids: LangGraph's checkpoint ids are UUID6 (time + random) and 
 checkpoints carry a timestamp; ``add_messages`` gives uuid4 ids to messages that have none.
 None of these reach a model request. They are kept out of the matched keys: checkpoint ids
 and times only under ``diagnostics``, message ``id`` fields dropped from the recorded state.
-Limits: one thread per run; tool calls that ToolNode runs in parallel (several calls in one
-model answer) are recorded in the order they finish; async graphs (``ainvoke``), ``Send``
-fan-out and tools returning ``Command`` are not recorded.
+Parallel work runs one task at a time (``max_concurrency=1`` in the run's config): the tool calls
+of one model answer run in the order the model asked for them, each call followed by its result,
+and the nodes of one superstep in the order the graph schedules them; in record and replay alike.
+Limits: async graphs (``ainvoke``), ``Send`` fan-out and tools returning ``Command`` are not
+recorded; tools that only work when run at the same time as each other would wait forever.
 """
 
 from __future__ import annotations
@@ -201,7 +203,10 @@ class GraphAgent(StepAgent):
         builder = self.build(h, state["task"])
         graph = builder.compile(checkpointer=SqliteSaver(connection))
         steps = _NodeSteps(h)
-        config: dict[str, Any] = {"configurable": {"thread_id": THREAD}, "callbacks": [steps]}
+        # One task at a time (ToolNode's parallel tool calls, a superstep's parallel nodes), in the order the
+        # graph gives them: in threads their events came in the order the threads finished, which no replay
+        # can promise to repeat.
+        config: dict[str, Any] = {"configurable": {"thread_id": THREAD}, "callbacks": [steps], "max_concurrency": 1}
         run = _GraphRun(graph, config, steps, scratch, connection, nodes=list(builder.nodes))
         if state["graph"] is None:
             run.pending = self.graph_input(state["task"])
