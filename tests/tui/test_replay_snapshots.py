@@ -16,6 +16,7 @@ from replay_helpers import CONFIGS, fixture_copy, wait_for_replay, wait_until
 from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.tui.screens.compare import CompareScreen
+from replay_tui.tui.screens.experiments import ExperimentsScreen
 from replay_tui.tui.widgets import replay_format
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +34,18 @@ async def idle(pilot) -> None:  # type: ignore[no-untyped-def]
             break
         await pilot.pause(0.02)
     await pilot.pause(0.2)
+
+
+async def open_experiments(pilot) -> ExperimentsScreen:  # type: ignore[no-untyped-def]
+    """Press x and return the dialog once it is mounted: the key only pushes it, and its fields are
+    composed afterwards (under load, after the press returned)."""
+    await pilot.press("x")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.screen, ExperimentsScreen) and pilot.app.screen.is_mounted,
+        what="the experiments dialog",
+    )
+    return pilot.app.screen
 
 
 def test_passing_replay(snap_compare, tmp_path: Path) -> None:
@@ -75,8 +88,7 @@ def test_model_live_comparison(snap_compare, tmp_path: Path) -> None:
     async def experiment(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot)
         await idle(pilot)
-        await pilot.press("x")
-        dialog = pilot.app.screen
+        dialog = await open_experiments(pilot)
         dialog.query_one("#experiments-config").value = str(CONFIGS / "crm-new-model.toml")
         dialog.query_one("#experiments-out").value = str(out)
         dialog.query_one("#experiments-timeout").focus()
@@ -99,8 +111,7 @@ def test_tools_live_comparison(snap_compare, tmp_path: Path) -> None:
     async def experiment(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot)
         await idle(pilot)
-        await pilot.press("x")
-        dialog = pilot.app.screen
+        dialog = await open_experiments(pilot)
         dialog.query_one("#mode-tools-live").value = True
         dialog.query_one("#experiments-config").value = str(CONFIGS / "crm.toml")
         dialog.query_one("#experiments-out").value = str(out)

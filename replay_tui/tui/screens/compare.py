@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -33,6 +34,7 @@ from ..widgets.json_view import JsonDocument, JsonView
 #: Above this many aligned rows the table lists the differences only (the summary counts all).
 MAX_ROWS = 5_000
 STATUS_MARK = {"same": "=", "changed": "≠", "only_a": "A only", "only_b": "B only"}
+COLUMNS = ("", "step", "kind", "A seq / key", "B seq / key", "differs in")
 
 
 @dataclass
@@ -46,6 +48,26 @@ def event_cell(ref_event: object) -> str:
         return "—"
     ref = EventRef.of(ref_event)  # type: ignore[arg-type]
     return f"{ref.seq:>6} {ref.key_name}={short(ref.key)}"  # short() escapes
+
+
+def pair_cells(pair: AlignedPair) -> tuple[Text, ...]:
+    """One table row, cells as Text: a DataTable reads a str cell as markup, and these are journal text."""
+    return (
+        Text(STATUS_MARK[pair.status]),
+        Text(safe_line(pair.step_id, 60) if pair.step_id else "(run)"),
+        Text(safe_line(pair.kind)),
+        Text(event_cell(pair.a)),
+        Text(event_cell(pair.b)),
+        Text(", ".join(pair.differs_in)),
+    )
+
+
+def column_widths(rows: list[tuple[Text, ...]]) -> list[int]:
+    """Each column's width: its widest cell or label (the cells are single lines)."""
+    widths = [cell_len(label) for label in COLUMNS]
+    for cells in rows:
+        widths = [max(width, cell.cell_len) for width, cell in zip(widths, cells)]
+    return widths
 
 
 def summary_text(alignment: Alignment, focused: AlignedPair | None) -> str:
@@ -119,7 +141,7 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("", "step", "kind", "A seq / key", "B seq / key", "differs in")
+        table.add_columns(*COLUMNS)  # the header while aligning; _ready gives them their widths
         table.focus()
         self.align()
 
@@ -156,16 +178,14 @@ class CompareScreen(Screen[None]):
         table = self.query_one(DataTable)
         if len(self.rows) < len(alignment.pairs):
             table.border_title = f"Differences only ({len(self.rows):,} of {len(alignment.differences):,}; {len(alignment.pairs):,} aligned rows)"
-        for number, pair in enumerate(self.rows):
-            table.add_row(  # cells as Text: a DataTable reads a str cell as markup, and these are journal text
-                Text(STATUS_MARK[pair.status]),
-                Text(safe_line(pair.step_id, 60) if pair.step_id else "(run)"),
-                Text(safe_line(pair.kind)),
-                Text(event_cell(pair.a)),
-                Text(event_cell(pair.b)),
-                Text(", ".join(pair.differs_in)),
-                key=str(number),
-            )
+        rows = [pair_cells(pair) for pair in self.rows]
+        # Fixed widths, measured here: an auto-width column only widens in the table's next idle, and a row
+        # painted before that (the cursor row is, when a paint comes first) kept its cut-off cells on screen.
+        table.clear(columns=True)
+        for label, width in zip(COLUMNS, column_widths(rows)):
+            table.add_column(label, width=width)
+        for number, cells in enumerate(rows):
+            table.add_row(*cells, key=str(number))
         focused_row = self._row_of(self.focused_pair)
         if focused_row is not None:
             self._focus_row(focused_row)
