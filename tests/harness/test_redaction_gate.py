@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from replay_tui.harness import RedactionRules, Redactor
 from replay_tui.harness.canaries import detector_canaries, random_token
 from replay_tui.harness.redaction import _WALK, REDACTED
+from replay_tui.journal import detectors
 
 
 class FullWalk(Redactor):
@@ -42,6 +43,8 @@ _texts = [canary.text for canary in detector_canaries(_rng)] + [
     "x" * 600,  # big enough to make its container be judged part by part
     "http://bob:hunter2hunter2@example.com/x",
     "the API_KEY=" + random_token(_rng),
+    "chatcmpl-" + random_token(_rng),  # ids random by design: the gate passes them under an id key only
+    "call_" + random_token(_rng),
 ]
 _keys = [
     "a",
@@ -55,6 +58,11 @@ _keys = [
     "name",
     "value",
     "usage",
+    "id",
+    "requestId",
+    "etag",
+    "api_key",
+    "key",
 ]
 _header_like = st.dictionaries(
     st.sampled_from(["x-tenant", "accept", "authorization", "Accept"]),
@@ -88,6 +96,34 @@ def test_the_gate_and_its_cache_record_what_the_full_walk_records(values):
         assert _gated.redact("model.request", {"request": request}) == full.redact(
             "model.request", {"request": request}
         )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_json, min_size=1, max_size=3))
+def test_the_default_rules_gate_records_what_the_full_walk_records(values):
+    full = FullWalk()
+    for value in values:
+        payload = {"request_hash": "sha256:" + "0" * 64, "response": {"http": {"body_json": value}, "content": value}}
+        assert _default_gated.redact("model.response", payload) == full.redact("model.response", payload)
+
+
+_default_gated = Redactor()
+
+
+def test_a_new_answer_whose_random_tokens_are_ids_passes_the_gate_whole():
+    """A model answer's fresh ``chatcmpl-…`` and ``call_…`` ids sit under id keys, where no detector looks
+    for random tokens: the gate passes the answer at the top instead of searching it again at every level
+    down to its ids. The same token under another name, in a list, or escaped is still walked to."""
+    token = random_token(random.Random(3))
+    answer = {
+        "id": f"chatcmpl-{token}",
+        "choices": [{"message": {"content": "3 open tickets", "tool_calls": [{"id": f"call_{token}"}]}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens_details": {"reasoning_tokens": 0}},
+    }
+    assert not detectors.might_hold_secret(orjson.dumps(answer))
+    for elsewhere in ({"note": token}, {"ids": [token]}, {"id": json.dumps({"note": token})}, {"id": f'a"{token}'}):
+        assert detectors.might_hold_secret(orjson.dumps(elsewhere)), elsewhere
+    assert detectors.might_hold_secret(orjson.dumps({"id": "sk-proj-" + token}))  # a credential format still is
 
 
 def test_a_credential_header_walks_only_the_parts_that_may_hold_a_secret():
