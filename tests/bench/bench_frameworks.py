@@ -17,6 +17,9 @@ own cost to every call and flatter the ratio), so the figures are the agent side
   building the harness (its environment fingerprint) and the journal's closing fsync are once
   per run, not per call.
 
+The server answers like a real API (``like_a_real_api``): every answer has fresh random ids, so a
+recorded call pays for redacting a new answer, as it does against a real model.
+
 Every figure is given in wall time and in CPU time of this process (``*_cpu_*``); shares are of
 the plain model call's wall time (its median). On a shared machine a busy neighbour adds wall time to
 either side at random and stretches the median call, which flatters every share of it; CPU time grows
@@ -189,13 +192,44 @@ def timed(function: Callable[[], Any]) -> Seconds:
 # -- the loopback server, in a child process ------------------------------------------------
 
 
+def like_a_real_api(document: dict[str, Any]) -> dict[str, Any]:
+    """A loopback answer as a real chat-completions API shapes it: a fresh random completion id and tool call
+    ids, a system fingerprint and the usage details. The loopback's own ids repeat from run to run, and a
+    recorder finds repeated values in redaction's cache of values found clean, which no real run does."""
+    import secrets
+
+    def base62(length: int) -> str:
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+        return "".join(secrets.choice(alphabet) for _ in range(length))
+
+    answer = json.loads(json.dumps(document))
+    answer["id"] = f"chatcmpl-{base62(29)}"
+    answer["system_fingerprint"] = f"fp_{secrets.token_hex(5)}"
+    for choice in answer.get("choices") or []:
+        for call in choice.get("message", {}).get("tool_calls") or []:
+            call["id"] = f"call_{base62(24)}"
+    usage = answer.get("usage") or {}
+    usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
+    usage["completion_tokens_details"] = {
+        "reasoning_tokens": 0,
+        "audio_tokens": 0,
+        "accepted_prediction_tokens": 0,
+        "rejected_prediction_tokens": 0,
+    }
+    return answer
+
+
 def serve() -> None:
-    """The child: the CRM loopback model, keep-alive; prints its URL, stops when stdin closes."""
+    """The child: the CRM loopback model, keep-alive, answering like a real API (``like_a_real_api``);
+    prints its URL, stops when stdin closes."""
     from fixtures.agents.loopback_llm import _Handler
 
     class KeepAlive(_Handler):
         protocol_version = "HTTP/1.1"  # one connection for every call, as with a real model API
         disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+
+        def _send(self, status: int, document: Any) -> None:
+            super()._send(status, like_a_real_api(document) if status == 200 else document)
 
     with LoopbackLLM() as server:
         server.httpd.RequestHandlerClass = KeepAlive
@@ -288,7 +322,8 @@ def main() -> int:
     if args.serve:
         serve()
         return 0
-    figures: dict[str, Any] = {"bench": "frameworks", "runs": args.runs, "load_average": [os.getloadavg()[0]]}
+    figures: dict[str, Any] = {"bench": "frameworks", "runs": args.runs, "answers": "fresh ids, like a real API"}
+    figures["load_average"] = [os.getloadavg()[0]]
     with ChildServer() as server, tempfile.TemporaryDirectory(prefix="bench-frameworks-") as scratch_dir:
         scratch = Path(scratch_dir)
         figures.update(model_call_overhead(server.url, scratch, args.calls))
