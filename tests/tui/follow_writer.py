@@ -1,11 +1,14 @@
 """A separate writer process for the follow-mode tests and benchmark: the real JournalWriter.
 
     python follow_writer.py PATH --events N --rate R [--go FILE] [--times FILE] [--rotate-bytes B] [--secret-every K]
+        [--hold-at H --resume FILE]
 
 Writes run.started at once (so the app can open the file), waits for ``--go`` to
 exist, then appends ``N`` events at ``R`` per second (tool calls and results, with
 a key that redaction missed every ``K`` events), and writes the monotonic time of
-each append to ``--times`` as JSON ``{"seq": [...], "t": [...]}``.
+each append to ``--times`` as JSON ``{"seq": [...], "t": [...]}``. With ``--hold-at``,
+it stops after ``H`` events until ``--resume`` exists (a test that acts between two
+batches then does not race the writer's pace).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def main() -> int:
     parser.add_argument("--times")
     parser.add_argument("--rotate-bytes", type=int)
     parser.add_argument("--secret-every", type=int, default=0)
+    parser.add_argument("--hold-at", type=int)
+    parser.add_argument("--resume")
     args = parser.parse_args()
     writer = JournalWriter(args.path, run_id="run-follow", fsync="never", rotate_bytes=args.rotate_bytes)
     writer.append(
@@ -51,6 +56,10 @@ def main() -> int:
     times: list[float] = []
     started = time.monotonic()
     for index in range(args.events):
+        if index == args.hold_at and args.resume:
+            while not Path(args.resume).exists():
+                time.sleep(0.01)
+            started = time.monotonic() - index / args.rate  # the pace goes on from here
         due = started + index / args.rate
         delay = due - time.monotonic()
         if delay > 0:

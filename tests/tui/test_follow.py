@@ -79,8 +79,10 @@ async def test_follow_shows_what_a_writer_process_appends_and_sticks_to_the_end(
 
 
 async def test_scrolling_away_stops_sticking_and_G_sticks_again(tmp_path: Path) -> None:
-    path, go = tmp_path / "live.jsonl", tmp_path / "go"
-    writer = start_writer(path, go, events=200, rate=100)
+    path, go, resume = tmp_path / "live.jsonl", tmp_path / "go", tmp_path / "resume"
+    # the writer holds after 80 events until the user has gone back to the start, so the rest arrive after
+    # that (at its own pace a loaded app could see all 200 before the key, and then nothing newer below)
+    writer = start_writer(path, go, events=200, rate=100, hold_at=80, resume=resume)
     try:
         app = make_app(path, follow=True)
         async with app.run_test(size=SIZE) as pilot:
@@ -88,6 +90,7 @@ async def test_scrolling_away_stops_sticking_and_G_sticks_again(tmp_path: Path) 
             go.touch()
             await wait_for(pilot, lambda: screen.timeline.count > 60)
             await pilot.press("g")  # the user goes back to the start
+            resume.touch()
             await wait_for(pilot, lambda: screen.timeline.count > 100)
             assert screen.timeline.cursor == 0
             await wait_for(pilot, lambda: "newer events below" in status_text(screen))
