@@ -271,9 +271,8 @@ class Harness:
         with self._bus_lock:  # one event at a time, whole, from any thread (see __init__)
             if self.ended:
                 raise HarnessError(f"{kind} after run.ended")
-            self.redactor.check_matched_fields(
-                kind, step_id, payload
-            )  # a secret in a step id or tool name stops the run
+            # a secret in a step id or tool name stops the run
+            self.redactor.check_matched_fields(kind, step_id, payload)
             if redact:
                 payload = self.redactor.redact(kind, payload)
             if payload_json is not None and self._journal_sink is not None:
@@ -512,7 +511,7 @@ class Harness:
             # The only call in flight, and its turn: written here and now. No later call can be waiting
             # for the turn, and with no await left there is no cancel to shield the write from. A task, a
             # shield and the condition were ~60 µs of every async tool call.
-            return _raise_or_return(self._emit_alone(ticket, call_event, payload, source is not None).payload)
+            return _raise_or_return(self._write_in_turn(ticket, call_event, payload, source is not None).payload)
         emitting = asyncio.ensure_future(self._emit_in_turn(ticket, call_event, payload, source is not None))
         event = await asyncio.shield(emitting)
         return _raise_or_return(event.payload)
@@ -543,20 +542,17 @@ class Harness:
             if self._stopped_before(ticket):
                 raise _StoppedEarlier("an earlier concurrent tool call stopped the run")
             try:
-                return self._emit_tool_result(call_event, payload, from_source=from_source)
-            except StopRun:  # the sink stopped the run (a replay divergence): release the rest
-                self._stop_ticket = ticket if self._stop_ticket is None else min(self._stop_ticket, ticket)
-                raise
+                return self._write_in_turn(ticket, call_event, payload, from_source)
             finally:
-                self._turn += 1
                 condition.notify_all()
 
-    def _emit_alone(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
-        """``_emit_in_turn`` for the one call in flight (nobody to wait for or to wake)."""
+    def _write_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
+        """Write the result of ``ticket``, whose turn it is, and pass the turn on (waking the waiters is the
+        caller's: the one call in flight has none)."""
         try:
             return self._emit_tool_result(call_event, payload, from_source=from_source)
-        except StopRun:  # the sink stopped the run (a replay divergence): calls made later are released
-            self._stop_ticket = ticket
+        except StopRun:  # the sink stopped the run (a replay divergence): release the rest
+            self._stop_ticket = ticket if self._stop_ticket is None else min(self._stop_ticket, ticket)
             raise
         finally:
             self._turn += 1
