@@ -503,8 +503,8 @@ _CACHED_NAME_BYTES = 256
 def _judge_quoted(quoted: bytes) -> bool:
     if b"\\" in quoted or b"=" in quoted or b":" in quoted:
         return True
-    text = quoted[1:].decode("utf-8", "replace")
-    return bool(is_secret_key(text) if len(quoted) <= _CACHED_NAME_BYTES else is_secret_key.__wrapped__(text))
+    # uncached: a name's verdict is kept whole by _judge_quoted_cached, and prose is never kept
+    return bool(is_secret_key.__wrapped__(quoted[1:].decode("utf-8", "replace")))
 
 
 _judge_quoted_cached = lru_cache(maxsize=8192)(_judge_quoted)
