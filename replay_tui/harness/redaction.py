@@ -73,8 +73,10 @@ MATCHED_PAYLOAD_FIELDS = ("tool",)
 
 # Verdicts of the gate on a serialized object or list (see Redactor._judge).
 _CLEAN, _WALK, _SPLIT = "clean", "walk", "split"
-#: An object or list bigger than this (serialized) is judged part by part.
-_SPLIT_BYTES = 512
+#: An object or list bigger than this (serialized) is judged part by part. The gate itself skips the strings
+#: it found clean before (``detectors.might_hold_secret``), so a model answer or a short conversation is
+#: judged whole: splitting it serializes and looks up each part again, about 20 µs per answer.
+_SPLIT_BYTES = 8192
 #: Objects and lists deeper in a payload than this are walked without being gated (bounds the
 #: work of a deeply nested payload, whose every level would search all that is below it).
 _GATED_LEVELS = 16

@@ -248,13 +248,18 @@ class _Compiled:
         self.name_gate = re.compile("|".join(NAME_HINTS))
         self.candidate = re.compile(_CANDIDATE)
         self.candidate_bytes = re.compile(_CANDIDATE.encode())
-        # A JSON string (raw quote to raw quote) holding a name hint, in lower-cased serialized JSON, with the
-        # backslash before its opening quote when there is one: hints occur only inside strings (the text between
-        # two strings is punctuation, numbers, true, false and null), so these spans are the ones
-        # ``might_hold_secret`` judges, found in one C pass instead of a find, an rfind and a slice per hint
-        self.hinted_string = re.compile(
-            rb'\\?"[^"]*(?:' + b"|".join(re.escape(hint.encode()) for hint in NAME_HINTS) + rb')[^"]*(?=")'
+        self.name_gate_bytes = re.compile("|".join(NAME_HINTS).encode())
+        # every byte but ASCII letters, digits and the quote: what is left of a name when is_secret_key compares it
+        self.not_name_bytes = bytes(
+            byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22
         )
+        # a \\u escape that spells an ASCII character (or one that folds to it), in JSON kept in a string (its
+        # backslash escaped, which ``_pieces`` turned into two control bytes): decoded, that JSON may name a secret
+        # its raw bytes do not show
+        # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
+        # ``_pieces``), never the quote that closes a string
+        self.escape_sequence = re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
+        self.hiding_escape = re.compile(rb"(?:\x02\x02|\\)u(?:00[2-7][0-9a-f]|212a|017f|013[01])", re.IGNORECASE)
         # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
         self.candidate_class = bytes(
             0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20
@@ -417,27 +422,116 @@ def might_hold_secret(data: bytes) -> bool:
     """Cheap test over serialized JSON: False means no detector can fire on any key or value in it.
 
     Any contiguous piece of a serialization (a nested object or list as orjson writes it) can be
-    tested on its own, which is how redaction skips the clean parts of a payload it must walk."""
+    tested on its own, which is how redaction skips the clean parts of a payload it must walk.
+
+    Every test here looks inside one *piece* (a JSON string, or the punctuation and numbers between two
+    strings), so a piece found clean is clean wherever it turns up. Most pieces of a model call repeat
+    from call to call (keys, header values, the conversation every request resends): those are found
+    in ``_CLEAN_PIECES`` and only the fresh ones are searched, instead of the whole payload."""
+    pieces = _pieces(data)
+    fresh = pieces - _CLEAN_PIECES.pieces
+    if not fresh:
+        return False
+    ids: list[bytes] = []
+    if _fresh_pieces_may_hold_secret(fresh, data, ids):
+        return True
+    _CLEAN_PIECES.add(fresh if not ids else {piece for piece in fresh if not any(token in piece for token in ids)})
+    return False
+
+
+def _pieces(data: bytes) -> set[bytes]:
+    """The pieces of ``data``, split at the quotes that open and close its strings. An escaped quote or
+    backslash is first turned into two control bytes of the same length, which no test below looks for
+    and which are never a name or token character, so a string holding ``\\"`` stays one piece."""
+    if b"\\\\" in data:
+        data = data.replace(b"\\\\", b"\x02\x02")
+    if b'\\"' in data:
+        data = data.replace(b'\\"', b"\x01\x01")
+    return set(data.split(b'"'))
+
+
+def _fresh_pieces_may_hold_secret(fresh: set[bytes], data: bytes, ids: list[bytes]) -> bool:
+    """The tests of ``might_hold_secret`` over the pieces not yet found clean; ``ids``: the random tokens
+    let through only as the plain value of an id-named member of ``data`` (their pieces are not clean
+    anywhere else)."""
     patterns = compiled()
-    if patterns.format_gate_bytes.search(data):
+    ordered = list(fresh)
+    joined = b'"'.join(ordered)
+    if patterns.format_gate_bytes.search(joined) or folds_to_ascii(joined):
         return True
-    if folds_to_ascii(data):
-        return True
-    lowered = data.lower()
+    if (b"\x02\x02u" in joined or b"\\u" in joined) and patterns.hiding_escape.search(joined):
+        return True  # JSON kept in a string spells a character with an escape the byte tests cannot see through
+    lowered = joined.lower()
     if any(anchor in lowered for anchor in patterns.folded_bytes):
         return True
-    if any(map(_names_a_secret, set(patterns.hinted_string.findall(lowered)))):
+    if _a_piece_names_a_secret(ordered, lowered):
         return True
-    if _CANDIDATE_RUN not in data.translate(patterns.candidate_class):
+    if _CANDIDATE_RUN not in joined.translate(patterns.candidate_class):
         return False  # no run of token characters long enough to be a candidate (one C pass, not a regex)
-    for candidate in patterns.candidate_bytes.finditer(data):
-        start, end = candidate.span()
-        if data[start - 2 : start] == b':"' and _in_id_value(data, start, end):
-            continue  # first: a fresh id is judged random only after ~25 µs of character statistics
-        token = candidate.group().decode("ascii")
-        if (_token_may_be_secret if len(token) <= _CACHED_TOKEN_CHARS else _token_may_be_secret.__wrapped__)(token):
+    for candidate in patterns.candidate_bytes.finditer(joined):
+        token = candidate.group()
+        if _only_in_id_values(data, token):
+            ids.append(token)  # first: a fresh id is judged random only after ~25 µs of character statistics
+            continue
+        text = token.decode("ascii")
+        if (_token_may_be_secret if len(text) <= _CACHED_TOKEN_CHARS else _token_may_be_secret.__wrapped__)(text):
             return True
     return False
+
+
+def _a_piece_names_a_secret(ordered: list[bytes], lowered: bytes) -> bool:
+    """Whether a piece holding a name hint is a sensitive name or may assign one. Hints are looked for
+    with every byte but ASCII letters, digits and the quotes between pieces left out, as ``is_secret_key``
+    leaves them out of the names it compares (``pa-ss_word`` is ``password`` to it); where a piece holds
+    an escape, also with its escape sequences left out (``au\\nthorization`` decodes to a name with a
+    line break in it, which ``is_secret_key`` leaves out too)."""
+    patterns = compiled()
+    squeezed = [lowered.translate(None, patterns.not_name_bytes)]
+    if b"\\" in lowered or b"\x02" in lowered:
+        squeezed.append(patterns.escape_sequence.sub(b"", lowered).translate(None, patterns.not_name_bytes))
+    for names in squeezed:
+        if patterns.name_gate_bytes.search(names) is None:
+            continue
+        for index, piece in enumerate(names.split(b'"')):
+            if patterns.name_gate_bytes.search(piece) and _names_a_secret(ordered[index].lower()):
+                return True
+    return False
+
+
+def _only_in_id_values(data: bytes, token: bytes) -> bool:
+    """Whether every place ``token`` appears in ``data`` is the start of a string that is the plain value
+    of an id-named member (see ``_in_id_value``)."""
+    start = data.find(token)
+    while start != -1:
+        end = start + len(token)
+        if data[start - 2 : start] != b':"' or not _in_id_value(data, start, end):
+            return False
+        start = data.find(token, end)
+    return True
+
+
+class _CleanPieces:
+    """Pieces the detectors found nothing in (bounded: cleared when full). They are judged by the
+    shared detectors alone, so one set serves every caller in the process."""
+
+    MAX_BYTES = 8 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.pieces: set[bytes] = set()
+        self.bytes = 0
+
+    def add(self, fresh: set[bytes]) -> None:
+        size = sum(map(len, fresh))
+        if size > self.MAX_BYTES // 4:
+            return  # one huge payload would flush everything else
+        if self.bytes + size > self.MAX_BYTES:
+            self.pieces.clear()
+            self.bytes = 0
+        self.pieces |= fresh
+        self.bytes += size
+
+
+_CLEAN_PIECES = _CleanPieces()
 
 
 def _in_id_value(data: bytes, start: int, end: int) -> bool:
@@ -487,27 +581,27 @@ def folds_to_ascii(data: bytes) -> bool:
     return not data.isascii() and compiled().folds_to_ascii.search(data) is not None
 
 
-def _names_a_secret(quoted: bytes) -> bool:
-    """Whether a JSON string holding a name hint is a sensitive key or name (a header pair's name), or text that
-    may assign one (holds '=' or ':'). ``quoted``: the lower-cased raw bytes from its opening quote (with the
-    backslash before that quote, if any) to just before its closing one. An escape in or before it: assume it
-    may. A name is judged once (the same ones turn up in every payload: ``prompt_tokens``, ``authorization``)."""
-    if len(quoted) > _CACHED_NAME_BYTES:  # prose, not a name: judged, never kept in a cache
-        return _judge_quoted(quoted)
-    return _judge_quoted_cached(quoted)
+def _names_a_secret(piece: bytes) -> bool:
+    """Whether a lower-cased piece holding a name hint is a sensitive key or name (a header pair's name), or
+    text that may assign one (holds '=' or ':'). An escape in it (a backslash, or the control bytes
+    ``_pieces`` put for one): assume it may. A name is judged once (the same ones turn up in every payload:
+    ``prompt_tokens``, ``authorization``)."""
+    if len(piece) > _CACHED_NAME_BYTES:  # prose, not a name: judged, never kept in a cache
+        return _judge_piece(piece)
+    return _judge_piece_cached(piece)
 
 
 _CACHED_NAME_BYTES = 256
 
 
-def _judge_quoted(quoted: bytes) -> bool:
-    if b"\\" in quoted or b"=" in quoted or b":" in quoted:
+def _judge_piece(piece: bytes) -> bool:
+    if b"\\" in piece or b"\x01" in piece or b"\x02" in piece or b"=" in piece or b":" in piece:
         return True
-    # uncached: a name's verdict is kept whole by _judge_quoted_cached, and prose is never kept
-    return bool(is_secret_key.__wrapped__(quoted[1:].decode("utf-8", "replace")))
+    # uncached: a name's verdict is kept whole by _judge_piece_cached, and prose is never kept
+    return bool(is_secret_key.__wrapped__(piece.decode("utf-8", "replace")))
 
 
-_judge_quoted_cached = lru_cache(maxsize=8192)(_judge_quoted)
+_judge_piece_cached = lru_cache(maxsize=8192)(_judge_piece)
 
 
 def find_secrets(text: str, key: str | None = None, *, first: bool = False, depth: int = 0) -> list[Hit]:

@@ -8,6 +8,7 @@ import random
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,8 @@ _texts = [canary.text for canary in detector_canaries(_rng)] + [
     "the API_KEY=" + random_token(_rng),
     "chatcmpl-" + random_token(_rng),  # ids random by design: the gate passes them under an id key only
     "call_" + random_token(_rng),
+    '{"p\\u0061ssword": "hunter2hunter2"}',  # JSON in a string that spells a name with escapes
+    '{"t\\u20acoken": "hunter2hunter2"}',
 ]
 _keys = [
     "a",
@@ -63,6 +66,10 @@ _keys = [
     "etag",
     "api_key",
     "key",
+    "pa-ss_word",  # names the byte searches do not read plainly: is_secret_key leaves out all but letters and digits
+    "au\nthorization",
+    'pa"ssword',
+    "se\u20accr\u200bet",
 ]
 _header_like = st.dictionaries(
     st.sampled_from(["x-tenant", "accept", "authorization", "Accept"]),
@@ -185,6 +192,57 @@ def test_a_sensitive_name_spelled_with_a_kelvin_sign_is_redacted():
     assert out["arguments"] == {name: REDACTED}
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"pa-ss_word": "hunter2hunter2"},
+        {"pa\u200bssword": "hunter2hunter2"},  # a zero-width space
+        {"au\nthorization": "hunter2hunter2"},  # a line break, written \\n in the JSON
+        {'pa"ssword': "hunter2hunter2"},  # an escaped quote splits the name in the JSON
+        {"notes": '{"p\\u0061ssword": "hunter2hunter2"}'},  # JSON in a string, the name spelled with an escape
+        {"notes": '{"t\\u20acoken": "hunter2hunter2"}'},  # ... with an escape of a character names leave out
+        {"notes": '{"pa\\"ssword": "hunter2hunter2"}'},
+        {"notes": json.dumps({"inner": json.dumps({"se\u20accret": "hunter2hunter2"})})},  # two levels down
+    ],
+)
+def test_a_sensitive_name_the_byte_searches_cannot_read_plainly_is_redacted(value):
+    """``is_secret_key`` compares names with all but letters and digits left out, and the walk decodes JSON kept
+    in strings: the gate must not let through what either would find (it did, for all of these)."""
+    assert detectors.first_secret_in_value(value) is not None
+    assert detectors.might_hold_secret(orjson.dumps(value))
+    out = Redactor().redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": value})
+    assert "hunter2hunter2" not in orjson.dumps(out).decode()
+
+
+def test_the_gate_searches_only_the_pieces_it_has_not_found_clean(monkeypatch):
+    searched: list[set[bytes]] = []
+    search = detectors._fresh_pieces_may_hold_secret
+
+    def recording(fresh: set[bytes], data: bytes, ids: list[bytes]) -> bool:
+        searched.append(set(fresh))
+        return search(fresh, data, ids)
+
+    monkeypatch.setattr(detectors, "_fresh_pieces_may_hold_secret", recording)
+    rng = random.Random(9)
+
+    def answer() -> bytes:
+        token = random_token(rng)
+        return orjson.dumps({"id": f"chatcmpl-{token}", "content": "3 open tickets", "usage": {"prompt_tokens": 12}})
+
+    assert not detectors.might_hold_secret(answer())
+    second = answer()
+    assert not detectors.might_hold_secret(second)
+    assert searched[-1] == {second.split(b'"')[3]}  # the fresh id only: keys, text and numbers were found clean
+    assert not detectors.might_hold_secret(second)
+    assert searched[-1] == {second.split(b'"')[3]}  # an id is clean under an id name only: never kept
+
+
+def test_the_pieces_found_clean_are_bounded():
+    for index in range(2000):
+        detectors.might_hold_secret(orjson.dumps({"n": f"{index} " + "x " * 4000}))
+    assert detectors._CLEAN_PIECES.bytes <= detectors._CleanPieces.MAX_BYTES
+
+
 def test_the_cache_of_clean_values_is_bounded():
     redactor = Redactor()
     for index in range(3000):
@@ -220,7 +278,7 @@ def test_a_deeply_nested_payload_is_searched_a_bounded_number_of_times():
 
 def test_redactors_of_the_default_rules_share_what_they_found_clean_and_no_one_else_does():
     schema = {"name": "lookup", "parameters": {"properties": {"words": {"type": "string"}}, "type": "object"}}
-    payload = {"request": {"model": "m", "tools": [schema] * 12, "messages": [{"role": "user", "content": "hi"}]}}
+    payload = {"request": {"model": "m", "tools": [schema] * 120, "messages": [{"role": "user", "content": "hi"}]}}
     first, second = Redactor(), Redactor(RedactionRules.from_config({}))
     assert first._cache is second._cache
     first.redact("model.request", payload)
