@@ -41,6 +41,8 @@ _HIGH_PLANE_BYTE = re.compile(rb"[\xee-\xf4]")
 # costs the exact token rewrite below.
 _FLOAT_TO_RESPELL = re.compile(rb"[0-9](?:\.0(?:[,}\]]|$)|e\+(?:1[6-9]|20)(?![0-9])|e-6(?![0-9]))")
 _STRING_OR_NUMBER = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?')
+# The end of orjson's spelling of an integral float (``12.0``): ".0" then a delimiter or the end of the text.
+_POINT_ZERO_END = re.compile(rb"\.0(?:[,}\]]|\Z)")
 
 
 class CanonicalizationError(ValueError):
@@ -100,13 +102,15 @@ def orjson_is_canonical(text: bytes) -> bool:
 
 
 def _has_integral_float(text: bytes) -> bool:
-    """Whether a token like ``12.0`` ends at a delimiter (orjson's spelling of 12.0)."""
-    at = text.find(b".0")
-    while at >= 0:
-        after = text[at + 2 : at + 3]
-        if (after in b",}]") and text[at - 1 : at].isdigit():  # b"" (end of text) is in any bytes
+    """Whether a token like ``12.0`` ends at a delimiter (orjson's spelling of 12.0). The regex finds the
+    ".0" ends at C speed (its literal prefix): a ``find(b".0")`` loop stopped in Python at every ".0" of an
+    IP address, a version or a decimal in the text (3 µs of the largest fixture model request, 2.5 KB)."""
+    end = _POINT_ZERO_END.search(text)
+    while end is not None:
+        at = end.start()
+        if text[at - 1 : at].isdigit():  # at 0: b"", not a digit
             return True
-        at = text.find(b".0", at + 2)
+        end = _POINT_ZERO_END.search(text, at + 2)
     return False
 
 

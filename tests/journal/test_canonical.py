@@ -93,6 +93,19 @@ def test_fast_path_equals_reference_on_parsed_json(value: object) -> None:
     assert canonical_json_of_parsed(parsed) == rfc8785.dumps(parsed)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        1.0,  # the integral float ends the text
+        ["127.0.0.1", "v2.0.1", "x.0,", "0.05", 12.0],  # ".0" that is not a float end, then one that is
+        {"url": "http://127.0.0.1:8000/v1", "price": 3.05, "count": 40.0},
+        {"a": "1.0", "b": ".0]"},  # only strings: nothing to respell
+    ],
+)
+def test_integral_floats_found_past_other_point_zeros(value: object) -> None:
+    assert canonical_json_of_parsed(orjson.loads(orjson.dumps(value))) == rfc8785.dumps(value)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_every_float_spelling_matches(number: float) -> None:
