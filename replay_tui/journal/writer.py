@@ -179,18 +179,21 @@ class JournalWriter:
         event["event_hash"] = digest
         if self.checkpoint_every and kind not in _NO_CHECKPOINT_AFTER and seq % self.checkpoint_every == 0:
             self._seal(CHAIN_CHECKPOINT)
+        # Event's fields in their order (seq, kind, run_id, event_id, step_id, parent_event_id, recorded_at,
+        # payload, prev_event_hash, event_hash, raw), positional: a frozen dataclass's keyword call was ~0.8 µs
+        # more an event, twice a model call
         return Event(
-            seq=seq,
-            kind=kind,
-            run_id=self.run_id,
-            event_id=event["event_id"],
-            step_id=step_id,
-            parent_event_id=parent_event_id,
-            recorded_at=event["recorded_at"],
-            payload=payload,
-            prev_event_hash=event["prev_event_hash"],
-            event_hash=digest,
-            raw=event,
+            seq,
+            kind,
+            self.run_id,
+            event["event_id"],
+            step_id,
+            parent_event_id,
+            event["recorded_at"],
+            payload,
+            event["prev_event_hash"],
+            digest,
+            event,
         )
 
     def append_canonical(
