@@ -424,10 +424,10 @@ def might_hold_secret(data: bytes) -> bool:
     Any contiguous piece of a serialization (a nested object or list as orjson writes it) can be
     tested on its own, which is how redaction skips the clean parts of a payload it must walk.
 
-    Every test here looks inside one *piece* (a JSON string, or the punctuation and numbers between two
-    strings), so a piece found clean is clean wherever it turns up. Most pieces of a model call repeat
-    from call to call (keys, header values, the conversation every request resends): those are found
-    in ``_CLEAN_PIECES`` and only the fresh ones are searched, instead of the whole payload."""
+    Every test here looks inside one *piece* (a JSON string: a key or a value), so a piece found clean is
+    clean wherever it turns up. Most pieces of a model call repeat from call to call (keys, header values,
+    the conversation every request resends): those are found in ``_CLEAN_PIECES`` and only the fresh ones
+    are searched, instead of the whole payload."""
     pieces = _pieces(data)
     fresh = pieces - _CLEAN_PIECES.pieces
     if not fresh:
@@ -440,14 +440,16 @@ def might_hold_secret(data: bytes) -> bool:
 
 
 def _pieces(data: bytes) -> set[bytes]:
-    """The pieces of ``data``, split at the quotes that open and close its strings. An escaped quote or
-    backslash is first turned into two control bytes of the same length, which no test below looks for
-    and which are never a name or token character, so a string holding ``\\"`` stays one piece."""
+    """The strings of ``data`` (keys and values, raw): split at the quotes that open and close them, every
+    other piece. An escaped quote or backslash is first turned into two control bytes of the same length,
+    which no test below looks for and which are never a name or token character, so a string holding
+    ``\\"`` stays one piece. What lies between strings (punctuation, numbers, true, false, null) is left
+    out: no detector looks at it (a number is a secret only under a sensitive key, which is a string)."""
     if b"\\\\" in data:
         data = data.replace(b"\\\\", b"\x02\x02")
     if b'\\"' in data:
         data = data.replace(b'\\"', b"\x01\x01")
-    return set(data.split(b'"'))
+    return set(data.split(b'"')[1::2])
 
 
 def _fresh_pieces_may_hold_secret(fresh: set[bytes], data: bytes, ids: list[bytes]) -> bool:
