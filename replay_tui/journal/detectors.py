@@ -254,10 +254,10 @@ class _Compiled:
             byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22
         )
         # a \\u escape that spells an ASCII character (or one that folds to it), in JSON kept in a string (its
-        # backslash escaped, which ``_pieces`` turned into two control bytes): decoded, that JSON may name a secret
+        # backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may name a secret
         # its raw bytes do not show
         # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
-        # ``_pieces``), never the quote that closes a string
+        # ``_split``), never the quote that closes a string
         self.escape_sequence = re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
         self.hiding_escape = re.compile(rb"(?:\x02\x02|\\)u(?:00[2-7][0-9a-f]|212a|017f|013[01])", re.IGNORECASE)
         # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
@@ -428,34 +428,34 @@ def might_hold_secret(data: bytes) -> bool:
     clean wherever it turns up. Most pieces of a model call repeat from call to call (keys, header values,
     the conversation every request resends): those are found in ``_CLEAN_PIECES`` and only the fresh ones
     are searched, instead of the whole payload."""
-    pieces = _pieces(data)
-    fresh = pieces - _CLEAN_PIECES.pieces
+    parts = _split(data)
+    fresh = set(parts[1::2]) - _CLEAN_PIECES.pieces
     if not fresh:
         return False
-    ids: list[bytes] = []
-    if _fresh_pieces_may_hold_secret(fresh, data, ids):
+    ids: set[bytes] = set()
+    if _fresh_pieces_may_hold_secret(fresh, parts, ids):
         return True
-    _CLEAN_PIECES.add(fresh if not ids else {piece for piece in fresh if not any(token in piece for token in ids)})
+    _CLEAN_PIECES.add(fresh - ids if ids else fresh)
     return False
 
 
-def _pieces(data: bytes) -> set[bytes]:
-    """The strings of ``data`` (keys and values, raw): split at the quotes that open and close them, every
-    other piece. An escaped quote or backslash is first turned into two control bytes of the same length,
-    which no test below looks for and which are never a name or token character, so a string holding
-    ``\\"`` stays one piece. What lies between strings (punctuation, numbers, true, false, null) is left
-    out: no detector looks at it (a number is a secret only under a sensitive key, which is a string)."""
+def _split(data: bytes) -> list[bytes]:
+    """``data`` split at the quotes that open and close its strings: every other part (from the second)
+    is a string, a *piece*. An escaped quote or backslash is first turned into two control bytes of the
+    same length, which no test below looks for and which are never a name or token character, so a string
+    holding ``\\"`` stays one piece. What lies between strings (punctuation, numbers, true, false, null)
+    is no piece: no detector looks at it (a number is a secret only under a sensitive key, a string)."""
     if b"\\\\" in data:
         data = data.replace(b"\\\\", b"\x02\x02")
     if b'\\"' in data:
         data = data.replace(b'\\"', b"\x01\x01")
-    return set(data.split(b'"')[1::2])
+    return data.split(b'"')
 
 
-def _fresh_pieces_may_hold_secret(fresh: set[bytes], data: bytes, ids: list[bytes]) -> bool:
-    """The tests of ``might_hold_secret`` over the pieces not yet found clean; ``ids``: the random tokens
-    let through only as the plain value of an id-named member of ``data`` (their pieces are not clean
-    anywhere else)."""
+def _fresh_pieces_may_hold_secret(fresh: set[bytes], parts: list[bytes], ids: set[bytes]) -> bool:
+    """The tests of ``might_hold_secret`` over the pieces not yet found clean (``parts``: the whole split);
+    ``ids``: the pieces whose random tokens were let through as the plain values of id-named members (not
+    clean anywhere else)."""
     patterns = compiled()
     ordered = list(fresh)
     joined = b'"'.join(ordered)
@@ -471,11 +471,13 @@ def _fresh_pieces_may_hold_secret(fresh: set[bytes], data: bytes, ids: list[byte
     if _CANDIDATE_RUN not in joined.translate(patterns.candidate_class):
         return False  # no run of token characters long enough to be a candidate (one C pass, not a regex)
     for candidate in patterns.candidate_bytes.finditer(joined):
-        token = candidate.group()
-        if _only_in_id_values(data, token):
-            ids.append(token)  # first: a fresh id is judged random only after ~25 µs of character statistics
-            continue
-        text = token.decode("ascii")
+        start = candidate.start()
+        if start == 0 or joined[start - 1] == 0x22:  # a token that starts its piece may be an id
+            piece = ordered[joined.count(b'"', 0, start)]
+            if piece in ids or _only_id_values(parts, piece):
+                ids.add(piece)  # first: a fresh id is judged random only after ~25 µs of character statistics
+                continue
+        text = candidate.group().decode("ascii")
         if (_token_may_be_secret if len(text) <= _CACHED_TOKEN_CHARS else _token_may_be_secret.__wrapped__)(text):
             return True
     return False
@@ -500,16 +502,31 @@ def _a_piece_names_a_secret(ordered: list[bytes], lowered: bytes) -> bool:
     return False
 
 
-def _only_in_id_values(data: bytes, token: bytes) -> bool:
-    """Whether every place ``token`` appears in ``data`` is the start of a string that is the plain value
-    of an id-named member (see ``_in_id_value``)."""
-    start = data.find(token)
-    while start != -1:
-        end = start + len(token)
-        if data[start - 2 : start] != b':"' or not _in_id_value(data, start, end):
+def _only_id_values(parts: list[bytes], piece: bytes) -> bool:
+    """Whether every place ``piece`` appears in ``parts`` (``_split``) is the plain value of an object member
+    whose name marks values random by design (``id``, ``call_id``, ``etag``, not a sensitive name):
+    ``find_secrets`` looks for no random or base64 token there (formats, names and assignments it does look
+    for, and the tests before this one have). A model answer's ``chatcmpl-…`` and ``call_…`` ids made the
+    gate fail at every level above them, so each new answer was searched again level by level down to its
+    ids. Anything else (an escape, JSON in the string, a list item, a name with an escape) answers False."""
+    if _has_escape(piece) or piece[:1] in (b"{", b"["):
+        return False
+    index = parts.index(piece, 1)
+    while True:
+        # "name":"piece" splits into ..., name, ":", piece, ...: pieces sit at odd places
+        if index % 2 == 0 or index < 3 or parts[index - 1] != b":":
             return False
-        start = data.find(token, end)
-    return True
+        name = parts[index - 2]
+        if _has_escape(name) or not _is_id_name(name):
+            return False
+        try:
+            index = parts.index(piece, index + 1)
+        except ValueError:
+            return True
+
+
+def _has_escape(piece: bytes) -> bool:
+    return b"\\" in piece or b"\x01" in piece or b"\x02" in piece
 
 
 class _CleanPieces:
@@ -534,28 +551,6 @@ class _CleanPieces:
 
 
 _CLEAN_PIECES = _CleanPieces()
-
-
-def _in_id_value(data: bytes, start: int, end: int) -> bool:
-    """Whether bytes ``start:end`` of serialized JSON lie in a string that is the plain value of an object
-    member whose name marks values random by design (``id``, ``call_id``, ``etag``, not a sensitive name):
-    ``find_secrets`` looks for no random or base64 token there (formats, names and assignments it does look
-    for, and the gates above have). A model answer's ``chatcmpl-…`` and ``call_…`` ids made the gate fail at
-    every level above them, so each new answer was searched again level by level down to its ids. Anything
-    else (an escape, JSON in the string, a list item, a name with an escape) answers False."""
-    opening = data.rfind(b'"', 0, start)
-    closing = data.find(b'"', end)
-    if opening < 3 or closing == -1 or data[opening - 2 : opening] != b'":':
-        return False
-    value = data[opening + 1 : closing]
-    if b"\\" in value or value[:1] in (b"{", b"["):
-        return False
-    name_end = opening - 2
-    name_start = data.rfind(b'"', 0, name_end)
-    if name_start == -1 or data[name_start - 1 : name_start] == b"\\":
-        return False
-    name = data[name_start + 1 : name_end]
-    return b"\\" not in name and _is_id_name(name)
 
 
 @lru_cache(maxsize=4096)
@@ -586,7 +581,7 @@ def folds_to_ascii(data: bytes) -> bool:
 def _names_a_secret(piece: bytes) -> bool:
     """Whether a lower-cased piece holding a name hint is a sensitive key or name (a header pair's name), or
     text that may assign one (holds '=' or ':'). An escape in it (a backslash, or the control bytes
-    ``_pieces`` put for one): assume it may. A name is judged once (the same ones turn up in every payload:
+    ``_split`` put for one): assume it may. A name is judged once (the same ones turn up in every payload:
     ``prompt_tokens``, ``authorization``)."""
     if len(piece) > _CACHED_NAME_BYTES:  # prose, not a name: judged, never kept in a cache
         return _judge_piece(piece)
