@@ -17,7 +17,7 @@ Patch = list[dict[str, Any]]
 
 def diff(before: Any, after: Any, path: str = "") -> Patch:
     """Operations that turn ``before`` into ``after`` (both JSON values)."""
-    if type(before) is type(after) and before == after:
+    if _same(before, after):
         return []
     if isinstance(before, dict) and isinstance(after, dict):
         return _diff_objects(before, after, path)
@@ -29,14 +29,17 @@ def diff(before: Any, after: Any, path: str = "") -> Patch:
 def _diff_objects(before: dict[str, Any], after: dict[str, Any], path: str) -> Patch:
     ops: Patch = []
     for key in sorted(before.keys() | after.keys()):
-        child = pointer.child(path, key)
         if key not in after:
-            ops.append({"op": "remove", "path": child})
+            ops.append({"op": "remove", "path": pointer.child(path, key)})
         elif key not in before:
-            ops.append({"op": "add", "path": child, "value": after[key]})
-        else:
-            ops.extend(diff(before[key], after[key], child))
+            ops.append({"op": "add", "path": pointer.child(path, key), "value": after[key]})
+        elif not _same(before[key], after[key]):  # a pointer only for what changed: most of a state did not
+            ops.extend(diff(before[key], after[key], pointer.child(path, key)))
     return ops
+
+
+def _same(before: Any, after: Any) -> bool:
+    return type(before) is type(after) and before == after
 
 
 def _diff_arrays(before: list[Any], after: list[Any], path: str) -> Patch:
@@ -52,7 +55,8 @@ def _diff_arrays(before: list[Any], after: list[Any], path: str) -> Patch:
     ops = []
     common = min(len(before), len(after))
     for index in range(common):
-        ops.extend(diff(before[index], after[index], f"{path}/{index}"))
+        if not _same(before[index], after[index]):
+            ops.extend(diff(before[index], after[index], f"{path}/{index}"))
     for index in range(common, len(after)):
         ops.append({"op": "add", "path": f"{path}/-", "value": after[index]})
     for index in range(len(before) - 1, common - 1, -1):
