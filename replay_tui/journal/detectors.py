@@ -149,7 +149,8 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "url-password",
         r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]{1,200})@",
-        ("//(?<=://)",),
+        # the user:password@ too, not just "://": every model request holds its endpoint's URL
+        (r"//(?<=://)[^\s/:@\"'<>]+:[^\s/@\"'<>]{1,200}@",),
         "BasicAuthDetector",
     ),
 )
@@ -253,13 +254,13 @@ class _Compiled:
         self.not_name_bytes = bytes(
             byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22
         )
-        # a \\u escape that spells an ASCII character (or one that folds to it), in JSON kept in a string (its
-        # backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may name a secret
-        # its raw bytes do not show
         # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
         # ``_split``), never the quote that closes a string
         self.escape_sequence = re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
-        self.hiding_escape = re.compile(rb"(?:\x02\x02|\\)u(?:00[2-7][0-9a-f]|212a|017f|013[01])", re.IGNORECASE)
+        # a \\u escape that spells an ASCII character (or one that folds to it), or an escaped slash, in JSON kept in
+        # a string (its backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may
+        # hold a name or a URL's password its raw bytes do not show
+        self.hiding_escape = re.compile(rb"(?:\x02\x02|\\)(?:u(?:00[2-7][0-9a-f]|212a|017f|013[01])|/)", re.IGNORECASE)
         # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
         self.candidate_class = bytes(
             0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20
@@ -461,7 +462,7 @@ def _fresh_pieces_may_hold_secret(fresh: set[bytes], parts: list[bytes], ids: se
     joined = b'"'.join(ordered)
     if patterns.format_gate_bytes.search(joined) or folds_to_ascii(joined):
         return True
-    if (b"\x02\x02u" in joined or b"\\u" in joined) and patterns.hiding_escape.search(joined):
+    if (b"\x02\x02" in joined or b"\\" in joined) and patterns.hiding_escape.search(joined):
         return True  # JSON kept in a string spells a character with an escape the byte tests cannot see through
     lowered = joined.lower()
     if any(anchor in lowered for anchor in patterns.folded_bytes):

@@ -203,6 +203,7 @@ def test_a_sensitive_name_spelled_with_a_kelvin_sign_is_redacted():
         {"notes": '{"t\\u20acoken": "hunter2hunter2"}'},  # ... with an escape of a character names leave out
         {"notes": '{"pa\\"ssword": "hunter2hunter2"}'},
         {"notes": json.dumps({"inner": json.dumps({"se\u20accret": "hunter2hunter2"})})},  # two levels down
+        {"notes": '{"url": "https:\\/\\/bob:hunter2hunter2@example.com\\/x"}'},  # JSON that escapes its slashes
     ],
 )
 def test_a_sensitive_name_the_byte_searches_cannot_read_plainly_is_redacted(value):
@@ -212,6 +213,14 @@ def test_a_sensitive_name_the_byte_searches_cannot_read_plainly_is_redacted(valu
     assert detectors.might_hold_secret(orjson.dumps(value))
     out = Redactor().redact("tool.result", {"call_id": "c", "call_key": "k", "tool": "t", "result": value})
     assert "hunter2hunter2" not in orjson.dumps(out).decode()
+
+
+def test_a_url_passes_the_gate_unless_it_holds_a_password():
+    """Every model request holds its endpoint's URL: a gate that stopped at every "://" walked them all."""
+    assert not detectors.might_hold_secret(orjson.dumps({"url": "http://127.0.0.1:8080/v1/chat/completions"}))
+    payload = {"tool": "t", "arguments": {"dsn": "postgres://app:hunter2hunter2@db.internal:5432/crm"}}
+    assert detectors.might_hold_secret(orjson.dumps(payload))
+    assert "hunter2hunter2" not in orjson.dumps(Redactor().redact("tool.call", payload)).decode()
 
 
 def test_the_gate_searches_only_the_pieces_it_has_not_found_clean(monkeypatch):
