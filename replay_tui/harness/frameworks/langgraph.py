@@ -222,16 +222,17 @@ _runs: weakref.WeakKeyDictionary[Harness, _GraphRun] = weakref.WeakKeyDictionary
 
 
 def _state_view(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The graph state as the journal holds it: messages as LangChain dicts without their ids."""
+    """The graph state as the journal holds it: messages as LangChain dicts without their ids. Members are
+    put in the journal's order by ``record_state``, which serializes the state once for all its uses."""
     view: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, list) and value and all(isinstance(item, BaseMessage) for item in value):
             dumped = messages_to_dict(value)
             for message in dumped:
                 message["data"].pop("id", None)  # uuid4 from add_messages: not part of the behaviour
-            view[key] = in_journal_order(dumped)
+            view[key] = dumped
         else:
-            view[key] = in_journal_order(value)
+            view[key] = value
     return view
 
 
