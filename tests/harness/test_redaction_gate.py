@@ -215,6 +215,59 @@ def test_a_sensitive_name_the_byte_searches_cannot_read_plainly_is_redacted(valu
     assert "hunter2hunter2" not in orjson.dumps(out).decode()
 
 
+def _mangled(rng: random.Random, name: str) -> str:
+    """``name`` with characters ``is_secret_key`` leaves out (and JSON must escape) put between its letters."""
+    out = []
+    for char in name:
+        out.append(char)
+        if rng.random() < 0.1:
+            out.append(rng.choice(["-", "_", ".", '"', "\\", "\u200b", "\u20ac", " ", "\n", "'", "=", ":"]))
+    return "".join(out).upper() if rng.random() < 0.2 else "".join(out)
+
+
+def _generated(rng: random.Random, texts: list[str], depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 3 or roll < 0.4:
+        return rng.choice([*texts, random_token(rng), rng.randint(0, 10**7), "max_tokens", "x" * rng.randint(1, 40)])
+    if roll < 0.6:
+        return [_generated(rng, texts, depth + 1) for _ in range(rng.randint(0, 4))]
+    if roll < 0.75:  # JSON kept in a string, sometimes escaping its slashes or spelling letters as \u escapes
+        text = json.dumps(_generated(rng, texts, depth + 1), ensure_ascii=rng.random() < 0.5)
+        if rng.random() < 0.3:
+            text = text.replace("/", "\\/")
+        if rng.random() < 0.3 and '"' not in text:
+            text = "".join(f"\\u{ord(char):04x}" if char.isalpha() and rng.random() < 0.3 else char for char in text)
+        return text
+    names = ["password", "api_key", "token", "secret", "authorization", "pw", "sessionid", "clientSecret", "bearer"]
+    keys = [
+        rng.choice(["id", "call_id", "notes", "usage", "name", "value"])
+        if rng.random() < 0.5
+        else _mangled(rng, rng.choice(names))
+        for _ in range(rng.randint(1, 4))
+    ]
+    return {key: _generated(rng, texts, depth + 1) for key in keys}
+
+
+def test_the_gate_lets_through_nothing_the_detectors_find():
+    """Soundness: whatever ``first_secret_in_value`` (scan's walk) finds, the gate must not pass. Generated
+    values hide names behind punctuation, escapes and JSON kept in strings; the gate keeps what it found
+    clean across values, as it does across a run's payloads."""
+    rng = random.Random(20261201)
+    texts = [canary.text for canary in detector_canaries(rng)] + [
+        "plain words",
+        "http://127.0.0.1:8080/v1",
+        "see https://bob:hunter2hunter2@x.io/a",
+        "chatcmpl-" + random_token(rng),
+    ]
+    passed = 0
+    for _ in range(3000):
+        value = _generated(rng, texts)
+        if not detectors.might_hold_secret(orjson.dumps(value)):
+            passed += 1
+            assert detectors.first_secret_in_value(value) is None, value
+    assert passed > 300  # the gate does pass clean values (it is not just saying "walk" to everything)
+
+
 def test_a_url_passes_the_gate_unless_it_holds_a_password():
     """Every model request holds its endpoint's URL: a gate that stopped at every "://" walked them all."""
     assert not detectors.might_hold_secret(orjson.dumps({"url": "http://127.0.0.1:8080/v1/chat/completions"}))
