@@ -7,15 +7,17 @@ Nagle delay: a connection per call or a server sharing this process's interprete
 own cost to every call and flatter the ratio), so the figures are the agent side's only.
 
 * Per model call: the same ``OpenAI`` client request, with and without the harness transport,
-  interleaved call by call; the medians of each kind and their difference. The denominator, "a
-  loopback model call", is the plain call: the SDK's own client to the loopback server.
+  interleaved call by call; the median of each kind, and the overhead as the median of the pairs'
+  differences (as for runs, below). The denominator, "a loopback model call", is the plain call:
+  the SDK's own client to the loopback server.
 * Per tool call: ``Harness.record_tool_call`` against calling the tool, interleaved, medians.
 * Per run: for each framework (Agents SDK, LangGraph, PydanticAI) the CRM example agent, plain
   (the framework's own client, tools, session and checkpointer, no harness) and recorded
-  (``record_run`` into a journal), interleaved run by run; the difference of the medians divided
-  by the model and tool calls of a run. A recorded run is timed from run.started to run.ended:
-  building the harness (its environment fingerprint) and the journal's closing fsync are once
-  per run, not per call.
+  (``record_run`` into a journal), interleaved run by run; the median of the differences of each
+  pair (a recorded run less the plain run just before it: the machine's speed drifts over seconds,
+  and a pair sees the same speed) divided by the model and tool calls of a run. A recorded run is
+  timed from run.started to run.ended: building the harness (its environment fingerprint) and the
+  journal's closing fsync are once per run, not per call.
 
 The server answers like a real API (``like_a_real_api``): every answer has fresh random ids, so a
 recorded call pays for redacting a new answer, as it does against a real model.
@@ -289,9 +291,10 @@ def model_call_overhead(url: str, scratch: Path, calls: int) -> dict[str, float]
     harness.end_run("ok")
     figures = {}
     for clock, suffix in ((0, ""), (1, "_cpu")):
-        plain_ms, recorded_ms = median_of(plain_s, clock) * 1000, median_of(recorded_s, clock) * 1000
+        plain_ms = median_of(plain_s, clock) * 1000
+        paired_ms = statistics.median(rec[clock] - plain[clock] for plain, rec in zip(plain_s, recorded_s)) * 1000
         figures[f"loopback_model_call{suffix}_ms"] = round(plain_ms, 3)
-        figures[f"overhead_per_model_call{suffix}_ms"] = round(recorded_ms - plain_ms, 3)
+        figures[f"overhead_per_model_call{suffix}_ms"] = round(paired_ms, 3)
     # a loaded machine stretches the median call; the fastest tenth is close to an unloaded one
     figures["loopback_model_call_fast_ms"] = round(sorted(sample.wall for sample in plain_s)[calls // 10] * 1000, 3)
     return figures
@@ -340,7 +343,8 @@ def main() -> int:
             figures[name] = {"model_calls": calls[0], "tool_calls": calls[1]}
             for clock, suffix in ((0, ""), (1, "_cpu")):
                 plain_ms, recorded_ms = (median_of(runs, clock) * 1000 for runs in (plain_s, recorded_s))
-                per_call_ms = (recorded_ms - plain_ms) / sum(calls)
+                paired = statistics.median(rec[clock] - plain[clock] for plain, rec in zip(plain_s, recorded_s))
+                per_call_ms = paired * 1000 / sum(calls)
                 figures[name] |= {
                     f"plain_run{suffix}_ms": round(plain_ms, 2),
                     f"recorded_run{suffix}_ms": round(recorded_ms, 2),
