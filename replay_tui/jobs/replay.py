@@ -71,6 +71,7 @@ class ReplayJobRequest:
     on_progress: Callable[[Progress], None] | None = None  # the runner's steps (phase, seq), a few a second
     on_isolation: Callable[[str], None] | None = None  # the child's hello: the isolation in force, in words
     on_child: Callable[[int], None] | None = None  # the sandboxed child's pid, once spawned (it leads its group)
+    on_scratch: Callable[[str], None] | None = None  # the sandbox's scratch directory, once made
 
     @classmethod
     def of(cls, request: ReplayRequest, journal: Path, root: str, **options: Any) -> ReplayJobRequest:
@@ -122,6 +123,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             except Exception as error:  # the child could not be spawned (bad python, fd limits)
                 message = f"could not start the replay child: {type(error).__name__}: {error}"
                 return ReplayOutcome.failed(request.spec, "internal", message)
+            if runner.scratch is not None and request.on_scratch is not None:
+                request.on_scratch(runner.scratch)
             if runner.pid is not None and request.on_child is not None:
                 request.on_child(runner.pid)
             return runner.wait()
@@ -150,8 +153,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
         return ReplayOutcome.from_json(data)
 
     def child_request(self, request: ReplayJobRequest, say: Say) -> ReplayJobRequest:
-        """Steps (a few a second, each new phase and the last one), the isolation and the sandbox's
-        process group, said as updates."""
+        """Steps (a few a second, each new phase and the last one), the isolation, the sandbox's
+        process group and its scratch directory, said as updates."""
         last: list[Any] = [None, float("-inf")]  # the phase and the time of the last step said
 
         def say_step(step: Progress) -> None:
@@ -165,6 +168,7 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             on_progress=say_step,
             on_isolation=lambda summary: say({"isolation": summary}),
             on_child=lambda pid: say({"group": pid}),
+            on_scratch=lambda path: say({"scratch": path}),
         )
 
     def heard(self, request: ReplayJobRequest, update: dict[str, Any]) -> None:
@@ -178,3 +182,5 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             request.on_isolation(isolation)
         if request.on_child is not None and isinstance(group, int):
             request.on_child(group)
+        if request.on_scratch is not None and isinstance(update.get("scratch"), str):
+            request.on_scratch(update["scratch"])

@@ -4,9 +4,12 @@ can be cancelled and reports throttled progress.
 A child is ``python -m replay_tui.jobs NAME`` in its own session (process group): the request
 goes in on stdin as one JSON line; the child answers with JSON lines on stdout (``started``,
 ``progress``, ``update`` for the request's callbacks (``{"group": pid}`` among them names a
-process group it made besides its own), then ``result`` or ``error``). Cancelling kills the whole process group, so
+process group it made besides its own, ``{"scratch": path}`` a directory it made in the temp directory
+and removes when it ends), then ``result`` or ``error``). Cancelling kills the whole process group, so
 helpers the child started (verify's worker pool) go with it; a job that stops itself (the
 replay) is asked first and hands back what it has, and is killed only if it does not answer.
+Once the child has ended, killed or not, the directories it named are removed: a killed replay
+left its sandbox's scratch directory behind, with the copy of the journal in it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +68,7 @@ class JobRun(Generic[RequestT, ResultT]):
         self.on_started = on_started  # child jobs: called with the child's pid (= its process group)
         self.process: subprocess.Popen[bytes] | None = None
         self._other_groups: list[int] = []  # process groups the child said it made (the replay's sandbox)
+        self._scratch: list[str] = []  # directories the child said it made (the sandbox's scratch)
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -110,6 +115,7 @@ class JobRun(Generic[RequestT, ResultT]):
                 pass
             answer = self._read_answers(process.stdout)
             process.wait()
+            self._remove_scratch()
             if answer is None:
                 if self.is_cancelled():
                     raise JobCancelled(f"{self.job.name}: cancelled")
@@ -168,6 +174,8 @@ class JobRun(Generic[RequestT, ResultT]):
         if isinstance(update, dict):
             if isinstance(update.get("group"), int):  # a process group the child made: a kill takes it too
                 self._other_groups.append(update["group"])
+            if isinstance(update.get("scratch"), str):
+                self._scratch.append(update["scratch"])
             self.job.heard(self.request, update)
         return message if ("result" in message or "error" in message) else None
 
@@ -195,6 +203,16 @@ class JobRun(Generic[RequestT, ResultT]):
             process.wait(KILL_WAIT_S)
         except subprocess.TimeoutExpired:
             pass
+
+    def _remove_scratch(self) -> None:
+        """The directories the ended child named, if it did not remove them itself (it was killed). Only a
+        ``replay-tui-`` directory right in the temp directory: the child names it, and this runs as the user."""
+        temp = os.path.realpath(tempfile.gettempdir())
+        for path in self._scratch:
+            real = os.path.realpath(path)
+            if os.path.dirname(real) == temp and os.path.basename(real).startswith("replay-tui-"):
+                shutil.rmtree(real, ignore_errors=True)
+        self._scratch.clear()
 
 
 def _parsed(raw: bytes) -> Any:

@@ -383,6 +383,11 @@ class ReplayRunner:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    @property
+    def scratch(self) -> str | None:
+        """The child's scratch directory, once launched (this runner removes it when the run ends)."""
+        return self._launch.scratch if self._launch is not None else None
+
     def cancel(self) -> None:
         """Stop the run: the child's process group is killed and the outcome says cancelled."""
         self._cancelled.set()

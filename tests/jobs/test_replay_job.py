@@ -92,13 +92,14 @@ def test_the_request_carries_the_experiment_fields(tmp_path: Path) -> None:
 
 def cancel_a_slow_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before_cancel: Callable[[JobRun], object] = lambda run: None
-) -> tuple[JobRun, int, JobCancelled]:
+) -> tuple[JobRun, int, JobCancelled, str]:
     """A ~4 s replay cancelled at its fifth event (after ``before_cancel``): the run, the sandbox's process
-    group and what the run raised."""
+    group, what the run raised and the sandbox's scratch directory."""
     journal = record_wobbly(tmp_path / "wobbly.jsonl", 40)
     slow_wobbly(monkeypatch, "0.1")
     run: JobRun
     children: list[int] = []
+    scratch: list[str] = []
 
     def cancel_midway(step: Progress) -> None:  # the load phase counts bytes: wait for events
         if step.phase == "replay" and step.consumed >= 5:
@@ -106,20 +107,26 @@ def cancel_a_slow_replay(
             run.cancel()
 
     request = ReplayJobRequest.of(
-        ReplayRequest(timeout_s=120), journal, str(REPO), on_progress=cancel_midway, on_child=children.append
+        ReplayRequest(timeout_s=120),
+        journal,
+        str(REPO),
+        on_progress=cancel_midway,
+        on_child=children.append,
+        on_scratch=scratch.append,
     )
     run = JobRun(ReplayJob(), request)
     with pytest.raises(JobCancelled) as cancelled:
         run.result()
-    return run, children[0], cancelled.value
+    return run, children[0], cancelled.value, scratch[0]
 
 
 def test_a_cancelled_replay_hands_back_its_outcome_so_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run, sandbox, cancelled = cancel_a_slow_replay(tmp_path, monkeypatch)
+    run, sandbox, cancelled, scratch = cancel_a_slow_replay(tmp_path, monkeypatch)
     outcome = cancelled.partial
     assert outcome.status == "cancelled" and 5 <= outcome.consumed < outcome.total, outcome.headline()
     assert run.process is not None and run.process.returncode == 0  # it answered: not killed
     assert group_gone(sandbox), "the sandbox's whole process group is gone"
+    assert not os.path.exists(scratch), "the job removed its sandbox's scratch directory"
 
 
 def test_a_job_that_does_not_answer_a_cancel_is_killed_with_its_sandbox(
@@ -130,10 +137,12 @@ def test_a_job_that_does_not_answer_a_cancel_is_killed_with_its_sandbox(
     def stop_the_job(run: JobRun) -> None:
         os.kill(run.process.pid, signal.SIGSTOP)  # the job can no longer answer
 
-    run, sandbox, cancelled = cancel_a_slow_replay(tmp_path, monkeypatch, stop_the_job)
+    run, sandbox, cancelled, scratch = cancel_a_slow_replay(tmp_path, monkeypatch, stop_the_job)
     assert cancelled.partial is None
     assert run.process is not None and run.process.returncode == -9
     assert group_gone(run.process.pid) and group_gone(sandbox)
+    assert os.path.basename(scratch).startswith("replay-tui-scratch-")
+    assert not os.path.exists(scratch), "the killed job's scratch directory (with the journal's copy) is removed"
 
 
 def test_a_job_child_that_cannot_be_spawned_is_a_job_error(monkeypatch: pytest.MonkeyPatch) -> None:
