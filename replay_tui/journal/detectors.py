@@ -534,14 +534,15 @@ class _CleanPieces:
     """Pieces the detectors found nothing in (bounded: cleared when full). They are judged by the
     shared detectors alone, so one set serves every caller in the process."""
 
-    MAX_BYTES = 8 * 1024 * 1024
+    MAX_BYTES = 8 * 1024 * 1024  # what the set holds in memory, its own slots and objects counted
+    PER_PIECE = 90  # a bytes object's header and its slot in the set: most pieces are names of a few bytes
 
     def __init__(self) -> None:
         self.pieces: set[bytes] = set()
         self.bytes = 0
 
     def add(self, fresh: set[bytes]) -> None:
-        size = sum(map(len, fresh))
+        size = sum(map(len, fresh)) + self.PER_PIECE * len(fresh)
         if size > self.MAX_BYTES // 4:
             return  # one huge payload would flush everything else
         if self.bytes + size > self.MAX_BYTES:
