@@ -471,11 +471,20 @@ def _fresh_pieces_may_hold_secret(fresh: set[bytes], parts: list[bytes], ids: se
         return True
     if _CANDIDATE_RUN not in joined.translate(patterns.candidate_class):
         return False  # no run of token characters long enough to be a candidate (one C pass, not a regex)
+    index, counted = 0, 0  # the piece the last candidate was in, and where the quotes were counted to
+    lookups, verdicts = 0, None  # past _ID_LOOKUPS, every piece's verdict in one pass (see _only_id_values)
     for candidate in patterns.candidate_bytes.finditer(joined):
         start = candidate.start()
+        index += joined.count(b'"', counted, start)  # matches come in order: the count goes once over joined
+        counted = start
         if start == 0 or joined[start - 1] == 0x22:  # a token that starts its piece may be an id
-            piece = ordered[joined.count(b'"', 0, start)]
-            if piece in ids or _only_id_values(parts, piece):
+            piece = ordered[index]
+            if piece in ids:
+                continue
+            lookups += 1
+            if lookups > _ID_LOOKUPS:
+                verdicts = verdicts or _id_verdicts(parts)
+            if verdicts.get(piece, False) if verdicts is not None else _only_id_values(parts, piece):
                 ids.add(piece)  # first: a fresh id is judged random only after ~25 µs of character statistics
                 continue
         text = candidate.group().decode("ascii")
@@ -509,21 +518,38 @@ def _only_id_values(parts: list[bytes], piece: bytes) -> bool:
     ``find_secrets`` looks for no random or base64 token there (formats, names and assignments it does look
     for, and the tests before this one have). A model answer's ``chatcmpl-…`` and ``call_…`` ids made the
     gate fail at every level above them, so each new answer was searched again level by level down to its
-    ids. Anything else (an escape, JSON in the string, a list item, a name with an escape) answers False."""
-    if _has_escape(piece) or piece[:1] in (b"{", b"["):
-        return False
+    ids. Anything else (an escape, JSON in the string, a list item, a name with an escape) answers False.
+    Each call looks through the split: a payload of many fresh strings asks ``_id_verdicts`` once instead."""
     index = parts.index(piece, 1)
     while True:
-        # "name":"piece" splits into ..., name, ":", piece, ...: pieces sit at odd places
-        if index % 2 == 0 or index < 3 or parts[index - 1] != b":":
-            return False
-        name = parts[index - 2]
-        if _has_escape(name) or not _is_id_name(name):
+        if not _an_id_value_at(parts, index):
             return False
         try:
             index = parts.index(piece, index + 1)
         except ValueError:
             return True
+
+
+_ID_LOOKUPS = 16
+
+
+def _id_verdicts(parts: list[bytes]) -> dict[bytes, bool]:
+    """``_only_id_values`` of every piece of ``parts``, in one pass."""
+    verdicts: dict[bytes, bool] = {}
+    for index in range(1, len(parts), 2):
+        piece = parts[index]
+        verdicts[piece] = verdicts.get(piece, True) and _an_id_value_at(parts, index)
+    return verdicts
+
+
+def _an_id_value_at(parts: list[bytes], index: int) -> bool:
+    # "name":"piece" splits into ..., name, ":", piece, ...: pieces sit at odd places
+    if index % 2 == 0 or index < 3 or parts[index - 1] != b":":
+        return False
+    piece, name = parts[index], parts[index - 2]
+    if _has_escape(piece) or piece[:1] in (b"{", b"[") or _has_escape(name):
+        return False
+    return _is_id_name(name)
 
 
 def _has_escape(piece: bytes) -> bool:

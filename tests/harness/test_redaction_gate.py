@@ -299,6 +299,37 @@ def test_the_gate_searches_only_the_pieces_it_has_not_found_clean(monkeypatch):
     assert searched[-1] == {second.split(b'"')[3]}  # an id is clean under an id name only: never kept
 
 
+def test_many_fresh_strings_are_judged_in_one_pass(monkeypatch):
+    """Each fresh token that starts a string is checked for an id name by looking the string up in the split:
+    a payload of thousands of fresh strings (file paths) made that quadratic (20 s for 20,000 rows). Past a
+    few lookups, every string is judged in one pass, with the same verdicts."""
+    lookups: list[bytes] = []
+    look_up = detectors._only_id_values
+
+    def counting(parts: list[bytes], piece: bytes) -> bool:
+        lookups.append(piece)
+        return look_up(parts, piece)
+
+    monkeypatch.setattr(detectors, "_only_id_values", counting)
+    rng = random.Random(4)
+    rows = [
+        {"path": f"/srv/{rng.getrandbits(64):016x}/r{index}.csv", "id": f"row_{rng.getrandbits(96):024x}"}
+        for index in range(2000)
+    ]
+    data = orjson.dumps(rows)
+    assert not detectors.might_hold_secret(data)  # clean: every fresh path and id was judged
+    assert len(lookups) <= detectors._ID_LOOKUPS
+    detectors._CLEAN_PIECES.pieces.clear()  # again, every string looked up on its own: the same verdict
+    detectors._CLEAN_PIECES.bytes = 0
+    monkeypatch.setattr(detectors, "_ID_LOOKUPS", 10**9)
+    assert not detectors.might_hold_secret(data)
+    assert len(lookups) > 2000  # (the paths and the ids start their strings: each was looked up)
+    parts = detectors._split(data)
+    verdicts = detectors._id_verdicts(parts)
+    for piece in set(parts[1::2]):
+        assert verdicts[piece] == look_up(parts, piece), piece
+
+
 def test_the_pieces_found_clean_are_bounded():
     for index in range(2000):
         detectors.might_hold_secret(orjson.dumps({"n": f"{index} " + "x " * 4000}))
