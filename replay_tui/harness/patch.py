@@ -17,8 +17,11 @@ Patch = list[dict[str, Any]]
 
 def diff(before: Any, after: Any, path: str = "") -> Patch:
     """Operations that turn ``before`` into ``after`` (both JSON values)."""
-    if _same(before, after):
-        return []
+    return [] if _same(before, after) else _diff_changed(before, after, path)
+
+
+def _diff_changed(before: Any, after: Any, path: str) -> Patch:
+    """``diff`` of two values already found to differ (not compared again on the way down)."""
     if isinstance(before, dict) and isinstance(after, dict):
         return _diff_objects(before, after, path)
     if isinstance(before, list) and isinstance(after, list):
@@ -34,7 +37,7 @@ def _diff_objects(before: dict[str, Any], after: dict[str, Any], path: str) -> P
         elif key not in before:
             ops.append({"op": "add", "path": pointer.child(path, key), "value": after[key]})
         elif not _same(before[key], after[key]):  # a pointer only for what changed: most of a state did not
-            ops.extend(diff(before[key], after[key], pointer.child(path, key)))
+            ops.extend(_diff_changed(before[key], after[key], pointer.child(path, key)))
     return ops
 
 
@@ -56,7 +59,7 @@ def _diff_arrays(before: list[Any], after: list[Any], path: str) -> Patch:
     common = min(len(before), len(after))
     for index in range(common):
         if not _same(before[index], after[index]):
-            ops.extend(diff(before[index], after[index], f"{path}/{index}"))
+            ops.extend(_diff_changed(before[index], after[index], f"{path}/{index}"))
     for index in range(common, len(after)):
         ops.append({"op": "add", "path": f"{path}/-", "value": after[index]})
     for index in range(len(before) - 1, common - 1, -1):
