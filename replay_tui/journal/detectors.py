@@ -553,6 +553,7 @@ def _an_id_value_at(parts: list[bytes], index: int) -> bool:
 
 
 def _has_escape(piece: bytes) -> bool:
+    """A backslash, or the control bytes ``_split`` put for an escaped quote or backslash."""
     return b"\\" in piece or b"\x01" in piece or b"\x02" in piece
 
 
@@ -620,7 +621,7 @@ _CACHED_NAME_BYTES = 256
 
 
 def _judge_piece(piece: bytes) -> bool:
-    if b"\\" in piece or b"\x01" in piece or b"\x02" in piece or b"=" in piece or b":" in piece:
+    if _has_escape(piece) or b"=" in piece or b":" in piece:
         return True
     # uncached: a name's verdict is kept whole by _judge_piece_cached, and prose is never kept
     return bool(is_secret_key.__wrapped__(piece.decode("utf-8", "replace")))
