@@ -267,6 +267,11 @@ def median_of(samples: list[Seconds], clock: int) -> float:
     return statistics.median(sample[clock] for sample in samples)
 
 
+def paired_median(plain_s: list[Seconds], recorded_s: list[Seconds], clock: int) -> float:
+    """The median of each recorded sample less the plain one taken just before it (same machine speed)."""
+    return statistics.median(recorded[clock] - plain[clock] for plain, recorded in zip(plain_s, recorded_s))
+
+
 def model_call_overhead(url: str, scratch: Path, calls: int) -> dict[str, float]:
     from openai import OpenAI
 
@@ -292,7 +297,7 @@ def model_call_overhead(url: str, scratch: Path, calls: int) -> dict[str, float]
     figures = {}
     for clock, suffix in ((0, ""), (1, "_cpu")):
         plain_ms = median_of(plain_s, clock) * 1000
-        paired_ms = statistics.median(rec[clock] - plain[clock] for plain, rec in zip(plain_s, recorded_s)) * 1000
+        paired_ms = paired_median(plain_s, recorded_s, clock) * 1000
         figures[f"loopback_model_call{suffix}_ms"] = round(plain_ms, 3)
         figures[f"overhead_per_model_call{suffix}_ms"] = round(paired_ms, 3)
     # a loaded machine stretches the median call; the fastest tenth is close to an unloaded one
@@ -343,8 +348,7 @@ def main() -> int:
             figures[name] = {"model_calls": calls[0], "tool_calls": calls[1]}
             for clock, suffix in ((0, ""), (1, "_cpu")):
                 plain_ms, recorded_ms = (median_of(runs, clock) * 1000 for runs in (plain_s, recorded_s))
-                paired = statistics.median(rec[clock] - plain[clock] for plain, rec in zip(plain_s, recorded_s))
-                per_call_ms = paired * 1000 / sum(calls)
+                per_call_ms = paired_median(plain_s, recorded_s, clock) * 1000 / sum(calls)
                 figures[name] |= {
                     f"plain_run{suffix}_ms": round(plain_ms, 2),
                     f"recorded_run{suffix}_ms": round(recorded_ms, 2),
