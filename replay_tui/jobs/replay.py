@@ -172,7 +172,7 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
         )
 
     def heard(self, request: ReplayJobRequest, update: dict[str, Any]) -> None:
-        step, isolation, group = update.get("step"), update.get("isolation"), update.get("group")
+        step, isolation, group, scratch = (update.get(name) for name in ("step", "isolation", "group", "scratch"))
         if request.on_progress is not None and isinstance(step, list) and len(step) == 4:
             from ..replay.runner import Progress
 
@@ -182,5 +182,5 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             request.on_isolation(isolation)
         if request.on_child is not None and isinstance(group, int):
             request.on_child(group)
-        if request.on_scratch is not None and isinstance(update.get("scratch"), str):
-            request.on_scratch(update["scratch"])
+        if request.on_scratch is not None and isinstance(scratch, str):
+            request.on_scratch(scratch)
