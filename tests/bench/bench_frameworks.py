@@ -10,6 +10,11 @@ own cost to every call and flatter the ratio), so the figures are the agent side
   interleaved call by call; the median of each kind, and the overhead as the median of the pairs'
   differences (as for runs, below). The denominator, "a loopback model call", is the plain call:
   the SDK's own client to the loopback server.
+* The floor per model call: the same request through ``floor_transport``, which does only what any
+  recorder keeping the journal contract must do in the agent's process (parse and re-serialize both
+  bodies with sorted keys, hash the request, hash and write each event line with one write(2)), paired
+  with a plain call just before it as the recorded calls are. ``overhead_over_floor_cpu`` is the
+  recorder's CPU overhead over the floor's: what redaction, the schema and the harness add to it.
 * Per tool call: ``Harness.record_tool_call`` against calling the tool, interleaved, medians.
 * Per run: for each framework (Agents SDK, LangGraph, PydanticAI) the CRM example agent, plain
   (the framework's own client, tools, session and checkpointer, no harness) and recorded
@@ -272,6 +277,51 @@ def paired_median(plain_s: list[Seconds], recorded_s: list[Seconds], clock: int)
     return statistics.median(recorded[clock] - plain[clock] for plain, recorded in zip(plain_s, recorded_s))
 
 
+def floor_transport(module: Any, journal: Path) -> Any:
+    """An httpx transport doing the least that any recorder keeping the journal contract does in the agent's
+    process: both JSON bodies parsed and written again with sorted keys, the request hashed, each event line
+    hashed (SHA-256, chained) and written with one write(2) before the call goes out and before the SDK reads
+    the answer. No redaction, no schema, no harness. Its cost is the floor the recorder's is measured against."""
+    import hashlib
+
+    import orjson
+
+    from replay_tui.harness.httpx_transport import _shared_ssl_context
+
+    def headers(message: Any) -> list[tuple[str, str]]:
+        return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in message.headers.raw]
+
+    class Floor(module.BaseTransport):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.inner = module.HTTPTransport(verify=_shared_ssl_context(module))
+            self.fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self.seq, self.previous = 0, b""
+
+        def write(self, kind: bytes, payload: bytes) -> None:
+            self.seq += 1
+            body = b'{"kind":"%s","payload":%s,"prev":"%s","seq":%d}' % (kind, payload, self.previous, self.seq)
+            self.previous = hashlib.sha256(body).hexdigest().encode()
+            os.write(self.fd, b'{"event_hash":"%s",%s\n' % (self.previous, body[1:]))
+
+        def handle_request(self, request: Any) -> Any:
+            request.read()
+            record = {"request": orjson.loads(request.content), "headers": headers(request), "url": str(request.url)}
+            request_json = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+            request_hash = hashlib.sha256(request_json).hexdigest().encode()
+            self.write(b"model.request", b'{"request":%s,"request_hash":"%s"}' % (request_json, request_hash))
+            live = self.inner.handle_request(request)
+            try:
+                live.read()
+            finally:
+                live.close()
+            http = {"status": live.status_code, "headers": headers(live), "body_json": orjson.loads(live.content)}
+            response = {"request_hash": request_hash.decode(), "response": {"http": http}}
+            self.write(b"model.response", orjson.dumps(response, option=orjson.OPT_SORT_KEYS))
+            return live
+
+    return Floor()
+
+
 def model_call_overhead(url: str, scratch: Path, calls: int) -> dict[str, float]:
     from openai import OpenAI
 
@@ -279,27 +329,38 @@ def model_call_overhead(url: str, scratch: Path, calls: int) -> dict[str, float]
 
     module = default_httpx_module()
     body = {"model": crm.MODEL, "messages": [{"role": "user", "content": crm.QUESTION}]}
-    # both on the same httpx module, SSL context and keep-alive pool settings
+    # all on the same httpx module, SSL context and keep-alive pool settings
     plain = OpenAI(
         api_key=api_key(), base_url=url, max_retries=0, http_client=module.Client(verify=_shared_ssl_context(module))
     )
     harness = Harness(sink=JsonlSink(scratch / "model.jsonl", run_id="bench"), run_id="bench")
     harness.start_run("bench")
     recording = OpenAI(api_key=api_key(), base_url=url, max_retries=0, http_client=http_client(harness))
+    floor_client = module.Client(transport=floor_transport(module, scratch / "floor.jsonl"))
+    floor = OpenAI(api_key=api_key(), base_url=url, max_retries=0, http_client=floor_client)
     for _ in range(50):  # warm connections and caches
         plain.chat.completions.create(**body)
         recording.chat.completions.create(**body)
-    plain_s, recorded_s = [], []
+        floor.chat.completions.create(**body)
+    # each recorded call, then each floor call, paired with the plain call just before it: in two loops of
+    # two clients, as a third client between two recorded calls would cool their caches more than plain calls do
+    plain_s, recorded_s, plain_before_floor_s, floor_s = [], [], [], []
     for _ in range(calls):
         plain_s.append(timed(lambda: plain.chat.completions.create(**body)))
         recorded_s.append(timed(lambda: recording.chat.completions.create(**body)))
     harness.end_run("ok")
+    for _ in range(calls):
+        plain_before_floor_s.append(timed(lambda: plain.chat.completions.create(**body)))
+        floor_s.append(timed(lambda: floor.chat.completions.create(**body)))
     figures = {}
     for clock, suffix in ((0, ""), (1, "_cpu")):
         plain_ms = median_of(plain_s, clock) * 1000
         paired_ms = paired_median(plain_s, recorded_s, clock) * 1000
         figures[f"loopback_model_call{suffix}_ms"] = round(plain_ms, 3)
         figures[f"overhead_per_model_call{suffix}_ms"] = round(paired_ms, 3)
+        figures[f"floor_per_model_call{suffix}_ms"] = round(
+            paired_median(plain_before_floor_s, floor_s, clock) * 1000, 3
+        )
     # a loaded machine stretches the median call; the fastest tenth is close to an unloaded one
     figures["loopback_model_call_fast_ms"] = round(sorted(sample.wall for sample in plain_s)[calls // 10] * 1000, 3)
     return figures
@@ -362,6 +423,12 @@ def main() -> int:
             figures[f"overhead_per_tool_call{suffix}_pct_of_model_call"] = round(
                 100 * figures[f"overhead_per_tool_call{suffix}_ms"] / model_call_ms, 1
             )
+            figures[f"floor_per_model_call{suffix}_pct"] = round(
+                100 * figures[f"floor_per_model_call{suffix}_ms"] / model_call_ms, 1
+            )
+        figures["overhead_over_floor_cpu"] = round(
+            figures["overhead_per_model_call_cpu_ms"] / figures["floor_per_model_call_cpu_ms"], 2
+        )
         figures["overhead_per_model_call_cpu_pct_of_fast_call"] = round(
             100 * figures["overhead_per_model_call_cpu_ms"] / figures["loopback_model_call_fast_ms"], 1
         )
