@@ -30,6 +30,7 @@ from .seam import (
     RecordedToolError,
     RecordedToolTimeout,
     StopRun,
+    UnusableJournal,
     error_from_payload,
     error_to_payload,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "StateTracker",
     "StepAgent",
     "StopRun",
+    "UnusableJournal",
     "ToolProvider",
     "ToolSpec",
     "Transport",

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, S
 import orjson
 
 from .. import __version__
-from ..journal import Event, call_key_of
+from ..journal import Event, JournalError, call_key_of
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
+from ..journal.errors import SchemaError
 from ..journal.hashing import sha256_hex
 
 # Twin of journal/describe.py's and replay/report.py's imports (the kind names each uses; an import list)
@@ -37,11 +38,19 @@ from ..journal.model import (
     TOOL_RESULT,
     event_id_for,
 )
-from .adapters import Clock, Ids, RandomSource
+from .adapters import Clock, Expected, Ids, RandomSource
 from .patch import diff
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
-from .seam import EventSink, ObservationSource, SealingSink, StopRun, error_from_payload, error_to_payload
+from .seam import (
+    EventSink,
+    ObservationSource,
+    SealingSink,
+    StopRun,
+    UnusableJournal,
+    error_from_payload,
+    error_to_payload,
+)
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
 from .transport import JsonlSink
@@ -133,6 +142,7 @@ class Harness:
         # record_state's last input as orjson wrote it, and the state hash it gave
         self._last_framework_state: tuple[bytes, str] | None = None
         self.ended = False
+        self._unusable: UnusableJournal | None = None  # see unusable_record
         # The harness is driven from one thread, but a framework may call it from several (LangGraph's
         # ToolNode runs parallel tool calls in threads): each event is then still written whole, with
         # its own seq and its link in the chain. Their order is the threads' (see the recorders).
@@ -271,6 +281,8 @@ class Harness:
         with self._bus_lock:  # one event at a time, whole, from any thread (see __init__)
             if self.ended:
                 raise HarnessError(f"{kind} after run.ended")
+            if self._unusable is not None:
+                raise self._unusable
             # a secret in a step id or tool name stops the run
             self.redactor.check_matched_fields(kind, step_id, payload)
             if redact:
@@ -686,6 +698,14 @@ class Harness:
     # A framework owns its loop, its tools and its state; these calls put what it does on the
     # same bus as ``model``/``tool`` (same redaction, hashing, causal parents and sources).
 
+    def unusable_record(self, error: JournalError) -> UnusableJournal:
+        """The exception that ends a replay whose journal holds a payload a recorder cannot hand over in the
+        shape it records (``error`` names the seq and the field): raise it. Every later event raises it
+        again, so an agent that catches even a BaseException cannot run on past it to a verdict."""
+        if self._unusable is None:
+            self._unusable = UnusableJournal(error)
+        return self._unusable
+
     @property
     def last_event(self) -> Event | None:
         """The event written last (the default cause of ``record_state``)."""
@@ -787,12 +807,19 @@ class Harness:
 
     # -- observations the adapters use -----------------------------------------------------
 
-    def read_observation(self, kind: str, source_name: str, live: Callable[[], Any]) -> Any:
-        """One clock read or random draw: recorded value in replay, live value in record."""
+    def read_observation(
+        self, kind: str, source_name: str, live: Callable[[], Any], *, expected: Expected | None = None
+    ) -> Any:
+        """One clock read or random draw: recorded value in replay, live value in record. ``expected``: what the
+        caller can use (its description and its test); a value served from the journal that fails it ends the
+        replay on a journal error naming the seq (``unusable_record``), not on whatever the caller does with it."""
         event = self._observe(
             kind, source_name, {"source": source_name}, lambda: {"source": source_name, "value": live()}, parent=None
         )
-        return event.payload["value"]
+        value = event.payload["value"]
+        if expected is not None and kind in self.sources and not expected.test(value):  # (a live value is ours)
+            raise self.unusable_record(SchemaError("payload.value", expected.description, value, seq=event.seq))
+        return value
 
 
 def _call_with_timeout(function: Callable[..., Any], arguments: Mapping[str, Any], timeout_s: float) -> Any:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import orjson
 
+from ..journal.errors import SchemaError, missing
 from ..journal.http_shape import (
     CREDENTIAL_HEADERS,
     IGNORED_HEADER_PREFIXES,
@@ -147,22 +148,44 @@ def recorded_response(status: int, headers: Iterable[tuple[str, str]], body: byt
     return {"response": response, **({"stream": stream} if stream is not None else {})}
 
 
-def exchange_from_payload(payload: Mapping[str, Any]) -> Exchange:
-    """The HTTP response a recorded model.response describes."""
-    response = payload.get("response") or {}
-    http = response.get("http")
+def exchange_from_payload(payload: Mapping[str, Any], *, seq: int | None = None) -> Exchange:
+    """The HTTP response a recorded model.response (at ``seq``) describes. The journal is hostile: a field
+    of the wrong shape is a ``SchemaError`` naming it, not whatever the SDK makes of it."""
+    response = payload.get("response")
+    http = response.get("http") if isinstance(response, Mapping) else None
     if not isinstance(http, Mapping):
-        raise ValueError("this model.response was not recorded by the httpx transport (no response.http)")
+        found = http if isinstance(response, Mapping) and "http" in response else missing()
+        raise SchemaError(
+            "payload.response.http", "the HTTP response the httpx transport records (an object)", found, seq=seq
+        )
+    status = http.get("status", missing())
+    if type(status) is not int or not 0 <= status <= 999:  # the range the vcr importer writes, too
+        raise SchemaError(
+            "payload.response.http.status", "an HTTP status code, an integer from 0 to 999", status, seq=seq
+        )
+    headers = http.get("headers")
+    if headers is None:
+        headers = {}
+    if not isinstance(headers, Mapping) or not all(type(value) is str for value in headers.values()):
+        raise SchemaError("payload.response.http.headers", "an object of header names to text", headers, seq=seq)
+    return Exchange(status, list(headers.items()), _recorded_body(http, seq))
+
+
+def _recorded_body(http: Mapping[str, Any], seq: int | None) -> bytes:
     if "body_json" in http:
-        body = orjson.dumps(http["body_json"])
-    elif "body_text" in http:
-        body = str(http["body_text"]).encode("utf-8")
-    elif "body_base64" in http:
-        body = base64.b64decode(http["body_base64"])
-    else:
-        body = b""
-    headers = http.get("headers") or {}
-    return Exchange(int(http["status"]), [(str(name), str(value)) for name, value in headers.items()], body)
+        return orjson.dumps(http["body_json"])
+    if "body_text" in http:
+        text = http["body_text"]
+        if type(text) is not str:
+            raise SchemaError("payload.response.http.body_text", "text", text, seq=seq)
+        return text.encode("utf-8")
+    if "body_base64" in http:
+        encoded = http["body_base64"]
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (TypeError, ValueError):  # binascii.Error is a ValueError
+            raise SchemaError("payload.response.http.body_base64", "base64 text", encoded, seq=seq) from None
+    return b""
 
 
 def _header_dict(
@@ -248,15 +271,15 @@ def _error_payload(request_hash: str, error: BaseException) -> dict[str, Any]:
 
 
 def _raise_recorded_error(payload: Mapping[str, Any], module: ModuleType, request: Any) -> None:
-    """Raise a recorded transport error as the httpx exception it was (the SDKs catch those)."""
+    """Raise a recorded transport error as the httpx exception it was (the SDKs catch those). Only the
+    transport errors recording catches are rebuilt: the journal names the class, and any other name of the
+    module (``httpx.Client``, ``httpx.HTTPTransport``) would have the journal choose a constructor to run."""
     error = payload.get("error") or {}
     type_name = str(error.get("type") or "")
-    name = type_name.rsplit(".", 1)[-1]
-    if type_name.split(".", 1)[0] in ("httpx", "httpx2") and isinstance(getattr(module, name, None), type):
-        cls = getattr(module, name)
-        if issubclass(cls, getattr(module, "RequestError")):
+    cls = getattr(module, type_name.rsplit(".", 1)[-1], None)
+    if type_name.split(".", 1)[0] in ("httpx", "httpx2") and isinstance(cls, type):
+        if issubclass(cls, module.TransportError):
             raise cls(str(error.get("message") or ""), request=request)
-        raise cls(str(error.get("message") or ""))
     raise error_from_payload(payload)
 
 
@@ -272,7 +295,7 @@ def _response(module: ModuleType, exchange: Exchange, request: Any) -> Any:
     return module.Response(exchange.status, headers=exchange.headers, content=exchange.body, request=request)
 
 
-def _handed_over(module: ModuleType, event: Any, payload: Any, live: Any, request: Any) -> Any:
+def _handed_over(h: Harness, module: ModuleType, event: Any, payload: Any, live: Any, request: Any) -> Any:
     """What the SDK reads for a written model.response: the recorded error raised again; the live response
     itself when it was recorded as it came (redaction left the payload alone, so its status, headers and JSON
     are the ones a replay hands over; rebuilding it cost ~20 µs a call); else the response the record holds."""
@@ -281,7 +304,11 @@ def _handed_over(module: ModuleType, event: Any, payload: Any, live: Any, reques
     if live is not None and event.payload is payload:
         response = live
     else:
-        response = _response(module, exchange_from_payload(event.payload), request)
+        try:
+            exchange = exchange_from_payload(event.payload, seq=event.seq)
+        except SchemaError as error:
+            raise h.unusable_record(error) from None
+        response = _response(module, exchange, request)
     # httpx sets .elapsed only when the client closes a stream it still has to read; a response read here
     # never gets one, and reading it raised. Zero in record and replay alike: the journal holds the times,
     # and a live duration the agent could branch on would be an unrecorded input.
@@ -322,7 +349,7 @@ def _transport_class(module: ModuleType) -> type:
                 except module.TransportError as error:
                     payload = _error_payload(request_hash, error)
             event = h.close_model_exchange(request_event, payload, recorded=from_source)
-            return _handed_over(module, event, payload, live, request)
+            return _handed_over(h, module, event, payload, live, request)
 
         def close(self) -> None:
             if self.inner is not None:
@@ -374,7 +401,7 @@ def _async_transport_class(module: ModuleType) -> type:
                 except module.TransportError as error:
                     payload = _error_payload(request_hash, error)
             event = h.close_model_exchange(request_event, payload, recorded=from_source)
-            return _handed_over(module, event, payload, live, request)
+            return _handed_over(h, module, event, payload, live, request)
 
         async def aclose(self) -> None:
             if self.inner is not None:

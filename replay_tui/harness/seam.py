@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Mapping, Protocol, runtime_checkable
 
-from ..journal import Event
+from ..journal import Event, JournalError
 
 __all__ = [
     "EventSink",
@@ -21,6 +21,7 @@ __all__ = [
     "RecordedToolError",
     "RecordedToolTimeout",
     "StopRun",
+    "UnusableJournal",
     "error_from_payload",
     "error_to_payload",
 ]
@@ -64,6 +65,17 @@ class StopRun(BaseException):
     """Raised by a sink or a source to end the run at once: ``run_agent`` writes no
     run.ended and re-raises it. A BaseException, so an agent's ``except Exception``
     cannot swallow a replay divergence."""
+
+
+class UnusableJournal(StopRun):
+    """The journal being replayed cannot be used here: a line the replay reached cannot be read, or a
+    recorded payload is not in the shape its recorder writes (a journal is hostile). ``error`` names the
+    seq or line and what was expected. A StopRun, so an SDK that turns its transport's exceptions into its
+    own (``except Exception``) cannot hide it, and the replay ends on a journal error, not a divergence."""
+
+    def __init__(self, error: JournalError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class ObservationMissing(StopRun):

@@ -39,7 +39,6 @@ from .tape import (
     StrictSink,
     StrictSource,
     Tape,
-    TapeUnreadable,
     UnrecordedCall,
 )
 
@@ -125,7 +124,7 @@ class ReplaySession:
     # -- strict --------------------------------------------------------------------------
 
     def run_strict(self, journal: Journal, first: Event, agent_name: str, entry: Any) -> dict[str, Any]:
-        from ..harness import HarnessError, JsonlSink, StepAgent, StopRun, run_agent
+        from ..harness import HarnessError, JsonlSink, StepAgent, StopRun, UnusableJournal, run_agent
         from ..harness.replay_support import harness_for_recording
 
         spec = self.spec
@@ -169,8 +168,8 @@ class ReplaySession:
             run_agent(agent_name, harness, inputs, resume_from=resume)
         except Divergence as found:
             divergence = found
-        except TapeUnreadable as unreadable:
-            raise unreadable.error from None
+        except UnusableJournal as unusable:  # an unreadable line, or a payload its recorder cannot hand over
+            raise unusable.error.located(path=spec.journal) from None
         except StopRun:
             pass  # ReplayStopped after a swallowed divergence: the tape knows the first one
         finally:
@@ -229,7 +228,7 @@ class ReplaySession:
     # -- experiments -----------------------------------------------------------------------
 
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
-        from ..harness import ConfigError, JsonlSink, StopRun, build_harness, load_config, run_agent
+        from ..harness import ConfigError, JsonlSink, StopRun, UnusableJournal, build_harness, load_config, run_agent
         from .compare import read_events
         from .experiment_verdict import summarize_experiment
 
@@ -266,6 +265,8 @@ class ReplaySession:
                 run_agent(agent_name, recording.harness, recorded_inputs(journal))
             except UnrecordedCall as missing:
                 stopped = {"kind": missing.kind, "key": missing.key, "request": missing.request}
+            except UnusableJournal as unusable:
+                raise unusable.error.located(path=spec.journal) from None
             except StopRun as other:
                 stopped = {"kind": None, "key": None, "request": None, "message": str(other)}
         with open_journal(spec.out) as produced_journal:  # type: ignore[arg-type]

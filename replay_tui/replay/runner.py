@@ -782,6 +782,9 @@ class ReplayRunner:
         elif kind == ERROR:
             outcome.status = FAILED
             outcome.error = {key: message.get(key) for key in ("kind", "message", "traceback")}
+            copy = self._launch.journal_copy if self._launch is not None else None
+            if copy and isinstance(outcome.error["message"], str):  # the user knows their journal, not its copy
+                outcome.error["message"] = outcome.error["message"].replace(copy, self.spec.journal)
         if self.on_message is not None:
             self.on_message(message)
 

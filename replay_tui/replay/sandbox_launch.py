@@ -49,6 +49,7 @@ class Launch:
     scratch: str
     policy: SandboxPolicy
     child_out: str | None = None
+    journal_copy: str | None = None  # the copy the child reads: its messages name it, not the user's journal
 
     def collect_out(self, requested: str) -> str | None:
         """Copy the journal the child wrote in scratch to ``requested`` (a regular file only, never overwriting)."""
@@ -170,7 +171,15 @@ def prepare_launch(
         argv = child_command(python, child_spec.to_argv())
         if mechanism == BWRAP:
             argv = bwrap_command(policy, bwrap_path() or "bwrap") + ["--"] + argv
-        return Launch(argv=argv, env=child_env, cwd=scratch, scratch=scratch, policy=policy, child_out=child_out)
+        return Launch(
+            argv=argv,
+            env=child_env,
+            cwd=scratch,
+            scratch=scratch,
+            policy=policy,
+            child_out=child_out,
+            journal_copy=copy,
+        )
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from ..harness.replay_support import observation_key
-from ..harness.seam import ObservationMissing, StopRun
+from ..harness.seam import ObservationMissing, StopRun, UnusableJournal
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import SCHEMA_VERSION, event_of
@@ -80,12 +80,8 @@ class ReplayStopped(StopRun):
     """Raised for anything the agent does after the replay already stopped."""
 
 
-class TapeUnreadable(StopRun):
+class TapeUnreadable(UnusableJournal):
     """A journal line the tape reached cannot be read; ``error`` names file and line."""
-
-    def __init__(self, error: JournalError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class Tape(Cursor):

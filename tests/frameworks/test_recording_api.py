@@ -169,3 +169,22 @@ def test_nothing_outside_harness_py_touches_private_harness_members() -> None:
         text = path.read_text("utf-8")
         offenders += [f"{path.relative_to(REPO)}: {match}" for match in pattern.findall(text)]
     assert offenders == []
+
+
+def test_an_unusable_record_stops_the_run_for_good(tmp_path: Path) -> None:
+    """A recorder that cannot hand over a recorded payload ends the run with ``unusable_record``: a StopRun, so
+    an SDK's ``except Exception`` cannot turn it into its own error, and every later event raises it again, so
+    agent code that catches even a BaseException cannot run on past it to a verdict."""
+    from replay_tui.harness import StopRun, UnusableJournal
+    from replay_tui.journal.errors import SchemaError
+
+    h = harness(tmp_path)
+    stop = h.unusable_record(SchemaError("payload.result", "an object", 5, seq=9))
+    assert isinstance(stop, UnusableJournal) and isinstance(stop, StopRun) and not isinstance(stop, Exception)
+    assert str(stop) == "seq 9: field payload.result: expected an object, found integer 5"
+    assert h.unusable_record(SchemaError("payload.other", "x", 1, seq=12)) is stop  # the first one is the reason
+    with pytest.raises(UnusableJournal) as again:
+        h.record_tool_call("lookup", {"id": 1}, lambda arguments: "live")
+    assert again.value is stop
+    with pytest.raises(UnusableJournal):
+        h.record_state({"turn": 2})

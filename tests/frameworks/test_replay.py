@@ -7,11 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fixtures.agents.loopback_llm import LoopbackLLM
 from replay_tui.journal import verify_journal
+from tests.replay.helpers import rechained_copy
 
 from .conftest import AGENTS, JOURNALS, REPO, events, record, replay_cli
 
@@ -128,3 +130,42 @@ def test_the_repo_fixtures_record_command_starts_and_stops_its_own_model(tmp_pat
         committed = events(JOURNALS / f"{name}.jsonl")
         # same trajectory as the committed journal (the loopback port, times and hashes aside)
         assert [(e.kind, e.step_id) for e in fresh] == [(e.kind, e.step_id) for e in committed]
+
+
+# (journal, the kind of the event edited, its payload path, the hostile value, what the error names)
+HOSTILE_SHAPES = [
+    ("agents-sdk", "model.response", ("response", "http", "status"), "200", "payload.response.http.status"),
+    ("pydantic-ai", "model.response", ("response", "http", "headers"), [1, 2], "payload.response.http.headers"),
+    ("langgraph", "model.response", ("response", "http"), {"status": 200, "body_base64": "!!"}, "body_base64"),
+    ("langgraph", "tool.result", ("result",), 5, "payload.result"),
+    ("langgraph", "tool.result", ("result",), {"content": {"a": 1}}, "payload.result"),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "path", "value", "field"), HOSTILE_SHAPES)
+def test_a_recorded_answer_of_another_shape_is_a_journal_error_naming_its_seq(
+    name: str, kind: str, path: tuple[str, ...], value: object, field: str, tmp_path: Path
+) -> None:
+    """A journal is hostile: a validly chained one whose recorded answer or tool result is not the shape its
+    recorder writes ends the replay as a bad journal does (exit 2), naming the file, the seq and the field. Not
+    a divergence explained by an error from deep inside the SDK (an int() of the status, a dict's .items() on a
+    list, LangChain's validation), nor one the SDK hides: the openai client turns its transport's exceptions
+    into a "Connection error.", and PydanticAI then went on to a state that diverged for another reason."""
+    edited: list[int] = []
+
+    def edit(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        target = next(event for event in recorded if event["kind"] == kind)
+        holder = target["payload"]
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = value
+        edited.append(target["seq"])
+        return recorded
+
+    journal = rechained_copy(JOURNALS / f"{name}.jsonl", tmp_path / "hostile.jsonl", edit)
+    assert verify_journal(journal).ok
+    code, outcome = replay_cli(journal)
+    assert (code, outcome["status"], outcome["error"]["kind"]) == (2, "error", "journal"), outcome
+    message = outcome["error"]["message"]
+    assert message.startswith(f"{journal}, seq {edited[0]}: field "), message
+    assert field in message and "expected" in message

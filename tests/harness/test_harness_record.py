@@ -380,3 +380,48 @@ def test_an_async_tool_called_synchronously_inside_a_loop_is_refused(tmp_path):
     assert harness.tool("fetch", {}) == 1  # outside a loop the sync call runs it
     harness.end_run("ok")
     assert [e.kind for e in events_of(journal)].count("tool.call") == 2
+
+
+class _Served:
+    """A source serving one recorded value for every clock read and random draw (a hostile journal's)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def observe(self, kind, key, request):
+        return {"source": key, "value": self.value}
+
+
+# (the read, a value the journal may hold that the read cannot use, what the error expects)
+HOSTILE_OBSERVATIONS = [
+    (lambda h: h.clock.now(), "1700000000", "a number of seconds since 1970"),
+    (lambda h: h.clock.utcnow(), 1e300, "a number of seconds since 1970 that falls in the years 1 to 9999"),
+    (lambda h: h.clock.monotonic(), True, "a number of seconds"),
+    (lambda h: h.random.random(), 7, "a number from 0 up to 1"),
+    (lambda h: h.random.randint(1, 6), 9, "an integer from 1 to 6"),
+    (lambda h: h.random.choice(["x", "y", "z"]), -1, "an integer from 0 to 2"),
+    (lambda h: h.random.choice(["x", "y", "z"]), 2.0, "an integer from 0 to 2"),
+    (lambda h: h.ids.uuid4(), {"a": 1}, "a UUID as text"),
+    (lambda h: h.ids.uuid4(), "not-a-uuid", "a UUID as text"),
+]
+
+
+@pytest.mark.parametrize(("read", "value", "expected"), HOSTILE_OBSERVATIONS)
+def test_a_recorded_observation_the_reader_cannot_use_ends_the_replay_naming_its_seq(tmp_path, read, value, expected):
+    """Served from a hostile journal, a clock read, random draw or id of the wrong type or range is a journal error
+    at its seq, not a TypeError in the agent (or, for a choice of -1, an option the recording never drew)."""
+    from replay_tui.harness import UnusableJournal
+
+    harness, _ = _harness(tmp_path, observation_sources=sources_for(_Served(value), OBSERVATION_KINDS))
+    with pytest.raises(UnusableJournal) as raised:
+        read(harness)
+    seq = harness.last_event.seq
+    assert str(raised.value).startswith(f"seq {seq}: field payload.value: expected {expected}"), raised.value
+
+
+def test_recorded_observations_of_the_right_shape_are_served_as_recorded(tmp_path):
+    harness, _ = _harness(tmp_path, observation_sources=sources_for(_Served(2), OBSERVATION_KINDS))
+    assert (harness.clock.now(), harness.random.choice("xyz"), harness.random.randint(2, 2)) == (2, "z", 2)
+    uuid_text = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+    served, _ = _harness(tmp_path, name="uuid", observation_sources=sources_for(_Served(uuid_text), OBSERVATION_KINDS))
+    assert served.ids.uuid4() == uuid_text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -13,6 +14,7 @@ import pytest
 from replay_tui.harness import record_run
 from replay_tui.harness.config import config_from_mapping
 from replay_tui.journal import open_journal, verify_journal
+from replay_tui.journal.errors import SchemaError
 from replay_tui.replay.protocol import ReplaySpec
 from replay_tui.replay.runner import ReplayRunner
 
@@ -199,7 +201,7 @@ def test_recorded_request_keeps_body_fields_and_drops_attempt_headers() -> None:
         body,
         [("content-type", "application/octet-stream")],
     )
-    with pytest.raises(ValueError, match="not recorded by the httpx transport"):
+    with pytest.raises(SchemaError, match="payload.response.http: expected the HTTP response the httpx transport"):
         exchange_from_payload({"response": {"content": "hi"}})
     assert httpx  # the plain module is the test extra's, used by tests.httpx.agents
 
@@ -234,3 +236,54 @@ def test_the_readme_sdk_config(tmp_path: Path, llm_server: LLMServer, api_keys: 
     assert usage["prompt_tokens_details"] == {"cached_tokens": 0}
     assert OPENAI_KEY.encode() not in journal.read_bytes()
     assert replay(journal).status == "match"
+
+
+# (the recorded http block, the field the error names): a journal is hostile, and a replay hands this to the SDK
+HOSTILE_HTTP = [
+    ({"status": "200", "headers": {}}, "payload.response.http.status"),
+    ({"status": True, "headers": {}}, "payload.response.http.status"),
+    ({"status": 1000, "headers": {}}, "payload.response.http.status"),
+    ({"headers": {}}, "payload.response.http.status"),
+    ({"status": 200, "headers": [["content-type", "application/json"]]}, "payload.response.http.headers"),
+    ({"status": 200, "headers": {"x-a": ["1", "2"]}}, "payload.response.http.headers"),
+    ({"status": 200, "headers": {}, "body_text": {"a": 1}}, "payload.response.http.body_text"),
+    ({"status": 200, "headers": {}, "body_base64": "not base64!"}, "payload.response.http.body_base64"),
+    ({"status": 200, "headers": {}, "body_base64": 5}, "payload.response.http.body_base64"),
+]
+
+
+@pytest.mark.parametrize(("http", "field"), HOSTILE_HTTP)
+def test_a_recorded_http_response_of_another_shape_is_a_schema_error_naming_seq_and_field(
+    http: dict[str, Any], field: str
+) -> None:
+    from replay_tui.harness.httpx_transport import exchange_from_payload
+
+    with pytest.raises(SchemaError) as raised:
+        exchange_from_payload({"request_hash": "sha256:" + "0" * 64, "response": {"http": http}}, seq=7)
+    assert raised.value.seq == 7 and raised.value.field == field
+    assert str(raised.value).startswith(f"seq 7: field {field}: expected ")
+
+
+def test_a_recorded_http_response_may_have_no_headers_and_a_status_the_vcr_importer_writes() -> None:
+    from replay_tui.harness.httpx_transport import exchange_from_payload
+
+    assert exchange_from_payload({"response": {"http": {"status": 0, "headers": None}}}).status == 0
+    exchange = exchange_from_payload({"response": {"http": {"status": 999, "body_text": "hé"}}})
+    assert (exchange.status, exchange.headers, exchange.body) == (999, [], "hé".encode())
+
+
+def test_only_a_recorded_transport_error_is_rebuilt_as_the_httpx_class_it_names() -> None:
+    """The journal names the class: any other class of the module (a client, a transport) would have the journal
+    choose a constructor to run in the replayed agent."""
+    from replay_tui.harness.httpx_transport import _raise_recorded_error, default_httpx_module
+    from replay_tui.harness.seam import RecordedToolError
+
+    module = default_httpx_module()
+    request = module.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    with pytest.raises(module.ConnectError, match="refused") as connect:
+        _raise_recorded_error({"error": {"type": "httpx.ConnectError", "message": "refused"}}, module, request)
+    assert connect.value.request is request
+    for name in ("Client", "HTTPTransport", "URL", "Response"):  # (before: a TypeError from building one)
+        with pytest.raises(RecordedToolError) as raised:
+            _raise_recorded_error({"error": {"type": f"httpx.{name}", "message": "/etc/passwd"}}, module, request)
+        assert raised.value.type_name == f"httpx.{name}"

@@ -59,7 +59,8 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import SecretStr
 
-from ...journal.model import INPUT_RECEIVED
+from ...journal.errors import SchemaError
+from ...journal.model import INPUT_RECEIVED, TOOL_RESULT
 from ..agents import Done, StepAgent
 from .common import api_key, in_journal_order
 from .versions import check_versions
@@ -100,14 +101,29 @@ def tool_call_recorder(h: Harness) -> Any:
             return {"content": in_journal_order(message.content), "status": message.status}
 
         recorded = h.record_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))
-        return ToolMessage(
-            content=recorded["content"],
-            status=recorded.get("status", "success"),
-            tool_call_id=call.get("id"),
-            name=call["name"],
-        )
+        content, status = _tool_message_parts(h, recorded, call.get("id"))
+        return ToolMessage(content=content, status=status, tool_call_id=call.get("id"), name=call["name"])
 
     return record
+
+
+_TOOL_RESULT = 'an object {"content": text or a list of texts and objects, "status": "success" or "error"}'
+
+
+def _tool_message_parts(h: Harness, recorded: Any, call_id: str | None) -> tuple[Any, str]:
+    """The content and status of a ToolMessage as ``record`` writes them. In a replay they come from the
+    journal, which is hostile: another shape ends the replay on a journal error naming the tool.result's seq
+    (``Harness.unusable_record``), not on an error from deep inside LangChain."""
+    if isinstance(recorded, Mapping):
+        content, status = recorded.get("content"), recorded.get("status", "success")
+        parts_ok = isinstance(content, list) and all(isinstance(part, (str, Mapping)) for part in content)
+        if (isinstance(content, str) or parts_ok) and status in ("success", "error"):
+            return content, status
+    event = h.last_event
+    if event is None or event.kind != TOOL_RESULT or event.payload.get("call_id") != call_id:
+        event = None  # not this call's result: no seq to name
+    error = SchemaError("payload.result", _TOOL_RESULT, recorded, seq=event.seq if event is not None else None)
+    raise h.unusable_record(error)
 
 
 class _NodeSteps(BaseCallbackHandler):
