@@ -183,10 +183,17 @@ class Harness:
             raise HarnessError("resume() must come before any event is emitted")
         self.tracker.reset(snapshot.payload["state"])
         if self.tracker.hash != snapshot.payload["state_hash"]:
-            raise HarnessError(f"snapshot at seq {snapshot.seq}: state does not match its state_hash")
+            expected = f"the hash of payload.state ({self.tracker.hash})"
+            found = snapshot.payload["state_hash"]
+            raise self.unusable_record(SchemaError("payload.state_hash", expected, found, seq=snapshot.seq))
+        resume = snapshot.payload.get("resume")
+        problem = _resume_problem({} if resume is None else resume)
+        if problem is not None:
+            field, expected, found = problem
+            raise self.unusable_record(SchemaError(f"payload.resume{field}", expected, found, seq=snapshot.seq))
         self.last_seq, self.last_hash = snapshot.seq, snapshot.event_hash
-        resume = snapshot.payload.get("resume") or {}
-        self.steps_done = int(resume.get("steps_done", 0))
+        resume = resume or {}
+        self.steps_done = resume.get("steps_done", 0)
         if "cursor" in resume:
             self.restore_causal_cursor(resume["cursor"])
         self._since_snapshot = 0
@@ -211,10 +218,11 @@ class Harness:
 
     def _note_response(self, event: Event) -> None:
         response = event.payload.get("response") or {}
+        calls = response.get("tool_calls")
         self._last_response_id = event.event_id
         self._last_response_call_ids = frozenset(
             call["id"]
-            for call in response.get("tool_calls") or ()
+            for call in (calls if isinstance(calls, list) else ())  # (a hostile journal's may be anything)
             if isinstance(call, Mapping) and isinstance(call.get("id"), str)
         )
 
@@ -455,17 +463,27 @@ class Harness:
         payload = event.payload
         if payload.get("error"):
             raise error_from_payload(payload)
-        response: dict[str, Any] = payload["response"]
+        response = payload["response"]
+        if not isinstance(response, dict):  # null without an error: what the model said is missing
+            raise self.unusable_record(SchemaError("payload.response", _AN_ANSWER, response, seq=event.seq))
         if on_chunk is not None:
-            stream = payload.get("stream")
-            deltas = (
-                split_stream(response.get("content") or "", stream["boundaries"])
-                if stream
-                else [response.get("content") or ""]
-            )
-            for delta in deltas:
+            for delta in self._recorded_deltas(event, response):
                 on_chunk(delta)
         return response
+
+    def _recorded_deltas(self, event: Event, response: dict[str, Any]) -> list[Any]:
+        """The text deltas the answer came in: its chunks when it was streamed, else the whole content."""
+        content = response.get("content") or ""
+        stream = event.payload.get("stream")
+        if not stream:
+            return [content]
+        boundaries = stream.get("boundaries")
+        if not isinstance(content, str):
+            raise self.unusable_record(SchemaError("payload.response.content", "text", content, seq=event.seq))
+        if not _fit(boundaries, len(content)):
+            error = SchemaError("payload.stream.boundaries", _CHUNK_BOUNDARIES, boundaries, seq=event.seq)
+            raise self.unusable_record(error)
+        return split_stream(content, boundaries)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -820,6 +838,43 @@ class Harness:
         if expected is not None and kind in self.sources and not expected.test(value):  # (a live value is ours)
             raise self.unusable_record(SchemaError("payload.value", expected.description, value, seq=event.seq))
         return value
+
+
+def _resume_problem(resume: Any) -> tuple[str, str, Any] | None:
+    """What is wrong with a snapshot's ``resume`` block (field under it, what was expected, what was found), as
+    ``write_snapshot`` writes it: ``{steps_done, cursor: causal_cursor()}``. None when nothing is."""
+    if not isinstance(resume, Mapping):
+        return "", "an object {steps_done, cursor}", resume
+    steps = resume.get("steps_done", 0)
+    if type(steps) is not int or steps < 0:
+        return ".steps_done", "a count of steps, an integer from 0", steps
+    cursor = resume.get("cursor", {})
+    if not isinstance(cursor, Mapping):
+        return ".cursor", "an object {observation_seq, response_seq, response_call_ids}", cursor
+    for name in ("observation_seq", "response_seq"):
+        seq = cursor.get(name)
+        if seq is not None and (type(seq) is not int or seq < 1):
+            return f".cursor.{name}", "a seq (an integer from 1) or null", seq
+    call_ids = cursor.get("response_call_ids")
+    if call_ids is not None and not (isinstance(call_ids, list) and all(type(item) is str for item in call_ids)):
+        return ".cursor.response_call_ids", "a list of tool call ids (texts)", call_ids
+    return None
+
+
+_AN_ANSWER = "the model's answer, an object (the payload holds no error)"
+_CHUNK_BOUNDARIES = "the ends of the streamed chunks in the answer's text: ascending integers from 0 to its length"
+
+
+def _fit(boundaries: Any, length: int) -> bool:
+    """Whether ``boundaries`` cut a text of ``length`` characters into chunks (``split_stream``)."""
+    if not isinstance(boundaries, list):
+        return False
+    previous = 0
+    for end in boundaries:
+        if type(end) is not int or not previous <= end <= length:
+            return False
+        previous = end
+    return True
 
 
 def _call_with_timeout(function: Callable[..., Any], arguments: Mapping[str, Any], timeout_s: float) -> Any:

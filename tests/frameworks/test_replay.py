@@ -169,3 +169,57 @@ def test_a_recorded_answer_of_another_shape_is_a_journal_error_naming_its_seq(
     message = outcome["error"]["message"]
     assert message.startswith(f"{journal}, seq {edited[0]}: field "), message
     assert field in message and "expected" in message
+
+
+def _resume_edit(path: tuple[str, ...], value: object) -> Any:
+    """An edit of the LangGraph journal's second snapshot (``path`` under its payload), its state hash made to
+    match again: a hostile journal can be consistent."""
+    from replay_tui.harness.state import state_hash
+
+    def edit(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        snapshot = [event for event in recorded if event["kind"] == "state.snapshot"][1]
+        holder = snapshot["payload"]
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = value
+        snapshot["payload"]["state_hash"] = state_hash(snapshot["payload"]["state"])
+        return recorded
+
+    return edit
+
+
+# (the path under the snapshot's payload, the hostile value, the field the journal error names)
+HOSTILE_SNAPSHOTS = [
+    (("state", "graph"), 5, "payload.state.graph"),
+    (("state", "node"), ["agent"], "payload.state.node"),
+    (("state", "graph", "messages", 0, "data"), {"content": {"a": 1}}, "payload.state.graph.messages"),
+    (("resume", "steps_done"), "2", "payload.resume.steps_done"),
+    (("resume", "cursor", "response_call_ids"), [{"id": 1}], "payload.resume.cursor.response_call_ids"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "field"), HOSTILE_SNAPSHOTS)
+def test_resuming_from_a_snapshot_of_another_shape_is_a_journal_error_naming_its_seq(
+    path: tuple[str, ...], value: object, field: str, tmp_path: Path
+) -> None:
+    """--from-seq hands the snapshot's state to the recorder (and its resume block to the harness): what they
+    cannot use is a journal error at the snapshot's seq. Before, ``int("2")`` of steps_done and an unhashable call
+    id were internal errors with a traceback, and a bad state an error from inside LangChain."""
+    journal = rechained_copy(JOURNALS / "langgraph.jsonl", tmp_path / "hostile.jsonl", _resume_edit(path, value))
+    snapshot = [event for event in events(journal) if event.kind == "state.snapshot"][1]
+    code, outcome = replay_cli(journal, "--from-seq", str(snapshot.seq + 2))
+    assert (code, outcome["status"], outcome["error"]["kind"]) == (2, "error", "journal"), outcome
+    assert outcome["error"]["message"].startswith(f"{journal}, seq {snapshot.seq}: field {field}: expected ")
+
+
+def test_resuming_after_a_node_the_graph_no_longer_has_says_which(tmp_path: Path) -> None:
+    """A node name the graph does not have may be a renamed node in the agent's code: the agent's error (a
+    divergence), naming the snapshot, the node and the graph's nodes, not LangGraph's own."""
+    edit = _resume_edit(("state", "node"), "planner")
+    journal = rechained_copy(JOURNALS / "langgraph.jsonl", tmp_path / "renamed.jsonl", edit)
+    snapshot = [event for event in events(journal) if event.kind == "state.snapshot"][1]
+    code, outcome = replay_cli(journal, "--from-seq", str(snapshot.seq + 2))
+    assert (code, outcome["status"]) == (1, "diverged"), outcome
+    raised = outcome["divergence"]["agent_traceback"][-1]
+    assert f"the snapshot at seq {snapshot.seq} was taken after the node 'planner'" in raised
+    assert "(its nodes: 'agent', 'tools')" in raised

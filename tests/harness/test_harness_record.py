@@ -425,3 +425,54 @@ def test_recorded_observations_of_the_right_shape_are_served_as_recorded(tmp_pat
     uuid_text = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
     served, _ = _harness(tmp_path, name="uuid", observation_sources=sources_for(_Served(uuid_text), OBSERVATION_KINDS))
     assert served.ids.uuid4() == uuid_text
+
+
+class _Answers:
+    """A source serving one recorded model.response payload (a hostile journal's) for every request."""
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def observe(self, kind, key, request):
+        return {"request_hash": key, **self.payload}
+
+
+# (the recorded payload less its request hash, stream the answer?, the field the error names)
+HOSTILE_ANSWERS = [
+    ({"response": None}, False, "payload.response"),
+    ({"response": {"content": "hello"}, "stream": {"boundaries": [3, 1]}}, True, "payload.stream.boundaries"),
+    ({"response": {"content": "hello"}, "stream": {"boundaries": [99]}}, True, "payload.stream.boundaries"),
+    ({"response": {"content": "hello"}, "stream": {"boundaries": "5"}}, True, "payload.stream.boundaries"),
+    ({"response": {"content": "hello"}, "stream": {"chunks": 1}}, True, "payload.stream.boundaries"),
+    ({"response": {"content": ["hello"]}, "stream": {"boundaries": [1]}}, True, "payload.response.content"),
+]
+
+
+@pytest.mark.parametrize(("payload", "streamed", "field"), HOSTILE_ANSWERS)
+def test_a_recorded_answer_the_harness_cannot_hand_over_ends_the_replay_naming_its_seq(
+    tmp_path, payload, streamed, field
+):
+    from replay_tui.harness import UnusableJournal
+
+    harness, _ = _harness(tmp_path, observation_sources={"model.response": _Answers(payload)})
+    chunks: list[str] = []
+    with pytest.raises(UnusableJournal) as raised:
+        harness.model({"model": "m", "messages": []}, on_chunk=chunks.append if streamed else None)
+    assert str(raised.value).startswith(f"seq {harness.last_event.seq}: field {field}: expected "), raised.value
+    assert chunks == []  # nothing of an answer that cannot be cut as recorded reaches the agent
+
+
+def test_a_recorded_answer_whose_tool_calls_are_no_list_is_still_served(tmp_path):
+    """The tool call ids a response names are only noted (as causes): a hostile value there is not a crash."""
+    harness, _ = _harness(tmp_path, observation_sources={"model.response": _Answers({"response": {"tool_calls": 5}})})
+    assert harness.model({"model": "m", "messages": []}) == {"tool_calls": 5}
+    streamed, _ = _harness(
+        tmp_path,
+        name="streamed",
+        observation_sources={
+            "model.response": _Answers({"response": {"content": "hello"}, "stream": {"boundaries": [2, 5]}})
+        },
+    )
+    chunks: list[str] = []
+    streamed.model({"model": "m", "messages": []}, on_chunk=chunks.append)
+    assert chunks == ["he", "llo"]

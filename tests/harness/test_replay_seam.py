@@ -121,6 +121,40 @@ def test_step_agent_resumes_from_a_snapshot(tmp_path):
     assert outcome.output == recorded[-1].payload["output"]
 
 
+# (an edit of the snapshot's payload, the field the journal error names)
+HOSTILE_RESUMES = [
+    (lambda payload: payload.update(state_hash="sha256:" + "0" * 64), "payload.state_hash"),
+    (lambda payload: payload.update(resume="2 steps"), "payload.resume"),
+    (lambda payload: payload["resume"].update(steps_done=-1), "payload.resume.steps_done"),
+    (lambda payload: payload["resume"].update(cursor=[9]), "payload.resume.cursor"),
+    (lambda payload: payload["resume"]["cursor"].update(observation_seq="9"), "payload.resume.cursor.observation_seq"),
+]
+
+
+@pytest.mark.parametrize(("edit", "field"), HOSTILE_RESUMES)
+def test_a_snapshot_the_harness_cannot_resume_from_is_a_journal_error_naming_its_seq(tmp_path, edit, field):
+    """What ``Harness.resume`` reads of a snapshot comes from a hostile journal: before, a state hash that did not
+    match was a HarnessError and a steps_done of "2" an int() ValueError, each reported as an internal error."""
+    from replay_tui.harness import UnusableJournal
+    from replay_tui.journal import validate_event
+
+    recorded = events_of(JOURNALS / "crm-incident.jsonl")
+    original = [e for e in recorded if e.kind == "state.snapshot"][1]
+    raw = json.loads(json.dumps(original.raw))
+    edit(raw["payload"])
+    snapshot = validate_event(raw)
+    harness = harness_for_recording(
+        recorded[0],
+        sink=JsonlSink(
+            tmp_path / "resumed.jsonl", run_id=snapshot.run_id, start_after=(snapshot.seq, "sha256:" + "1" * 64)
+        ),
+        observation_sources=sources_for(RecordedObservations(recorded[snapshot.seq :]), OBSERVATION_KINDS),
+    )
+    with pytest.raises(UnusableJournal) as raised:
+        harness.resume(snapshot)
+    assert str(raised.value).startswith(f"seq {snapshot.seq}: field {field}: expected "), raised.value
+
+
 def test_inventory_tools_finish_out_of_order_but_results_are_in_call_order():
     recorded = events_of(JOURNALS / "inventory.jsonl")
     calls = [e for e in recorded if e.kind == "tool.call" and e.payload["tool"] == "inventory.lookup"]

@@ -62,6 +62,7 @@ from pydantic import SecretStr
 from ...journal.errors import SchemaError
 from ...journal.model import INPUT_RECEIVED, TOOL_RESULT
 from ..agents import Done, StepAgent
+from ..harness import HarnessError
 from .common import api_key, in_journal_order
 from .versions import check_versions
 
@@ -224,11 +225,17 @@ class GraphAgent(StepAgent):
         # can promise to repeat.
         config: dict[str, Any] = {"configurable": {"thread_id": THREAD}, "callbacks": [steps], "max_concurrency": 1}
         run = _GraphRun(graph, config, steps, scratch, connection, nodes=list(builder.nodes))
-        if state["graph"] is None:
+        if isinstance(state, Mapping) and state.get("graph") is None:
             run.pending = self.graph_input(state["task"])
         else:  # resumed from a recorded snapshot: seed the saver with the recorded state
-            steps.node = state["node"]
-            graph.update_state(config, _state_from_view(state["graph"]), as_node=state["node"])
+            values, node = _resumed_graph(h, state)
+            if node not in run.nodes:
+                raise HarnessError(
+                    f"the snapshot at seq {h.last_seq} was taken after the node {node!r}, which this graph does "
+                    f"not have (its nodes: {', '.join(map(repr, run.nodes))})"
+                )
+            steps.node = node
+            graph.update_state(config, values, as_node=node)
             run.started = True
         _runs[h] = run
         return run
@@ -252,7 +259,22 @@ def _state_view(values: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _state_from_view(view: Mapping[str, Any]) -> dict[str, Any]:
+def _resumed_graph(h: Harness, state: Any) -> tuple[dict[str, Any], str]:
+    """The graph's channel values and the node a resumed run continues after, from the state of the snapshot
+    it resumed from (``h.last_seq``: nothing is written before the graph runs). The journal is hostile: a
+    shape ``_state_view`` does not write is a journal error at that seq, not an error inside LangGraph."""
+
+    def unusable(field: str, expected: str, found: Any) -> BaseException:
+        return h.unusable_record(SchemaError(f"payload.state{field}", expected, found, seq=h.last_seq))
+
+    if not isinstance(state, Mapping):
+        raise unusable("", "the recorder's state, an object {task, graph, next, node}", state)
+    view = state.get("graph")
+    if not isinstance(view, Mapping):
+        raise unusable(".graph", "the graph's channels, an object", view)
+    node = state.get("node")
+    if not isinstance(node, str):
+        raise unusable(".node", "the name of the node the snapshot was taken after", node)
     values: dict[str, Any] = {}
     for key, value in view.items():
         is_messages = (
@@ -260,5 +282,11 @@ def _state_from_view(view: Mapping[str, Any]) -> dict[str, Any]:
             and value
             and all(isinstance(item, Mapping) and {"type", "data"} <= set(item) for item in value)
         )
-        values[key] = messages_from_dict(value) if is_messages else value
-    return values
+        if not is_messages:
+            values[key] = value
+            continue
+        try:
+            values[key] = messages_from_dict(value)
+        except (TypeError, ValueError):  # (pydantic's ValidationError is a ValueError)
+            raise unusable(f".graph.{key}", "LangChain messages as messages_to_dict writes them", value) from None
+    return values, node
