@@ -159,32 +159,14 @@ class StateHistory:
 
     def _apply(self, current: _Checkpoint, position: int, event: Event | JournalError) -> _Checkpoint:
         """The checkpoint after ``event``, given the one before it (never mutated)."""
-        if isinstance(event, JournalError):
+        stepped = _step(current.state, current.base_seq, event)
+        if stepped is None:
             return current
-        payload = event.payload
-        if event.kind == RUN_STARTED:
-            return _Checkpoint(copy.deepcopy(payload.get("initial_state")), event.seq, [], [])
-        if event.kind == STATE_SNAPSHOT:
-            state = payload.get("state")
-            checks = [HashCheck(event.seq, "snapshot", str(payload.get("state_hash")), hash_value(state))]
-            if current.base_seq is not None and current.state != state:
-                # The snapshot disagrees with what the patches built: keep that visible.
-                problems = [f"seq {event.seq}: snapshot differs from the state rebuilt from earlier patches"]
-            else:
-                problems = []
-            return _Checkpoint(copy.deepcopy(state), event.seq, checks, problems)
-        if event.kind != STATE_TRANSITION:
-            return current
-        checks = list(current.checks[-32:])  # keep the recent trail, not the whole history
-        problems = list(current.problems[-8:])
-        checks.append(HashCheck(event.seq, "before", str(payload.get("before_hash")), hash_value(current.state)))
-        try:
-            state = jsonpatch.apply_patch(current.state, payload.get("patch", []), in_place=False)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as error:
-            problems.append(f"seq {event.seq}: patch does not apply ({error})")
-            return _Checkpoint(current.state, current.base_seq, checks, problems)
-        checks.append(HashCheck(event.seq, "after", str(payload.get("after_hash")), hash_value(state)))
-        return _Checkpoint(state, current.base_seq, checks, problems)
+        state, base_seq, checks, problems = stepped
+        if isinstance(event, Event) and event.kind != STATE_TRANSITION:  # a base starts its own trail
+            return _Checkpoint(state, base_seq, checks, problems)
+        # keep the recent trail, not the whole history
+        return _Checkpoint(state, base_seq, current.checks[-32:] + checks, current.problems[-8:] + problems)
 
     def _is_base(self, position: int) -> bool:
         if not self._may_touch_state(position):
@@ -193,17 +175,96 @@ class StateHistory:
         return isinstance(event, Event) and event.kind in (RUN_STARTED, STATE_SNAPSHOT)
 
     def _may_touch_state(self, position: int) -> bool:
-        """Cheap byte test so walking back over thousands of events parses only state events."""
-        if self.journal.dialect != V1:
-            return True
-        line = self.journal.line_bytes(position)
-        return any(marker in line for marker in _STATE_MARKERS)
+        return _may_touch_state(self.journal, position)
 
     def _remember(self, position: int, checkpoint: _Checkpoint) -> None:
         self._cache[position] = checkpoint
         self._cache.move_to_end(position)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+
+
+def _may_touch_state(journal: Journal, position: int) -> bool:
+    """Cheap byte test so walking over thousands of events parses only state events."""
+    if journal.dialect != V1:
+        return True
+    line = journal.line_bytes(position)
+    return any(marker in line for marker in _STATE_MARKERS)
+
+
+def _step(
+    state: Any, base_seq: int | None, event: Event | JournalError
+) -> tuple[Any, int | None, list[HashCheck], list[str]] | None:
+    """What ``event`` does to the state rebuilt so far (``state``, from the base at ``base_seq``): the state and
+    base after it, and the hash checks and problems it adds. None when it does not touch the state."""
+    if isinstance(event, JournalError):
+        return None
+    payload = event.payload
+    if event.kind == RUN_STARTED:
+        return copy.deepcopy(payload.get("initial_state")), event.seq, [], []
+    if event.kind == STATE_SNAPSHOT:
+        recorded = payload.get("state")
+        checks = [HashCheck(event.seq, "snapshot", str(payload.get("state_hash")), hash_value(recorded))]
+        # The snapshot disagrees with what the patches built: keep that visible.
+        disagrees = base_seq is not None and state != recorded
+        problems = (
+            [f"seq {event.seq}: snapshot differs from the state rebuilt from earlier patches"] if disagrees else []
+        )
+        return copy.deepcopy(recorded), event.seq, checks, problems
+    if event.kind != STATE_TRANSITION:
+        return None
+    checks = [HashCheck(event.seq, "before", str(payload.get("before_hash")), hash_value(state))]
+    try:
+        after = jsonpatch.apply_patch(state, payload.get("patch", []), in_place=False)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as error:
+        return state, base_seq, checks, [f"seq {event.seq}: patch does not apply ({error})"]
+    checks.append(HashCheck(event.seq, "after", str(payload.get("after_hash")), hash_value(after)))
+    return after, base_seq, checks, []
+
+
+#: Faults ``verify_states`` lists at the most (as ``verify --all`` does).
+MAX_STATE_FAULTS = 10_000
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """Every recorded state hash of a journal checked against the state rebuilt from its patches."""
+
+    checked: int  # recorded hashes compared
+    faults: tuple[str, ...]  # mismatches and problems, in seq order
+
+    @property
+    def ok(self) -> bool:
+        return not self.faults
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "checked": self.checked, "faults": list(self.faults)}
+
+
+def verify_states(
+    journal: Journal, *, all_faults: bool = False, cancelled: CancelCheck | None = None
+) -> StateReport | None:
+    """Rebuild the state from ``run.started`` through every snapshot and transition, in seq order, and check
+    every recorded hash against it: what the viewer does around one event, for the whole journal. A journal's
+    hashes and its patches are both written by whoever wrote it; only this tells whether the states its patches
+    show are the ones its hashes name. Stops at the first fault unless ``all_faults``; None if cancelled."""
+    state: Any = None
+    base_seq: int | None = None
+    checked, faults = 0, []
+    for position in range(len(journal)):
+        if cancelled is not None and position % 512 == 0 and cancelled():
+            return None
+        if not _may_touch_state(journal, position):
+            continue
+        stepped = _step(state, base_seq, journal.try_event(position))
+        if stepped is None:
+            continue
+        state, base_seq, checks, problems = stepped
+        checked += len(checks)
+        faults += [check.describe() for check in checks if not check.ok] + problems
+        if faults and (not all_faults or len(faults) >= MAX_STATE_FAULTS):
+            break
+    return StateReport(checked, tuple(faults[:MAX_STATE_FAULTS]))
 
 
 def patch_touches(patch: Any, pointer: str) -> bool:

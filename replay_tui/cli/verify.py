@@ -1,5 +1,5 @@
-"""`replay-tui verify PATH [--json] [--all] [--require-closed] [--key PUB]`: schema, hash chain, run
-boundaries and seals."""
+"""`replay-tui verify PATH [--json] [--all] [--require-closed] [--key PUB] [--state]`: schema, hash chain,
+run boundaries and seals; with ``--state``, every recorded state hash against the state its patches build."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import argparse
 import gzip
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ..journal import JournalError, verify_journal
 from ..journal.safe_text import safe_line
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json, print_text
+
+if TYPE_CHECKING:
+    from ..analysis.state import StateReport
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +29,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--require-closed",
         action="store_true",
         help="fail (exit 1) when the journal has no run.ended: the run is still going, or the file was cut",
+    )
+    parser.add_argument(
+        "--state",
+        action="store_true",
+        help="also rebuild the state from run.started through every snapshot and patch and check every recorded "
+        "state hash against it (reads every state event: slower on a long journal)",
     )
     parser.add_argument(
         "--key",
@@ -82,15 +92,40 @@ def run(args: argparse.Namespace) -> int:
         # --json promises JSON on stdout whatever happened: a missing or unreadable journal too.
         print_json({"ok": False, "path": str(args.path), "error": str(error), "error_type": type(error).__name__})
         return EXIT_USAGE
-    failed = not report.ok or (args.require_closed and report.closed is not True)
+    states = check_states(args.path, all_faults=args.all) if args.state and report.ok else None
+    failed = (
+        not report.ok or (args.require_closed and report.closed is not True) or (states is not None and not states.ok)
+    )
     if args.json:
         data = report.to_json()
         data["require_closed"] = bool(args.require_closed)
+        if states is not None:
+            data["state"] = states.to_json()
         data["ok"] = not failed
         print_json(data)
     else:
         text = report.to_text()
-        if report.ok and failed:
+        if report.ok and args.require_closed and report.closed is not True:
             text += " FAILED: --require-closed, and the journal has no run.ended."
+        if states is not None:
+            text += "\n" + describe_states(states)
         print_text(text)  # the path and fault messages may hold hostile text
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def check_states(path: str, *, all_faults: bool) -> StateReport:
+    """``verify_states`` of the journal at ``path`` (its chain verified already, so every line reads)."""
+    from ..analysis.state import verify_states
+    from ..journal import open_journal
+
+    with open_journal(path) as journal:
+        states = verify_states(journal, all_faults=all_faults)
+    assert states is not None  # not cancellable here
+    return states
+
+
+def describe_states(states: StateReport) -> str:
+    if states.ok:
+        return f"state: {states.checked} recorded state hashes match the state rebuilt from the patches."
+    shown = "; ".join(states.faults[:20]) + (f"; and {len(states.faults) - 20} more" if len(states.faults) > 20 else "")
+    return f"state FAILED ({states.checked} recorded hashes checked): {shown}"

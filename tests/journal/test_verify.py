@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -114,3 +115,63 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path, lines: list[bytes], capsys: 
     assert "no such file" in capsys.readouterr().err
     assert main(["verify"]) == 2
     assert main(["verify", str(good), "--bogus"]) == 2
+
+
+JOURNALS = Path(__file__).resolve().parents[2] / "fixtures" / "journals"
+
+
+def _rechained(tmp_path: Path, edit: Any, name: str = "pydantic-ai") -> Path:
+    from tests.replay.helpers import rechained_copy
+
+    def apply(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        edit(events)
+        return events
+
+    return rechained_copy(JOURNALS / f"{name}.jsonl", tmp_path / "rechained.jsonl", apply)
+
+
+def test_state_checks_every_recorded_hash_against_the_patches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(JOURNALS / "pydantic-ai.jsonl"), "--state"]) == 0  # 9 transitions, before and after
+    assert "state: 18 recorded state hashes match the state rebuilt from the patches." in capsys.readouterr().out
+
+
+def test_a_patch_that_does_not_build_its_after_hash_fails_state_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The chain holds (whoever wrote the journal wrote its hashes too) and a replay may match, but the viewer
+    would show a state the hashes do not name: --state says where."""
+    edited: list[int] = []
+
+    def edit(events: list[dict[str, Any]]) -> None:
+        transition = next(e for e in events if e["kind"] == "state.transition" and e["payload"]["patch"])
+        transition["payload"]["patch"][0]["value"] = "not what was recorded"
+        edited.append(transition["seq"])
+
+    journal = _rechained(tmp_path, edit)
+    assert main(["verify", str(journal)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(journal), "--state"]) == 1
+    assert f"state FAILED (2 recorded hashes checked): seq {edited[0]}: recorded after_hash " in capsys.readouterr().out
+    assert main(["verify", str(journal), "--state", "--all", "--json"]) == 1
+    state = json.loads(capsys.readouterr().out)["state"]
+    assert state["ok"] is False and state["faults"][0].startswith(f"seq {edited[0]}: recorded after_hash ")
+    assert len(state["faults"]) >= 2  # --all goes on past the first
+
+
+def test_a_snapshot_that_disagrees_with_the_patches_fails_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replay_tui.harness.state import state_hash
+
+    edited: list[int] = []
+
+    def edit(events: list[dict[str, Any]]) -> None:
+        snapshot = next(e for e in events if e["kind"] == "state.snapshot")
+        snapshot["payload"]["state"]["node"] = "planted"  # its own hash made to match: only the patches disagree
+        snapshot["payload"]["state_hash"] = state_hash(snapshot["payload"]["state"])
+        edited.append(snapshot["seq"])
+
+    journal = _rechained(tmp_path, edit, "langgraph")
+    assert main(["verify", str(journal), "--state"]) == 1
+    out = capsys.readouterr().out
+    assert f"seq {edited[0]}: snapshot differs from the state rebuilt from earlier patches" in out
