@@ -22,7 +22,7 @@ import orjson
 from .. import __version__
 from ..journal import Event, JournalError, call_key_of
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
-from ..journal.errors import SchemaError
+from ..journal.errors import SchemaError, missing
 from ..journal.hashing import sha256_hex
 
 # Twin of journal/describe.py's and replay/report.py's imports (the kind names each uses; an import list)
@@ -466,6 +466,11 @@ class Harness:
         response = payload["response"]
         if not isinstance(response, dict):  # null without an error: what the model said is missing
             raise self.unusable_record(SchemaError("payload.response", _AN_ANSWER, response, seq=event.seq))
+        if MODEL_RESPONSE in self.sources:  # served from the journal (a live answer is the plugin's, as it gave it)
+            problem = _answer_problem(response)
+            if problem is not None:
+                field, expected, found = problem
+                raise self.unusable_record(SchemaError(f"payload.response.{field}", expected, found, seq=event.seq))
         if on_chunk is not None:
             for delta in self._recorded_deltas(event, response):
                 on_chunk(delta)
@@ -858,6 +863,25 @@ def _resume_problem(resume: Any) -> tuple[str, str, Any] | None:
     call_ids = cursor.get("response_call_ids")
     if call_ids is not None and not (isinstance(call_ids, list) and all(type(item) is str for item in call_ids)):
         return ".cursor.response_call_ids", "a list of tool call ids (texts)", call_ids
+    return None
+
+
+def _answer_problem(response: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """What is wrong with a recorded answer that ``model()`` hands the agent as ``{content, tool_calls,
+    finish_reason, usage}`` (field, what was expected, what was found); None when nothing is."""
+    missing_value = missing()
+    content = response.get("content", missing_value)
+    if content is not None and type(content) is not str:
+        return "content", "the answer's text, or null", content
+    calls = response.get("tool_calls", missing_value)
+    if not (isinstance(calls, list) and all(isinstance(call, dict) for call in calls)):
+        return "tool_calls", "the tool calls asked for, a list of objects", calls
+    reason = response.get("finish_reason", missing_value)
+    if reason is not None and type(reason) is not str:
+        return "finish_reason", "text, or null", reason
+    usage = response.get("usage", missing_value)
+    if not isinstance(usage, dict):
+        return "usage", "the token counts, an object", usage
     return None
 
 

@@ -438,13 +438,20 @@ class _Answers:
 
 
 # (the recorded payload less its request hash, stream the answer?, the field the error names)
+ANSWER = {"content": "hello", "tool_calls": [], "finish_reason": "stop", "usage": {}}
+
 HOSTILE_ANSWERS = [
     ({"response": None}, False, "payload.response"),
-    ({"response": {"content": "hello"}, "stream": {"boundaries": [3, 1]}}, True, "payload.stream.boundaries"),
-    ({"response": {"content": "hello"}, "stream": {"boundaries": [99]}}, True, "payload.stream.boundaries"),
-    ({"response": {"content": "hello"}, "stream": {"boundaries": "5"}}, True, "payload.stream.boundaries"),
-    ({"response": {"content": "hello"}, "stream": {"chunks": 1}}, True, "payload.stream.boundaries"),
-    ({"response": {"content": ["hello"]}, "stream": {"boundaries": [1]}}, True, "payload.response.content"),
+    ({"response": {"a": 1}}, False, "payload.response.content"),  # (before: the agent's KeyError on "content")
+    ({"response": {**ANSWER, "content": 5}}, False, "payload.response.content"),
+    ({"response": {**ANSWER, "tool_calls": -1}}, False, "payload.response.tool_calls"),
+    ({"response": {**ANSWER, "tool_calls": [5]}}, False, "payload.response.tool_calls"),
+    ({"response": {**ANSWER, "finish_reason": 1}}, False, "payload.response.finish_reason"),
+    ({"response": {**ANSWER, "usage": None}}, False, "payload.response.usage"),
+    ({"response": ANSWER, "stream": {"boundaries": [3, 1]}}, True, "payload.stream.boundaries"),
+    ({"response": ANSWER, "stream": {"boundaries": [99]}}, True, "payload.stream.boundaries"),
+    ({"response": ANSWER, "stream": {"boundaries": "5"}}, True, "payload.stream.boundaries"),
+    ({"response": ANSWER, "stream": {"chunks": 1}}, True, "payload.stream.boundaries"),
 ]
 
 
@@ -452,6 +459,8 @@ HOSTILE_ANSWERS = [
 def test_a_recorded_answer_the_harness_cannot_hand_over_ends_the_replay_naming_its_seq(
     tmp_path, payload, streamed, field
 ):
+    """``model()`` hands the agent ``{content, tool_calls, finish_reason, usage}``: served from a hostile journal,
+    another shape is a journal error at its seq, not the agent's KeyError or a text cut at made-up places."""
     from replay_tui.harness import UnusableJournal
 
     harness, _ = _harness(tmp_path, observation_sources={"model.response": _Answers(payload)})
@@ -462,17 +471,21 @@ def test_a_recorded_answer_the_harness_cannot_hand_over_ends_the_replay_naming_i
     assert chunks == []  # nothing of an answer that cannot be cut as recorded reaches the agent
 
 
-def test_a_recorded_answer_whose_tool_calls_are_no_list_is_still_served(tmp_path):
-    """The tool call ids a response names are only noted (as causes): a hostile value there is not a crash."""
-    harness, _ = _harness(tmp_path, observation_sources={"model.response": _Answers({"response": {"tool_calls": 5}})})
-    assert harness.model({"model": "m", "messages": []}) == {"tool_calls": 5}
-    streamed, _ = _harness(
-        tmp_path,
-        name="streamed",
-        observation_sources={
-            "model.response": _Answers({"response": {"content": "hello"}, "stream": {"boundaries": [2, 5]}})
-        },
-    )
+def test_a_recorded_answer_of_the_documented_shape_is_served_as_recorded(tmp_path):
+    answer = {**ANSWER, "content": None, "tool_calls": [{"id": "c1", "name": "t", "arguments": {}}]}
+    harness, _ = _harness(tmp_path, observation_sources={"model.response": _Answers({"response": answer})})
+    assert harness.model({"model": "m", "messages": []}) == answer
+    payload = {"response": ANSWER, "stream": {"boundaries": [2, 5]}}
+    streamed, _ = _harness(tmp_path, name="streamed", observation_sources={"model.response": _Answers(payload)})
     chunks: list[str] = []
     streamed.model({"model": "m", "messages": []}, on_chunk=chunks.append)
     assert chunks == ["he", "llo"]
+
+
+def test_an_exchange_whose_answer_names_tool_calls_that_are_no_list_is_still_written(tmp_path):
+    """The tool call ids an answer names are only noted (as the causes of the calls that follow): a recorder's
+    exchange with a hostile value there is written, not a TypeError in the harness (as it was)."""
+    served = _Answers({"response": {"tool_calls": 5, "http": {"status": 200}}})
+    harness, _ = _harness(tmp_path, observation_sources={"model.response": served})
+    event = harness.record_model_exchange({"model": "m", "messages": []}, lambda request_hash: {})
+    assert event.kind == "model.response" and event.payload["response"]["tool_calls"] == 5
