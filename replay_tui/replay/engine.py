@@ -427,8 +427,9 @@ def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> No
     input.received before the snapshot (parent of the next model.request) and the last
     model.response with the ids of the calls it asked for (parent of those tool.calls).
     """
-    if "cursor" in (snapshot.payload.get("resume") or {}):
-        return
+    resume = snapshot.payload.get("resume")
+    if isinstance(resume, dict) and "cursor" in resume:
+        return  # (any other shape: Harness.resume names it as a journal error)
     observation = response = None
     for position in range(journal.position_of_seq(snapshot.seq) or 0, -1, -1):
         event = journal.event(position)

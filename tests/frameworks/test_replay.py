@@ -194,6 +194,7 @@ HOSTILE_SNAPSHOTS = [
     (("state", "node"), ["agent"], "payload.state.node"),
     (("state", "graph", "messages", 0, "data"), {"content": {"a": 1}}, "payload.state.graph.messages"),
     (("resume", "steps_done"), "2", "payload.resume.steps_done"),
+    (("resume",), 5, "payload.resume"),  # (before: "argument of type 'int' is not iterable", an internal error)
     (("resume", "cursor", "response_call_ids"), [{"id": 1}], "payload.resume.cursor.response_call_ids"),
 ]
 
