@@ -187,12 +187,13 @@ class Harness:
             found = snapshot.payload["state_hash"]
             raise self.unusable_record(SchemaError("payload.state_hash", expected, found, seq=snapshot.seq))
         resume = snapshot.payload.get("resume")
-        problem = _resume_problem({} if resume is None else resume)
+        if resume is None:
+            resume = {}
+        problem = _resume_problem(resume)
         if problem is not None:
             field, expected, found = problem
             raise self.unusable_record(SchemaError(f"payload.resume{field}", expected, found, seq=snapshot.seq))
         self.last_seq, self.last_hash = snapshot.seq, snapshot.event_hash
-        resume = resume or {}
         self.steps_done = resume.get("steps_done", 0)
         if "cursor" in resume:
             self.restore_causal_cursor(resume["cursor"])
@@ -477,14 +478,13 @@ class Harness:
         return response
 
     def _recorded_deltas(self, event: Event, response: dict[str, Any]) -> list[Any]:
-        """The text deltas the answer came in: its chunks when it was streamed, else the whole content."""
+        """The text deltas the answer came in: its chunks when it was streamed, else the whole content. A streamed
+        answer's content is text: assembled from its chunks when live, checked (``_answer_problem``) when served."""
         content = response.get("content") or ""
         stream = event.payload.get("stream")
         if not stream:
             return [content]
         boundaries = stream.get("boundaries")
-        if not isinstance(content, str):
-            raise self.unusable_record(SchemaError("payload.response.content", "text", content, seq=event.seq))
         if not _fit(boundaries, len(content)):
             error = SchemaError("payload.stream.boundaries", _CHUNK_BOUNDARIES, boundaries, seq=event.seq)
             raise self.unusable_record(error)
