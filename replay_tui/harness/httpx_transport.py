@@ -55,6 +55,7 @@ import orjson
 from ..journal.errors import SchemaError, missing
 from ..journal.http_shape import (
     CREDENTIAL_HEADERS,
+    HTTP_STATUSES,
     IGNORED_HEADER_PREFIXES,
     IGNORED_REQUEST_HEADERS,
     IGNORED_RESPONSE_HEADERS,
@@ -159,7 +160,7 @@ def exchange_from_payload(payload: Mapping[str, Any], *, seq: int | None = None)
             "payload.response.http", "the HTTP response the httpx transport records (an object)", found, seq=seq
         )
     status = http.get("status", missing())
-    if type(status) is not int or not 0 <= status <= 999:  # the range the vcr importer writes, too
+    if type(status) is not int or status not in HTTP_STATUSES:
         raise SchemaError(
             "payload.response.http.status", "an HTTP status code, an integer from 0 to 999", status, seq=seq
         )

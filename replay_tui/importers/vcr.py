@@ -23,6 +23,7 @@ import orjson
 
 from ..journal.http_shape import (
     CREDENTIAL_HEADERS,
+    HTTP_STATUSES,
     IGNORED_HEADER_PREFIXES,
     IGNORED_REQUEST_HEADERS,
     IGNORED_RESPONSE_HEADERS,
@@ -198,7 +199,7 @@ def _status(status: Any) -> tuple[int, str]:
         code = 0
     if isinstance(code, str) and code.strip().isdigit():
         code = int(code)
-    if type(code) is not int or not 0 <= code <= 999:
+    if type(code) is not int or code not in HTTP_STATUSES:
         raise _Shape("response.status.code", f"an HTTP status code from 0 to 999 (found {shown(code)})")
     return code, message
 

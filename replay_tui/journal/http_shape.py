@@ -10,6 +10,10 @@ from typing import Any
 #: shape); every other body field goes under ``params.body``.
 TOP_LEVEL_FIELDS = ("model", "system", "messages", "tools", "tool_choice", "stream", "metadata")
 
+#: The status codes a recorded response may hold: three digits, as the vcr importer reads them from a cassette
+#: (0 where it names none) and as the transport hands one back to an SDK in a replay.
+HTTP_STATUSES = range(0, 1000)
+
 #: Request headers that describe the attempt or the machine, not the request.
 IGNORED_REQUEST_HEADERS = frozenset(
     {
