@@ -75,7 +75,7 @@ JOURNAL_ARGUMENTS = ("path", "a", "b", "journal_path", "journal_option")
 def _resolve_sources(args: argparse.Namespace) -> argparse.Namespace:
     """Each journal argument through ``resolve_source`` (an OTLP, Agents SDK, Inspect or vcrpy
     file becomes its imported journal; a journal is left as it is)."""
-    from ..replay.sources import resolve_source
+    from ..store.sources import resolve_source
 
     for name in JOURNAL_ARGUMENTS:
         value = getattr(args, name, None)

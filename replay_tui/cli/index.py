@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..analysis.corpus_index import CorpusIndexError, build_index, iter_journal_sources, load_replay_results
     from ..replay.corpus import CorpusError, find_journals
-    from ..replay.storage import fetch, is_url
+    from ..store.storage import fetch, is_url
 
     try:
         root = fetch(args.corpus).local if is_url(args.corpus) else Path(args.corpus)

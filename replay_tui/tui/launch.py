@@ -21,7 +21,7 @@ import replay_tui
 from ..journal import Journal, JournalError
 
 if TYPE_CHECKING:
-    from ..replay.storage import ObjectFollower
+    from ..store.storage import ObjectFollower
     from .app import ReplayApp
 
 DEMO_JOURNAL = "crm-incident.jsonl"
@@ -50,10 +50,10 @@ def resolve_journal(argument: str | None) -> Path:
                 f"no journal given and the bundled demo {DEMO_JOURNAL} is not installed; pass a journal path"
             )
         return demo
-    from ..replay.storage import is_url
+    from ..store.storage import is_url
 
     if is_url(argument):  # object storage: fetched into the local cache (a StorageError names the URL)
-        from ..replay.sources import resolve_source
+        from ..store.sources import resolve_source
 
         return resolve_source(argument).path
     path = Path(argument).expanduser()
@@ -65,7 +65,7 @@ def resolve_journal(argument: str | None) -> Path:
                 handle.read(1)
         except OSError as error:
             raise ValueError(f"{argument}: cannot be read ({error.strerror})") from None
-    from ..replay.sources import resolve_source  # a foreign trace opens as its imported journal
+    from ..store.sources import resolve_source  # a foreign trace opens as its imported journal
 
     return resolve_source(str(path)).path
 
@@ -187,7 +187,7 @@ def _build_app(args: argparse.Namespace) -> "tuple[ReplayApp, Journal, ObjectFol
 
 def _object_follower(args: argparse.Namespace) -> "ObjectFollower | None":
     """``--follow s3://…``: a poller that appends the object's new bytes to a local copy the app tails."""
-    from ..replay.storage import ObjectFollower, is_url
+    from ..store.storage import ObjectFollower, is_url
 
     if not getattr(args, "follow", False) or not args.journal or not is_url(args.journal):
         return None

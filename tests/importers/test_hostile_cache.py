@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from replay_tui.importers import detect_format
 from replay_tui.importers.detect import FORMATS, JOURNAL
 from replay_tui.journal.errors import JournalError
-from replay_tui.replay.sources import MANIFEST, imports_cache_dir, resolve_source
+from replay_tui.store.sources import MANIFEST, imports_cache_dir, resolve_source
 
 from .conftest import REPO, SAMPLES
 
@@ -150,7 +150,7 @@ def test_concurrent_opens_of_one_source_leave_one_whole_entry(tmp_path: Path) ->
     source = tmp_path / "shared.yaml"
     shutil.copyfile(CASSETTE, source)
     script = (
-        "import sys; from replay_tui.replay.sources import resolve_source; "
+        "import sys; from replay_tui.store.sources import resolve_source; "
         "print(resolve_source(sys.argv[1]).path.read_bytes().count(b'\\n'))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}

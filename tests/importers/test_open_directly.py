@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from replay_tui.cli import main
-from replay_tui.replay.sources import imports_cache_dir, resolve_source
+from replay_tui.store.sources import imports_cache_dir, resolve_source
 from replay_tui.tui.launch import resolve_journal
 from tests.journal_factory import run_started
 

@@ -72,7 +72,7 @@ def test_a_corpus_under_a_prefix_replays_on_ray(s3_env: dict[str, str], bucket: 
 @pytest.mark.asyncio
 async def test_the_app_opens_a_url_and_follows_a_growing_object(s3_env: dict[str, str], bucket: str) -> None:
     from replay_tui.journal import Journal
-    from replay_tui.replay.storage import ObjectFollower
+    from replay_tui.store.storage import ObjectFollower
     from replay_tui.tui.app import ReplayApp
     from replay_tui.tui.launch import resolve_journal
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from replay_tui.journal import JournalWriter, verify_journal
-from replay_tui.replay.storage import ObjectFollower, StorageError, fetch
+from replay_tui.store.storage import ObjectFollower, StorageError, fetch
 from tests.journal_factory import run_started
 
 from .conftest import JOURNALS, put
