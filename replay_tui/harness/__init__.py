@@ -9,7 +9,7 @@ Replay (the replay engine): ``Harness(sink=..., observation_sources=...)`` or
 from .agents import Done, RunOutcome, StepAgent, agent_reducer, load_agent, run_agent
 from .builder import Recording, build_harness, harness_options
 from .config import ConfigError, HarnessConfig, PluginEntry, PluginSet, load_config
-from .harness import Harness, HarnessError, RunInfo
+from .harness import Harness, HarnessError, RunInfo, current_harness
 from .plugins import (
     HookPoint,
     MemoryAdapter,
@@ -34,6 +34,7 @@ from .seam import (
     error_from_payload,
     error_to_payload,
 )
+from .session import Session, record_session, record_session_sync
 from .state import StateTracker, apply_patch, state_hash
 from .transport import JsonlSink, JsonlTransport
 
@@ -56,6 +57,7 @@ __all__ = [
     "PluginEntry",
     "PluginSet",
     "Recording",
+    "Session",
     "RecordedToolError",
     "RecordedToolTimeout",
     "RedactionRules",
@@ -73,12 +75,15 @@ __all__ = [
     "agent_reducer",
     "apply_patch",
     "build_harness",
+    "current_harness",
     "error_from_payload",
     "error_to_payload",
     "harness_options",
     "load_agent",
     "load_config",
     "record_run",
+    "record_session",
+    "record_session_sync",
     "run_agent",
     "state_hash",
 ]

@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ..journal import Event
 from .config import resolve_attr
-from .harness import Harness, HarnessError
+from .harness import CURRENT_HARNESS, Harness, HarnessError
 from .seam import StopRun
 from .state import Reducer
 
@@ -124,6 +124,7 @@ def run_agent(
         harness.resume(resume_from)
     else:
         harness.start_run(agent=entry_point)
+    current = CURRENT_HARNESS.set(harness)  # current_harness() in the agent's code, its tasks and threads
     try:
         if isinstance(agent, StepAgent):
             if resume_from is None:
@@ -150,6 +151,8 @@ def run_agent(
         raise
     except Exception as failure:
         status, output, error = "error", None, failure
+    finally:
+        CURRENT_HARNESS.reset(current)
     harness.end_run(status, output, error)
     return RunOutcome(status, output, error if isinstance(error, BaseException) else None, harness.last_seq)
 

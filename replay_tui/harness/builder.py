@@ -19,6 +19,7 @@ from .plugins import HookPoint, ModelClient, SessionStore, ToolProvider, ToolSpe
 from .redaction import RedactionConfigError, RedactionRules, Redactor
 from .seam import EventSink, ObservationSource
 from .transport import JsonlSink
+from .unrecorded import JOURNAL_ERROR_POLICIES, LOG, RecordingFailed, UnrecordedSink
 
 if TYPE_CHECKING:
     from ..journal.seal import Signer
@@ -31,6 +32,7 @@ _HARNESS_KEYS = {
     "prompt_bundle",
     "signing_key",
     "checkpoint_every",
+    "on_journal_error",
 }
 
 
@@ -44,6 +46,7 @@ class HarnessOptions:
     prompt_bundle: tuple[str, ...] = ()
     signing_key: str | None = None  # private key file ('replay-tui keygen'): the journal is sealed on close
     checkpoint_every: int | None = None  # with signing_key: a signed chain.checkpoint every N events
+    on_journal_error: str = "fail"  # a journal that cannot be written: fail the run, or "continue" unrecorded
 
 
 def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> HarnessOptions:
@@ -89,7 +92,16 @@ def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> Harn
             raise ConfigError(source, "[harness]: checkpoint_every must be a positive integer (events between seals)")
         if signing_key is None:
             raise ConfigError(source, "[harness]: checkpoint_every needs signing_key (a checkpoint is a signed seal)")
-    return HarnessOptions(snapshot_every, wall, monotonic, seed, flags, tuple(bundle), signing_key, checkpoint_every)
+    on_journal_error = table.get("on_journal_error", "fail")
+    if on_journal_error not in JOURNAL_ERROR_POLICIES:
+        raise ConfigError(
+            source,
+            f'[harness]: on_journal_error must be "fail" (the run stops) or "continue" (it goes on unrecorded), '
+            f"not {on_journal_error!r}",
+        )
+    return HarnessOptions(
+        snapshot_every, wall, monotonic, seed, flags, tuple(bundle), signing_key, checkpoint_every, on_journal_error
+    )
 
 
 def _signer_for(options: HarnessOptions, config: HarnessConfig) -> Signer | None:
@@ -202,14 +214,8 @@ def build_harness(
         for plugin_id, memory in plugins.of("memory"):
             tools.update(memory_tools(plugin_id, memory))
         if sink is None:
-            transports = [plugin for _, plugin in plugins.of("transport") if isinstance(plugin, Transport)]
-            if transports:
-                sink = transports[0].open(run_id, str(journal) if journal else None)
-            elif journal is not None:
-                sink = JsonlSink(journal, run_id=run_id)
-            else:
-                raise ConfigError(config.source, "no journal path and no transport plugin: nowhere to record")
-            if signer is not None:
+            sink = _open_sink(config, plugins, run_id, journal, options.on_journal_error)
+            if signer is not None and not isinstance(sink, UnrecordedSink):
                 if not isinstance(sink, JsonlSink):
                     raise ConfigError(
                         config.source, "[harness]: signing_key needs the jsonl transport (it seals the journal)"
@@ -248,11 +254,45 @@ def build_harness(
             monotonic_clock=options.monotonic_clock,
             random_seed=options.random_seed,
             run_info=info,
+            on_journal_error=options.on_journal_error,
         )
+        if isinstance(sink, UnrecordedSink):
+            harness.unrecorded = sink.reason
     except BaseException:
         plugins.stop()
         raise
     return Recording(harness, plugins, str(journal) if journal else None)
+
+
+def _open_sink(
+    config: HarnessConfig, plugins: PluginSet, run_id: str, journal: str | Path | None, on_error: str
+) -> EventSink:
+    """The run's journal, opened by the transport plugin (or a JSONL sink). One that cannot be created fails the
+    run, or with ``on_journal_error = "continue"`` the run goes on unrecorded (said in the recording log)."""
+    transports = [plugin for _, plugin in plugins.of("transport") if isinstance(plugin, Transport)]
+    if not transports and journal is None:
+        raise ConfigError(config.source, "no journal path and no transport plugin: nowhere to record")
+    try:
+        if transports:
+            return transports[0].open(run_id, str(journal) if journal else None)
+        return JsonlSink(journal, run_id=run_id)  # type: ignore[arg-type]  # (not None: checked above)
+    except FileExistsError:
+        raise  # a journal is never overwritten: that is a mistake of the caller's, not of the disk
+    except OSError as error:
+        if on_error != "continue":
+            raise RecordingFailed(
+                f"run {run_id}: the journal {journal} cannot be created ({error}); the run is not started "
+                '(on_journal_error = "fail"; "continue" lets it go on unrecorded)'
+            ) from error
+        LOG.error(
+            'run %s goes on UNRECORDED: the journal %s cannot be created (%s); on_journal_error = "continue"',
+            run_id,
+            journal,
+            error,
+        )
+        unrecorded = UnrecordedSink(run_id)
+        unrecorded.reason = error
+        return unrecorded
 
 
 def _only(config: HarnessConfig, extensions: Iterable[str] | None) -> HarnessConfig:

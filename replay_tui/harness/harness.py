@@ -14,8 +14,9 @@ import contextlib
 import inspect
 import threading
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -39,6 +40,7 @@ from ..journal.model import (
     event_id_for,
 )
 from .adapters import Clock, Expected, Ids, RandomSource
+from .lanes import Cursor, Lane, LaneKeeper
 from .patch import diff
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
@@ -48,21 +50,17 @@ from .seam import (
     SealingSink,
     StopRun,
     UnusableJournal,
+    cancellation_payload,
     error_from_payload,
     error_to_payload,
 )
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
 from .streaming import assemble_stream, split_stream
 from .transport import JsonlSink
-
-if TYPE_CHECKING:  # asyncio is imported where async code runs: a sync agent's replay child never pays for it
-    import asyncio
+from .turns import Pending, Turns
+from .unrecorded import LOG, RecordingFailed, UnrecordedSink
 
 DEFAULT_SNAPSHOT_EVERY = 100
-
-
-class _StoppedEarlier(StopRun):
-    """A concurrent tool call released because an earlier call stopped the run."""
 
 
 class HarnessError(RuntimeError):
@@ -102,6 +100,8 @@ class Harness:
         monotonic_clock: Callable[[], float] = time.monotonic,
         random_seed: int | None = None,
         run_info: RunInfo | None = None,
+        turns: Turns | None = None,
+        on_journal_error: str = "fail",
     ) -> None:
         if snapshot_every < 1:
             raise HarnessError("snapshot_every must be at least 1")
@@ -111,6 +111,9 @@ class Harness:
         self._journal_sink = sink if type(sink) is JsonlSink else None
         self.run_id = run_id
         self.sources: Mapping[str, ObservationSource] = dict(observation_sources or {})  # replay may swap in a view
+        # A strict replay's order of writes (the recorded interleaving); None while recording, where the
+        # order of writes is the order things happen.
+        self.turns = turns
         self.model_client = model
         self.tool_specs = dict(tools or {})
         self.hooks = list(hooks)
@@ -125,28 +128,38 @@ class Harness:
         self.tracker = StateTracker(identity_reducer, "none", None)
         self.last_seq = 0
         self.last_hash: str | None = None
-        self.step_id: str | None = None
         self.steps_done = 0
         self.snapshot_at_step_boundaries = False
         self._since_snapshot = 0
         self._last_event: Event | None = None
-        # The causal cursor: what the next events hang from (see causal_cursor()).
-        self._last_observation_id: str | None = None
-        self._last_response_id: str | None = None
-        self._last_response_call_ids: frozenset[str] = frozenset()
-        self._turn = 0
-        self._next_ticket = 0
-        self._turn_changed: asyncio.Condition | None = None
-        self._turn_loop: asyncio.AbstractEventLoop | None = None
-        self._stop_ticket: int | None = None
+        # What the next events of each flow hang from (see lanes.py and causal_cursor()).
+        self._lanes = LaneKeeper()
         # record_state's last input as orjson wrote it, and the state hash it gave
         self._last_framework_state: tuple[bytes, str] | None = None
         self.ended = False
         self._unusable: UnusableJournal | None = None  # see unusable_record
-        # The harness is driven from one thread, but a framework may call it from several (LangGraph's
-        # ToolNode runs parallel tool calls in threads): each event is then still written whole, with
-        # its own seq and its link in the chain. Their order is the threads' (see the recorders).
+        # A journal that cannot be written: "fail" stops the run (RecordingFailed, raised again at every later
+        # call), "continue" goes on with an UnrecordedSink (see unrecorded.py).
+        self.on_journal_error = on_journal_error
+        self._failed: RecordingFailed | None = None
+        self.unrecorded: BaseException | None = None  # why the run went on unrecorded
+        self._served_responses: dict[str, Event] = {}  # replay: responses open_model_exchange wrote, by request
+        self.session: Any = None  # the Session a service records (record_session), else None
+        self.session_input: Event | None = None
+        # Events come from any task or thread (concurrent tool calls, LangGraph's ToolNode threads, a
+        # service's sessions): each is written whole, with its own seq and its link in the chain, under
+        # this lock, in the order they happen.
         self._bus_lock = threading.RLock()
+
+    @property
+    def step_id(self) -> str | None:
+        """The step the calling flow is in (``with h.step()``, or set by a framework recorder): concurrent
+        sub-agents, graph branches and sessions each name their own (see lanes.py)."""
+        return self._lanes.lane().step
+
+    @step_id.setter
+    def step_id(self, value: str | None) -> None:
+        self._lanes.lane().set_step(value)
 
     # -- run lifecycle -----------------------------------------------------------------
 
@@ -200,40 +213,42 @@ class Harness:
         self._since_snapshot = 0
 
     def causal_cursor(self) -> dict[str, Any]:
-        """What the next events hang from: the last observation the agent received
-        (parent of the next model.request) and the last model response with the ids
-        of the tool calls it asked for (parent of those tool.call events). Snapshots
-        record it so a resumed run links its first events exactly as the original."""
-        return {
-            "observation_seq": _seq_of(self._last_observation_id),
-            "response_seq": _seq_of(self._last_response_id),
-            "response_call_ids": sorted(self._last_response_call_ids),
-        }
+        """What the run's next events hang from: the last observation it received (parent of the next
+        model.request) and the last model response with the ids of the tool calls it asked for (parent of
+        those tool.call events). Snapshots record it so a resumed run links its first events exactly as
+        the original (a run resumes in its own flow, which every flow's observations reach)."""
+        with self._bus_lock:
+            return _cursor_of(self._lanes.run_cursor())
 
     def restore_causal_cursor(self, cursor: Mapping[str, Any]) -> None:
-        """Inverse of ``causal_cursor`` (seqs, so it holds across run ids)."""
+        """Inverse of ``causal_cursor`` (seqs, so it holds across run ids), for the run's own flow."""
         observation, response = cursor.get("observation_seq"), cursor.get("response_seq")
-        self._last_observation_id = event_id_for(self.run_id, observation) if observation else None
-        self._last_response_id = event_id_for(self.run_id, response) if response else None
-        self._last_response_call_ids = frozenset(cursor.get("response_call_ids") or ())
+        root = self._lanes.root.own
+        root.observation = event_id_for(self.run_id, observation) if observation else None
+        root.observation_seq = observation or 0
+        root.response = event_id_for(self.run_id, response) if response else None
+        root.response_seq = response or 0
+        root.response_calls = frozenset(cursor.get("response_call_ids") or ())
 
-    def _note_response(self, event: Event) -> None:
+    @staticmethod
+    def _note_response(event: Event, lane: Lane) -> None:
         response = event.payload.get("response") or {}
         calls = response.get("tool_calls")
-        self._last_response_id = event.event_id
-        self._last_response_call_ids = frozenset(
-            call["id"]
-            for call in (calls if isinstance(calls, list) else ())  # (a hostile journal's may be anything)
-            if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+        lane.saw_response(
+            event.event_id,
+            event.seq,
+            frozenset(
+                call["id"]
+                for call in (calls if isinstance(calls, list) else ())  # (a hostile journal's may be anything)
+                if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+            ),
         )
 
     def receive_input(self, content: Any, *, role: str = "user", context: Any = None) -> Event:
         payload: dict[str, Any] = {"role": role, "content": _json_or_error(content, "input content")}
         if context is not None:
             payload["context"] = _json_or_error(context, "input context")
-        event = self._emit(INPUT_RECEIVED, payload, step_id=None, parent=None)
-        self._last_observation_id = event.event_id
-        return event
+        return self._emit(INPUT_RECEIVED, payload, step_id=None, parent=None)
 
     def end_run(self, status: str = "ok", output: Any = None, error: Any = None) -> Event:
         """Write run.ended and close the sink. ``status`` is ok, error or cancelled."""
@@ -252,8 +267,33 @@ class Harness:
             )
         event = self._emit(RUN_ENDED, payload, step_id=None, parent=None, reduce=False)
         self.ended = True
-        self.sink.close()
+        try:
+            self.sink.close()
+        except OSError as error:
+            self._journal_failed(error)
         return event
+
+    def _journal_failed(self, error: OSError) -> None:
+        """The journal cannot be written: fail the run, or (``on_journal_error = "continue"``) go on unrecorded,
+        said once in the recording log. Never anything beyond this run: each run has its own sink."""
+        path = getattr(self.sink, "path", None)
+        where = f"the journal {path}" if path is not None else "the journal"
+        if self.on_journal_error != "continue":
+            self._failed = RecordingFailed(
+                f"run {self.run_id}: {where} cannot be written ({error}); the run is stopped "
+                '(on_journal_error = "fail"; "continue" lets it go on unrecorded)'
+            )
+            raise self._failed from error
+        if self.unrecorded is None:
+            LOG.error(
+                'run %s goes on UNRECORDED: %s cannot be written (%s); on_journal_error = "continue"',
+                self.run_id,
+                where,
+                error,
+            )
+        self.unrecorded = error
+        self.sink = UnrecordedSink(self.run_id, self.last_seq)
+        self._journal_sink = self._sealing_sink = None
 
     @property
     def state(self) -> Any:
@@ -263,17 +303,21 @@ class Harness:
     @contextlib.contextmanager
     def step(self, step_id: str | None = None) -> Iterator[str]:
         """Group the events of one agent step under ``step_id`` (default ``step-NN``)."""
-        previous = self.step_id
-        self.step_id = step_id or f"step-{self.steps_done + 1:02d}"
+        lane = self._lanes.lane()
+        previous, named = lane.step, step_id or f"step-{self.steps_done + 1:02d}"
+        lane.set_step(named)
         try:
-            yield self.step_id
+            yield named
         finally:
             self.steps_done += 1
-            self.step_id = previous
+            lane.set_step(previous)
             if self.snapshot_at_step_boundaries:
                 self._maybe_snapshot()
 
     # -- the bus -----------------------------------------------------------------------
+    # Recording: an event is written at once, under the bus lock, from whichever task or thread it
+    # happens in. A strict replay (``turns``) writes it at its recorded turn instead: ``_pending``
+    # makes the event final, ``turns`` decides when ``_write`` writes it.
 
     def _emit(
         self,
@@ -285,28 +329,113 @@ class Harness:
         reduce: bool = True,
         redact: bool = True,
         payload_json: bytes | None = None,
+        finalize: Callable[[], dict[str, Any]] | None = None,
     ) -> Event:
-        """Write one event; ``payload_json``: the canonical JSON of ``payload`` as written (``redact`` False)."""
-        with self._bus_lock:  # one event at a time, whole, from any thread (see __init__)
+        """Write one event; ``payload_json``: the canonical JSON of ``payload`` as written (``redact`` False);
+        ``finalize``: makes the payload at the moment it is written (it depends on the state then)."""
+        if self.turns is None:
+            with self._bus_lock:  # one event at a time, whole, from any thread (see __init__)
+                pending = self._pending(kind, payload, step_id, parent, redact, finalize)
+                return self._write(pending, reduce=reduce, payload_json=payload_json)
+        pending = self._pending(kind, payload, step_id, parent, redact, finalize)
+        return self.turns.write(pending, self._writer(reduce), nested=self._bus_lock._is_owned())  # type: ignore[attr-defined]
+
+    async def _aemit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        step_id: str | None,
+        parent: str | None,
+        reduce: bool = True,
+        redact: bool = True,
+        payload_json: bytes | None = None,
+        finalize: Callable[[], dict[str, Any]] | None = None,
+    ) -> Event:
+        """``_emit`` for a coroutine: in a strict replay it awaits its turn instead of blocking the loop."""
+        if self.turns is None:
+            return self._emit(
+                kind,
+                payload,
+                step_id=step_id,
+                parent=parent,
+                reduce=reduce,
+                redact=redact,
+                payload_json=payload_json,
+                finalize=finalize,
+            )
+        pending = self._pending(kind, payload, step_id, parent, redact, finalize)
+        return await self.turns.awrite(pending, self._writer(reduce))
+
+    def _writer(self, reduce: bool) -> Callable[[Pending], Event]:
+        return self._write if reduce else self._write_unreduced
+
+    def _write_unreduced(self, pending: Pending) -> Event:
+        return self._write(pending, reduce=False)
+
+    def _pending(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        step_id: str | None,
+        parent: str | None,
+        redact: bool,
+        finalize: Callable[[], dict[str, Any]] | None = None,
+    ) -> Pending:
+        """The event as it will be written: checked, redacted (under the bus lock: redaction's caches are shared)."""
+        with self._bus_lock:
             if self.ended:
                 raise HarnessError(f"{kind} after run.ended")
             if self._unusable is not None:
                 raise self._unusable
+            if self._failed is not None:
+                raise self._failed
             # a secret in a step id or tool name stops the run
             self.redactor.check_matched_fields(kind, step_id, payload)
             if redact:
                 payload = self.redactor.redact(kind, payload)
-            if payload_json is not None and self._journal_sink is not None:
-                event = self._journal_sink.emit(
-                    kind, payload, step_id=step_id, parent_event_id=parent, payload_json=payload_json
-                )
-            else:
+        return Pending(kind, payload, step_id, parent, finalize=finalize, lane=self._lanes.lane())
+
+    def _write(self, pending: Pending, *, reduce: bool = True, payload_json: bytes | None = None) -> Event:
+        """Write ``pending`` now (its turn, in a replay), then what it causes: hooks, the reducer's transition,
+        a periodic snapshot."""
+        with self._bus_lock:
+            kind = pending.kind
+            if self.ended:
+                raise HarnessError(f"{kind} after run.ended")
+            if self._unusable is not None:
+                raise self._unusable
+            step_id, parent = pending.step_id, pending.parent
+            if parent == LAST_EVENT:  # hangs from the event written just before it
+                cause = self._last_event
+                parent, step_id = (cause.event_id, step_id or cause.step_id) if cause is not None else (None, step_id)
+            payload = pending.payload if pending.finalize is None else pending.finalize()
+            if kind == TOOL_CALL and payload.get("call_id") is None:  # a default id, from the seq it is written at
+                payload = {**payload, "call_id": f"call-{self.last_seq + 1}"}
+            if parent == LANE_CURSOR:  # what the flow received so far (see lanes.py)
+                cursor = (pending.lane or self._lanes.root).cursor()
+                asked = kind == TOOL_CALL and payload["call_id"] in cursor.response_calls
+                parent = cursor.response if asked else cursor.observation  # a call hangs from what asked for it
+            try:
+                if payload_json is not None and self._journal_sink is not None:
+                    event = self._journal_sink.emit(
+                        kind, payload, step_id=step_id, parent_event_id=parent, payload_json=payload_json
+                    )
+                elif pending.position is not None:  # a replay's turn: the recorded event at that position
+                    event = self.sink.emit(  # type: ignore[call-arg]
+                        kind, payload, step_id=step_id, parent_event_id=parent, position=pending.position
+                    )
+                else:
+                    event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
+            except OSError as error:
+                self._journal_failed(error)  # raises, or the sink writes nothing from now on
                 event = self.sink.emit(kind, payload, step_id=step_id, parent_event_id=parent)
-            expected = self.last_seq + 1
-            if self._sealing_sink is not None and self._sealing_sink.last_seal_seq == expected:
-                expected += 1  # the sink's own seal took that seq
-            if event.seq != expected:
-                raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {expected}")
+            if self.turns is None:
+                expected = self.last_seq + 1
+                if self._sealing_sink is not None and self._sealing_sink.last_seal_seq == expected:
+                    expected += 1  # the sink's own seal took that seq
+                if event.seq != expected:
+                    raise HarnessError(f"the sink gave seq {event.seq} to a {kind} event; expected {expected}")
             self.last_seq, self.last_hash = event.seq, event.event_hash
             self._last_event = event
             for hook in self.hooks:
@@ -317,42 +446,67 @@ class Harness:
                     self._emit_transition(event, transition)
             self._since_snapshot += 1
             if not self.snapshot_at_step_boundaries and kind not in (STATE_SNAPSHOT, RUN_ENDED):
-                self._maybe_snapshot()
+                self._maybe_snapshot(event.step_id, pending.lane)
+            # what the flow received, once the event and what it caused are written (a replay writes a waiting
+            # flow's event on its behalf: the flow's cursor moves now, not when it next runs)
+            lane = pending.lane
+            if lane is not None:
+                if kind in (TOOL_RESULT, INPUT_RECEIVED):
+                    lane.saw_observation(event.event_id, event.seq)
+                elif kind == MODEL_RESPONSE:
+                    self._note_response(event, lane)
             return event
 
-    def _emit_transition(self, cause: Event, transition: Transition, step_id: str | None = None) -> Event:
-        payload = {
+    def _transition_payload(self, cause: Event, transition: Transition) -> dict[str, Any]:
+        return {
             "cause_seq": cause.seq,
             "before_hash": transition.before_hash,
             "after_hash": transition.after_hash,
             "reducer_version": self.tracker.reducer_version,
             "patch": transition.patch,
         }
+
+    def _emit_transition(self, cause: Event, transition: Transition, step_id: str | None = None) -> Event:
         return self._emit(
             STATE_TRANSITION,
-            payload,
+            self._transition_payload(cause, transition),
             step_id=step_id or cause.step_id,
             parent=cause.event_id,
             reduce=False,
             redact=False,
         )
 
-    def _maybe_snapshot(self) -> None:
+    def _maybe_snapshot(self, step_id: str | None = None, lane: Lane | None = None) -> None:
         if self._since_snapshot < self.snapshot_every or self.ended:
             return
-        self.write_snapshot()
+        self._write_snapshot(step_id if lane is not None else self.step_id)
 
     def write_snapshot(self, *, diagnostics: Mapping[str, Any] | None = None, at_step_end: bool = False) -> Event:
         """Write a state.snapshot now. Framework recorders call it where the framework saves its own
         checkpoint (LangGraph's saver), so the journal's snapshots line up with the framework's.
         ``diagnostics`` (the checkpoint id...) is shown to people, never compared. ``at_step_end``:
         written as the last event of the current step, so a resume starts at the next step."""
-        self._since_snapshot = 0
-        resume = {"steps_done": self.steps_done + (1 if at_step_end else 0), "cursor": self.causal_cursor()}
-        payload: dict[str, Any] = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": resume}
-        if diagnostics:
-            payload["diagnostics"] = _json_or_error(dict(diagnostics), "snapshot diagnostics")
-        event = self._emit(STATE_SNAPSHOT, payload, step_id=self.step_id, parent=None, reduce=False, redact=False)
+        return self._write_snapshot(self.step_id, diagnostics, at_step_end)
+
+    def _write_snapshot(
+        self, step_id: str | None, diagnostics: Mapping[str, Any] | None = None, at_step_end: bool = False
+    ) -> Event:
+        """The snapshot's resume cursor is the run's own flow's, which every flow's observations reach (the last
+        the run received): a resumed run continues from there."""
+        extra = _json_or_error(dict(diagnostics), "snapshot diagnostics") if diagnostics else None
+
+        def payload() -> dict[str, Any]:  # the state when it is written (a replay's turn may come later)
+            self._since_snapshot = 0
+            steps = self.steps_done + (1 if at_step_end else 0)
+            resume = {"steps_done": steps, "cursor": _cursor_of(self._lanes.run_cursor())}
+            made: dict[str, Any] = {"state_hash": self.tracker.hash, "state": self.tracker.state, "resume": resume}
+            if extra is not None:
+                made["diagnostics"] = extra
+            return made
+
+        event = self._emit(
+            STATE_SNAPSHOT, {}, step_id=step_id, parent=None, reduce=False, redact=False, finalize=payload
+        )
         self._since_snapshot = 0
         return event
 
@@ -364,14 +518,33 @@ class Harness:
         live: Callable[[], dict[str, Any]],
         *,
         parent: str | None,
+        answers: Event | None = None,
         step_id: str | None = None,
     ) -> Event:
-        """Serve one observation from its source, or live, and emit it."""
+        """One observation: live (recording), or the recorded one from its source (at its turn, in a strict
+        replay), written either way. ``answers``: the event it answers (the request or the tool call)."""
+        step = step_id or self.step_id
         source = self.sources.get(kind)
-        if source is not None:
-            payload = source.observe(kind, key, request)
-            return self._emit(kind, payload, step_id=step_id or self.step_id, parent=parent, redact=False)
-        return self._emit(kind, live(), step_id=step_id or self.step_id, parent=parent)
+        if source is None:
+            return self._emit(kind, live(), step_id=step, parent=parent)
+        if self.turns is not None:
+            return self.turns.observe(kind, key, request, answers, self._served(kind, step, parent), self._write)
+        return self._emit(kind, source.observe(kind, key, request), step_id=step, parent=parent, redact=False)
+
+    async def _aobserve(
+        self, kind: str, key: str, request: dict[str, Any], *, parent: str | None, answers: Event | None
+    ) -> Event:
+        """A recorded observation for a coroutine (``_observe``'s replay half): awaits its turn in a strict replay."""
+        source = self.sources[kind]
+        step = self.step_id
+        if self.turns is not None:
+            return await self.turns.aobserve(kind, key, request, answers, self._served(kind, step, parent), self._write)
+        return self._emit(kind, source.observe(kind, key, request), step_id=step, parent=parent, redact=False)
+
+    def _served(self, kind: str, step_id: str | None, parent: str | None) -> Callable[[dict[str, Any]], Pending]:
+        """How a recorded observation's payload becomes the event to write (as served: not redacted again)."""
+        lane = self._lanes.lane()
+        return lambda payload: Pending(kind, payload, step_id, parent, lane=lane)
 
     # -- model ---------------------------------------------------------------------------
 
@@ -385,40 +558,56 @@ class Harness:
             request_event.payload,
             lambda: self._live_model(request_event.payload["request_hash"], normalized),
             parent=request_event.event_id,
+            answers=request_event,
         )
         return self._model_outcome(response_event, on_chunk)
 
     async def amodel(
         self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None
     ) -> dict[str, Any]:
-        """``model`` for async agents; a plugin with ``acomplete`` is awaited."""
-        request_event, normalized = self._model_request(request)
+        """``model`` for async agents; a plugin with ``acomplete`` is awaited, and concurrent calls run
+        concurrently (each answer is written when it arrives)."""
+        self._need_model()
+        request_event, normalized = await self._aemit_model_request(request)
         request_hash = request_event.payload["request_hash"]
-        source = self.sources.get(MODEL_RESPONSE)
-        acomplete = getattr(self.model_client, "acomplete", None)
-        if source is None and acomplete is not None:
-            try:
-                output = await acomplete(normalized)
-                payload = self._model_payload(request_hash, output)
-            except Exception as error:
-                payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
-            event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
-        else:
-            event = self._observe(
+        if MODEL_RESPONSE in self.sources:
+            event = await self._aobserve(
                 MODEL_RESPONSE,
                 request_hash,
                 request_event.payload,
-                lambda: self._live_model(request_hash, normalized),
+                parent=request_event.event_id,
+                answers=request_event,
+            )
+            return self._model_outcome(event, on_chunk)
+        acomplete = getattr(self.model_client, "acomplete", None)
+        if acomplete is None:
+            event = self._emit(
+                MODEL_RESPONSE,
+                self._live_model(request_hash, normalized),
+                step_id=self.step_id,
                 parent=request_event.event_id,
             )
+            return self._model_outcome(event, on_chunk)
+        try:
+            output = await acomplete(normalized)
+            payload = self._model_payload(request_hash, output)
+        except Exception as error:
+            payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
+        event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
         return self._model_outcome(event, on_chunk)
 
-    def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
+    def _need_model(self) -> None:
         if self.model_client is None and MODEL_RESPONSE not in self.sources:
             raise HarnessError("no model plugin is configured, and no source serves model.response")
+
+    def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
+        self._need_model()
         return self._emit_model_request(request)
 
-    def _emit_model_request(self, request: Mapping[str, Any], *, parsed: bool = False) -> tuple[Event, dict[str, Any]]:
+    def _model_request_parts(
+        self, request: Mapping[str, Any], parsed: bool
+    ) -> tuple[dict[str, Any], dict[str, Any], bytes, str]:
+        """(payload, normalized request, the payload's canonical JSON, parent) of a model.request."""
         normalized = _drop_top_level_nulls(request) if parsed else normalize_request(request)
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
         request_json = canonical_json_of_parsed(payload["request"])
@@ -426,13 +615,26 @@ class Harness:
         # the payload's canonical JSON from the request's, which is hashed anyway ("request" sorts before
         # "request_hash"; a hash needs no escaping): the writer splices it in, not serializing the request again
         payload_json = b'{"request":%s,"request_hash":"%s"}' % (request_json, request_hash.encode("ascii"))
+        return payload, normalized, payload_json, LANE_CURSOR
+
+    def _emit_model_request(self, request: Mapping[str, Any], *, parsed: bool = False) -> tuple[Event, dict[str, Any]]:
+        payload, normalized, payload_json, parent = self._model_request_parts(request, parsed)
         event = self._emit(
             MODEL_REQUEST,
             payload,
             step_id=self.step_id,
-            parent=self._last_observation_id,
+            parent=parent,
             redact=False,
             payload_json=payload_json,
+        )
+        return event, normalized
+
+    async def _aemit_model_request(
+        self, request: Mapping[str, Any], *, parsed: bool = False
+    ) -> tuple[Event, dict[str, Any]]:
+        payload, normalized, payload_json, parent = self._model_request_parts(request, parsed)
+        event = await self._aemit(
+            MODEL_REQUEST, payload, step_id=self.step_id, parent=parent, redact=False, payload_json=payload_json
         )
         return event, normalized
 
@@ -460,7 +662,6 @@ class Harness:
         return {"request_hash": request_hash, "response": response, "stream": stream}
 
     def _model_outcome(self, event: Event, on_chunk: Callable[[str], None] | None) -> dict[str, Any]:
-        self._note_response(event)
         payload = event.payload
         if payload.get("error"):
             raise error_from_payload(payload)
@@ -501,54 +702,56 @@ class Harness:
         if source is None and spec is not None and inspect.iscoroutinefunction(spec.function) and _loop_running():
             raise HarnessError(f"tool {name!r} is async and an event loop is running: use 'await h.atool(...)'")
         call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
-        if source is not None:
-            payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
-        else:
-            payload = self._run_tool(call_event, live_arguments)
-        event = self._emit_tool_result(call_event, payload, from_source=source is not None)
+        event = self._tool_result(call_event, lambda: self._run_tool(call_event, live_arguments))
         return _raise_or_return(event.payload)
 
     async def atool(self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
-        """Async tool call. tool.call is written when the call is made; the tool.result
-        events of concurrent calls are written in call order, whatever order the tools
-        finish in, so the seq order never depends on timing."""
-        call_event, live_arguments = self._tool_call(name, arguments or {}, call_id)
+        """Async tool call. tool.call is written when the call is made and tool.result when it ends, so
+        concurrent calls run concurrently and the journal holds the order they finished in (a strict
+        replay hands the results back in that order)."""
+        call_event, live_arguments = await self._atool_call(name, arguments or {}, call_id)
         return await self._await_tool_result(call_event, lambda: self._run_tool_async(call_event, live_arguments))
 
+    def _tool_result(self, call_event: Event, run_live: Callable[[], dict[str, Any]]) -> Event:
+        """The tool.result of a written tool.call: ``run_live()`` while recording, the recorded one in a replay."""
+        if TOOL_RESULT in self.sources:
+            event = self._observe(
+                TOOL_RESULT,
+                call_event.payload["call_key"],
+                call_event.payload,
+                _no_live,
+                parent=call_event.event_id,
+                answers=call_event,
+                step_id=call_event.step_id,
+            )
+        else:
+            event = self._emit(
+                TOOL_RESULT, run_live(), step_id=call_event.step_id, parent=call_event.event_id, redact=True
+            )
+        return event
+
     async def _await_tool_result(self, call_event: Event, run_live: Callable[[], Awaitable[dict[str, Any]]]) -> Any:
-        """The result of a written tool.call: recorded (replay) or ``run_live()``, written in call order."""
+        """The result of a written tool.call, for a coroutine: recorded (replay) or ``run_live()``, written
+        when it is there (a replay: at its recorded turn)."""
         import asyncio
 
-        ticket = self._next_ticket
-        self._next_ticket += 1
-        source = self.sources.get(TOOL_RESULT)
-        try:
-            if source is not None:
-                payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
-            else:
+        if TOOL_RESULT in self.sources:
+            event = await self._aobserve(
+                TOOL_RESULT,
+                call_event.payload["call_key"],
+                call_event.payload,
+                parent=call_event.event_id,
+                answers=call_event,
+            )
+        else:
+            try:
                 payload = await run_live()
-            # One turn of the loop before the result is written, as the task below takes: concurrent calls
-            # made meanwhile write their tool.call first, in record and in replay alike (a recorded result
-            # is ready at once, a live one maybe too), so the journal's order does not depend on the source.
-            await asyncio.sleep(0)
-        except StopRun:
-            # Calls made before this one still write their results in turn; calls made
-            # after it are released with StopRun instead of waiting for a turn that never comes.
-            self._stop_ticket = ticket if self._stop_ticket is None else min(self._stop_ticket, ticket)
-            await self._notify_turn()
-            raise
-        except asyncio.CancelledError:
-            # The result slot is still filled in turn, so later results are not held back.
-            failure = self._failure_payload(call_event, RuntimeError("tool call cancelled"))
-            asyncio.ensure_future(self._emit_in_turn(ticket, call_event, failure, False))
-            raise
-        if self._turn == ticket and self._next_ticket == ticket + 1 and self._stop_ticket is None:
-            # The only call in flight, and its turn: written here and now. No later call can be waiting
-            # for the turn, and with no await left there is no cancel to shield the write from. A task, a
-            # shield and the condition were ~60 µs of every async tool call.
-            return _raise_or_return(self._write_in_turn(ticket, call_event, payload, source is not None).payload)
-        emitting = asyncio.ensure_future(self._emit_in_turn(ticket, call_event, payload, source is not None))
-        event = await asyncio.shield(emitting)
+            except asyncio.CancelledError:
+                # what the caller stopped waiting for is in the journal too: the call ended, cancelled
+                failure = {**self._base(call_event), "error": cancellation_payload()}
+                self._emit(TOOL_RESULT, failure, step_id=call_event.step_id, parent=call_event.event_id)
+                raise
+            event = self._emit(TOOL_RESULT, payload, step_id=call_event.step_id, parent=call_event.event_id)
         return _raise_or_return(event.payload)
 
     async def tools_parallel(self, calls: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -560,51 +763,15 @@ class Harness:
             *(self.atool(call[0], call[1], call_id=call[2] if len(call) > 2 else None) for call in calls),
             return_exceptions=True,
         )
-        stops = [outcome for outcome in outcomes if isinstance(outcome, StopRun)]
-        if stops:  # a replay stop is never a tool result; raise the one that caused it
-            raise next((stop for stop in stops if not isinstance(stop, _StoppedEarlier)), stops[0])
+        for outcome in outcomes:
+            if isinstance(outcome, StopRun):  # a replay stop is never a tool result
+                raise outcome
         return outcomes
 
-    async def _emit_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        if self._turn_changed is None or self._turn_loop is not loop:
-            self._turn_changed, self._turn_loop = asyncio.Condition(), loop
-        condition = self._turn_changed
-        async with condition:
-            await condition.wait_for(lambda: self._turn == ticket or self._stopped_before(ticket))
-            if self._stopped_before(ticket):
-                raise _StoppedEarlier("an earlier concurrent tool call stopped the run")
-            try:
-                return self._write_in_turn(ticket, call_event, payload, from_source)
-            finally:
-                condition.notify_all()
-
-    def _write_in_turn(self, ticket: int, call_event: Event, payload: dict[str, Any], from_source: bool) -> Event:
-        """Write the result of ``ticket``, whose turn it is, and pass the turn on (waking the waiters is the
-        caller's: the one call in flight has none)."""
-        try:
-            return self._emit_tool_result(call_event, payload, from_source=from_source)
-        except StopRun:  # the sink stopped the run (a replay divergence): release the rest
-            self._stop_ticket = ticket if self._stop_ticket is None else min(self._stop_ticket, ticket)
-            raise
-        finally:
-            self._turn += 1
-
-    def _stopped_before(self, ticket: int) -> bool:
-        return self._stop_ticket is not None and ticket > self._stop_ticket
-
-    async def _notify_turn(self) -> None:
-        import asyncio
-
-        if self._turn_changed is not None and self._turn_loop is asyncio.get_running_loop():
-            async with self._turn_changed:
-                self._turn_changed.notify_all()
-
-    def _tool_call(
-        self, name: str, arguments: Mapping[str, Any], call_id: str | None, *, registered: bool = True
-    ) -> tuple[Event, Any]:
+    def _tool_call_parts(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None, registered: bool
+    ) -> tuple[dict[str, Any], str, Any]:
+        """(payload, parent, the tool's own copy of the arguments) of a tool.call; the arguments are copied now."""
         if registered and TOOL_RESULT not in self.sources and name not in self.tool_specs:
             raise HarnessError(f"unknown tool {name!r}; known: {', '.join(sorted(self.tool_specs)) or 'none'}")
         try:
@@ -613,23 +780,26 @@ class Harness:
             raise HarnessError(f"arguments of tool {name!r} are not JSON: {error}") from None
         recorded = self.redactor.redact(TOOL_CALL, {"tool": name, "arguments": orjson.loads(frozen)})["arguments"]
         payload = {
-            "call_id": call_id or f"call-{self.last_seq + 1}",
+            "call_id": call_id,  # None: "call-<seq>", filled in when it is written
             "call_key": call_key_of(name, recorded, parsed=True),  # recorded: parsed from ``frozen``
             "tool": name,
             "arguments": recorded,
         }
-        parent = self._last_observation_id
-        if payload["call_id"] in self._last_response_call_ids:
-            parent = self._last_response_id  # the model response that asked for this call
-        event = self._emit(TOOL_CALL, payload, step_id=self.step_id, parent=parent, redact=False)
-        return event, orjson.loads(frozen)  # the tool gets its own copy: it cannot change the record
+        # the parent (the response that asked for this call, else the flow's last observation) is read when the
+        # call is written: LANE_CURSOR
+        return payload, LANE_CURSOR, orjson.loads(frozen)  # the tool gets its own copy: it cannot change the record
 
-    def _emit_tool_result(self, call_event: Event, payload: dict[str, Any], *, from_source: bool) -> Event:
-        event = self._emit(
-            TOOL_RESULT, payload, step_id=call_event.step_id, parent=call_event.event_id, redact=not from_source
-        )
-        self._last_observation_id = event.event_id
-        return event
+    def _tool_call(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None, *, registered: bool = True
+    ) -> tuple[Event, Any]:
+        payload, parent, copy = self._tool_call_parts(name, arguments, call_id, registered)
+        return self._emit(TOOL_CALL, payload, step_id=self.step_id, parent=parent, redact=False), copy
+
+    async def _atool_call(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None, *, registered: bool = True
+    ) -> tuple[Event, Any]:
+        payload, parent, copy = self._tool_call_parts(name, arguments, call_id, registered)
+        return await self._aemit(TOOL_CALL, payload, step_id=self.step_id, parent=parent, redact=False), copy
 
     @staticmethod
     def _base(call_event: Event) -> dict[str, Any]:
@@ -738,24 +908,50 @@ class Harness:
         self, request: Mapping[str, Any], *, parsed: bool = False
     ) -> tuple[Event, dict[str, Any] | None]:
         """Write the model.request of a call made outside ``model`` (the httpx transport, a recorder).
-        Returns the event and the recorded model.response payload in replay, or None: call the model.
-        ``parsed``: ``request`` holds JSON types only (parsed from JSON, strings added) and is not changed
-        later, so the JSON round trip that copies and checks it is skipped."""
+        Returns the event, and None while recording: call the model, then ``close_model_exchange``. In a
+        replay the recorded model.response is written too (at its recorded turn, after the events that came
+        between them) and its payload returned; ``close_model_exchange(..., recorded=True)`` then hands back
+        that event. ``parsed``: ``request`` holds JSON types only (parsed from JSON, strings added) and is
+        not changed later, so the JSON round trip that copies and checks it is skipped. A coroutine uses
+        ``aopen_model_exchange``."""
         event, _ = self._emit_model_request(request, parsed=parsed)
-        source = self.sources.get(MODEL_RESPONSE)
-        if source is None:
+        if MODEL_RESPONSE not in self.sources:
             return event, None
-        return event, source.observe(MODEL_RESPONSE, event.payload["request_hash"], event.payload)
+        response = self._observe(
+            MODEL_RESPONSE, event.payload["request_hash"], event.payload, _no_live, parent=event.event_id, answers=event
+        )
+        return event, self._served_response(event, response)
+
+    async def aopen_model_exchange(
+        self, request: Mapping[str, Any], *, parsed: bool = False
+    ) -> tuple[Event, dict[str, Any] | None]:
+        """``open_model_exchange`` for a coroutine (the async httpx transport): in a strict replay it awaits
+        its turns instead of blocking the loop, so concurrent calls are answered in the recorded order."""
+        event, _ = await self._aemit_model_request(request, parsed=parsed)
+        if MODEL_RESPONSE not in self.sources:
+            return event, None
+        response = await self._aobserve(
+            MODEL_RESPONSE, event.payload["request_hash"], event.payload, parent=event.event_id, answers=event
+        )
+        return event, self._served_response(event, response)
+
+    def _served_response(self, request_event: Event, response: Event) -> dict[str, Any]:
+        with self._bus_lock:
+            self._served_responses[request_event.event_id] = response
+        return response.payload
 
     def close_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:
         """Write the model.response to ``request_event``: ``payload`` is ``{request_hash, response,
-        [stream], [error]}``; ``recorded`` when it came from ``open_model_exchange`` (written as is),
-        else it is redacted first."""
-        event = self._emit(
+        [stream], [error]}``, redacted first. ``recorded``: it came from ``open_model_exchange``, which
+        has written it already: its event is returned."""
+        if recorded:
+            with self._bus_lock:
+                served = self._served_responses.pop(request_event.event_id, None)
+            if served is not None:
+                return served
+        return self._emit(
             MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id, redact=not recorded
         )
-        self._note_response(event)
-        return event
 
     def record_model_exchange(self, request: Mapping[str, Any], live: Callable[[str], dict[str, Any]]) -> Event:
         """One model call made by someone else: ``live(request_hash)`` gives the payload while
@@ -771,14 +967,9 @@ class Harness:
     ) -> Any:
         """A tool the framework runs itself (no ToolSpec): tool.call with the arguments copied now,
         then ``live(copy)`` while recording or the recorded result in replay (``live`` not called).
-        Returns the result as recorded, or raises the recorded error."""
+        Returns the result as recorded, or raises the recorded error. Safe from any thread."""
         call_event, copy = self._tool_call(name, arguments, call_id, registered=False)
-        source = self.sources.get(TOOL_RESULT)
-        if source is not None:
-            payload = source.observe(TOOL_RESULT, call_event.payload["call_key"], call_event.payload)
-        else:
-            payload = self._run_live(call_event, lambda: live(copy))
-        event = self._emit_tool_result(call_event, payload, from_source=source is not None)
+        event = self._tool_result(call_event, lambda: self._run_live(call_event, lambda: live(copy)))
         return _raise_or_return(event.payload)
 
     async def arecord_tool_call(
@@ -789,15 +980,42 @@ class Harness:
         *,
         call_id: str | None = None,
     ) -> Any:
-        """``record_tool_call`` for async tools; concurrent results are written in call order."""
-        call_event, copy = self._tool_call(name, arguments, call_id, registered=False)
+        """``record_tool_call`` for async tools; concurrent calls run concurrently, each result written when it
+        arrives."""
+        call_event, copy = await self._atool_call(name, arguments, call_id, registered=False)
         return await self._await_tool_result(call_event, lambda: self._run_live_async(call_event, lambda: live(copy)))
 
     def record_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
         """Make ``state`` (a framework's own state: graph channels, run context) the run state and
-        write the state.transition from the previous one, caused by ``cause`` (default: the last
-        event), in the current step (else the cause's). None when the state did not change. The
-        state is kept as the journal holds it."""
+        write the state.transition from the previous one, caused by ``cause`` (default: the event
+        written last before it), in the current step (else the cause's). None when the state did not
+        change. The state is kept as the journal holds it."""
+        made = self._framework_state(state, cause)
+        if made is None:
+            return None
+        payload, parent, finalize = made
+        step = self.step_id or (cause.step_id if cause is not None else None)
+        return self._emit(
+            STATE_TRANSITION, payload, step_id=step, parent=parent, reduce=False, redact=False, finalize=finalize
+        )
+
+    async def arecord_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
+        """``record_state`` for a coroutine: in a strict replay it awaits its turn instead of being written
+        ahead of the flows recorded before it."""
+        made = self._framework_state(state, cause)
+        if made is None:
+            return None
+        payload, parent, finalize = made
+        step = self.step_id or (cause.step_id if cause is not None else None)
+        return await self._aemit(
+            STATE_TRANSITION, payload, step_id=step, parent=parent, reduce=False, redact=False, finalize=finalize
+        )
+
+    def _framework_state(
+        self, state: Any, cause: Event | None
+    ) -> tuple[dict[str, Any], str, Callable[[], dict[str, Any]]] | None:
+        """What ``record_state`` writes: the placing payload (``after_hash``), the parent, and the function
+        that makes the transition from the state at the moment it is written; None when nothing changed."""
         try:
             given = orjson.dumps(state)
         except TypeError as error:
@@ -812,13 +1030,19 @@ class Harness:
         if after_hash == self.tracker.hash:
             self._last_framework_state = (given, after_hash)
             return None
-        cause = cause or self._last_event
-        if cause is None:
+        if cause is None and self._last_event is None:
             raise HarnessError("record_state needs an event to hang from: start the run first")
-        transition = Transition(self.tracker.hash, after_hash, diff(self.tracker.state, after))
-        self.tracker.state, self.tracker.hash = after, after_hash
-        self._last_framework_state = (given, after_hash)
-        return self._emit_transition(cause, transition, self.step_id)
+
+        def transition() -> dict[str, Any]:  # from the state as it is when written
+            caused_by = cause or self._last_event
+            assert caused_by is not None  # (checked above; the run's events only grow)
+            made = Transition(self.tracker.hash, after_hash, diff(self.tracker.state, after))
+            self.tracker.state, self.tracker.hash = after, after_hash
+            self._last_framework_state = (given, after_hash)
+            return self._transition_payload(caused_by, made)
+
+        parent = cause.event_id if cause is not None else LAST_EVENT
+        return {"after_hash": after_hash}, parent, transition
 
     # -- memory --------------------------------------------------------------------------
 
@@ -843,6 +1067,39 @@ class Harness:
         if expected is not None and kind in self.sources and not expected.test(value):  # (a live value is ours)
             raise self.unusable_record(SchemaError("payload.value", expected.description, value, seq=event.seq))
         return value
+
+
+#: The harness of the run or session the calling code belongs to (``current_harness``): set by ``run_agent``
+#: around the agent and by ``record_session`` around its block; tasks and threads started there inherit it.
+CURRENT_HARNESS: ContextVar[Harness | None] = ContextVar("replay_tui_current_harness", default=None)
+
+
+def current_harness() -> Harness:
+    """The harness of the session or run the calling code belongs to: a framework hook that draws a random
+    value or reads the clock gets its own session's clock and random source, never another session's."""
+    harness = CURRENT_HARNESS.get()
+    if harness is None:
+        raise HarnessError("no run is being recorded or replayed here: current_harness() works inside an agent run")
+    return harness
+
+
+#: The parent of a model request or a tool call: what its flow received last, read when it is written.
+LANE_CURSOR = "\x00lane-cursor"
+#: The parent of an event that hangs from whatever was written just before it (``record_state``'s cause):
+#: resolved when it is written, which in a replay is its recorded turn.
+LAST_EVENT = "\x00last-event"
+
+
+def _no_live() -> dict[str, Any]:
+    raise HarnessError("a recorded observation has no live call")
+
+
+def _cursor_of(cursor: Cursor) -> dict[str, Any]:
+    return {
+        "observation_seq": cursor.observation_seq or None,
+        "response_seq": cursor.response_seq or None,
+        "response_call_ids": sorted(cursor.response_calls),
+    }
 
 
 def _resume_problem(resume: Any) -> tuple[str, str, Any] | None:

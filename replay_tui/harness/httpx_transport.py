@@ -21,9 +21,9 @@ never reach the journal, so the request hash does not depend on the key.
 Per-attempt headers the SDKs add (``x-stainless-*``, ``idempotency-key``,
 ``user-agent``...) are left out, so a replay on another machine hashes the same.
 
-Concurrent requests on one async client are exchanged one at a time while recording,
-so each response follows its request in the journal whatever order a server answers
-in; the seq order never depends on timing.
+Concurrent requests on one client run concurrently: each request is written when it is
+sent and each answer when it arrives, so the journal holds the order a server answered in,
+and a strict replay hands the answers back in that order.
 
 In replay the same client serves the recorded response from the journal; nothing
 is sent. A recorded transport error (connect, timeout) is raised again as the same
@@ -41,7 +41,6 @@ as ``httpx_module``, or let ``http_client`` pick httpx2 when it is installed.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import functools
 import importlib
@@ -368,24 +367,19 @@ def _async_transport_class(module: ModuleType) -> type:
         def __init__(self, h: Harness, inner: Any) -> None:
             self.harness = h
             self.inner = inner
-            self._one_at_a_time: asyncio.Lock | None = None
-            self._lock_loop: asyncio.AbstractEventLoop | None = None
 
         async def handle_async_request(self, request: Any) -> Any:
-            # Concurrent requests are taken one at a time, so each request is followed by its own
-            # response in the journal whatever order the server answers in: the seq order never
-            # depends on timing, and a replay (which answers at once) writes the same order.
-            loop = asyncio.get_running_loop()
-            if self._one_at_a_time is None or self._lock_loop is not loop:
-                self._one_at_a_time, self._lock_loop = asyncio.Lock(), loop
-            async with self._one_at_a_time:
-                return await self._exchange(request)
+            # Concurrent requests run concurrently: each event is written when it happens (a request sent,
+            # an answer arrived), and a strict replay answers them in the order they were answered.
+            return await self._exchange(request)
 
         async def _exchange(self, request: Any) -> Any:
             h = self.harness
             await request.aread()
             method, url, headers, body = _request_parts(request)
-            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body), parsed=True)
+            request_event, payload = await h.aopen_model_exchange(
+                recorded_request(method, url, headers, body), parsed=True
+            )
             request_hash = request_event.payload["request_hash"]
             from_source = payload is not None
             live = None

@@ -16,6 +16,7 @@ from .harness import Harness, HarnessError, RunInfo
 from .plugins import ModelClient, ToolSpec
 from .redaction import RedactionConfigError, RedactionRules, Redactor
 from .seam import EventSink, ObservationMissing, ObservationSource
+from .turns import Turns
 
 
 def observation_key(event: Event) -> str:
@@ -71,10 +72,12 @@ def harness_for_recording(
     model: ModelClient | None = None,
     tools: Mapping[str, ToolSpec] | None = None,
     environment: Mapping[str, Any] | None = None,
+    turns: Turns | None = None,
 ) -> Harness:
     """A harness configured as the recorded run was: same run_id (so event ids and
     parents match), snapshot_every, redaction rules (so request hashes match),
-    seed and clock options, and run.started info (environment copied unless given)."""
+    seed and clock options, and run.started info (environment copied unless given). ``turns``: the
+    order of writes of a strict replay (the recorded interleaving)."""
     if run_started.kind != RUN_STARTED:
         raise HarnessError(f"seq {run_started.seq} is {run_started.kind}, not run.started")
     payload = run_started.payload
@@ -105,4 +108,5 @@ def harness_for_recording(
             dict(environment if environment is not None else payload["environment"]),
             dict(harness_info),
         ),
+        turns=turns,
     )

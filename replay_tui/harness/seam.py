@@ -140,6 +140,27 @@ def error_to_payload(error: BaseException, *, timeout: bool = False) -> dict[str
     return payload
 
 
+#: What a call's observation holds when the agent stopped waiting for it (its task was cancelled).
+CANCELLED_MESSAGE = "tool call cancelled"
+
+
+def cancellation_payload() -> dict[str, Any]:
+    """The recorded error of a call the agent cancelled while it ran: not something the world answered, but
+    what the agent did, so a replay writes it when the agent cancels, never hands it back as an answer."""
+    return {**error_to_payload(RuntimeError(CANCELLED_MESSAGE)), "cancelled": True}
+
+
+def is_cancellation(payload: Mapping[str, Any]) -> bool:
+    """Whether an observation's payload records that the agent cancelled the call (``cancellation_payload``;
+    journals written before the flag have the same error without it)."""
+    error = payload.get("error")
+    if not isinstance(error, Mapping):
+        return False
+    if error.get("cancelled") is True:
+        return True
+    return error.get("type") == "RuntimeError" and error.get("message") == CANCELLED_MESSAGE and not error.get("code")
+
+
 def error_from_payload(payload: Mapping[str, Any]) -> Exception:
     """The exception to raise for a recorded error.
 

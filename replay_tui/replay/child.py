@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -60,6 +61,8 @@ class Channel:
         self._batch_bytes = 0
         self._first_sent = False  # the first event goes out alone: the parent sees the agent start at once
         self.first_event_cpu_s: float | None = None  # CPU this process spent from exec to the first event
+        # a concurrent agent's flows produce events and requests from several threads: one line at a time
+        self._lock = threading.RLock()
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
 
     def produce(self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None) -> None:
@@ -69,27 +72,32 @@ class Channel:
             item = orjson.dumps(["e", kind, step_id, parent_event_id, payload], option=orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError:  # deeper than orjson goes: the stdlib codec, with room to recurse
             item = encode_deep(["e", kind, step_id, parent_event_id, payload])
-        self._batch.append(item)
-        self._batch_bytes += len(item)
-        if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES or not self._first_sent:
-            if not self._first_sent:
-                self._first_sent, self.first_event_cpu_s = True, round(time.process_time(), 4)
-            self.flush()
+        with self._lock:
+            self._batch.append(item)
+            self._batch_bytes += len(item)
+            if len(self._batch) >= BATCH_EVENTS or self._batch_bytes >= BATCH_BYTES or not self._first_sent:
+                if not self._first_sent:
+                    self._first_sent, self.first_event_cpu_s = True, round(time.process_time(), 4)
+                self.flush()
 
     def request(self, kind: str, key: Any) -> None:
         """One observation the agent asked for."""
-        self._batch.append(orjson.dumps(["o", kind, key], option=orjson.OPT_NON_STR_KEYS))
-        if len(self._batch) >= BATCH_EVENTS:
-            self.flush()
+        item = orjson.dumps(["o", kind, key], option=orjson.OPT_NON_STR_KEYS)
+        with self._lock:
+            self._batch.append(item)
+            if len(self._batch) >= BATCH_EVENTS:
+                self.flush()
 
     def flush(self) -> None:
-        if self._batch:
-            items, self._batch, self._batch_bytes = self._batch, [], 0
-            self._write(b'{"type":"' + EVENTS.encode() + b'","items":[' + b",".join(items) + b"]}\n")
+        with self._lock:
+            if self._batch:
+                items, self._batch, self._batch_bytes = self._batch, [], 0
+                self._write(b'{"type":"' + EVENTS.encode() + b'","items":[' + b",".join(items) + b"]}\n")
 
     def send(self, message_type: str, **fields: Any) -> None:
-        self.flush()  # events first: every other message comes after the events it follows
-        self._write(encode(message_type, **fields))
+        with self._lock:
+            self.flush()  # events first: every other message comes after the events it follows
+            self._write(encode(message_type, **fields))
 
     def _write(self, data: bytes) -> None:
         try:

@@ -32,6 +32,7 @@ from ..journal.model import (
 from .entry_point import load_entry_point
 from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
 from .referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
+from .scheduler import TapeTurns
 from .tape import (
     OBSERVATION_KEY,
     Divergence,
@@ -150,14 +151,15 @@ class ReplaySession:
             start_after = (resume.seq, resume.event_hash) if resume is not None and resume.event_hash else None
             tee = JsonlSink(spec.out, run_id=f"{first.run_id}-{spec.mode}", start_after=start_after)
         self.channel.send(START, resume_seq=resume.seq if resume is not None else None)
-        sink = StrictSink(tape, tee=tee, on_match=matched, on_produce=self.channel.produce)
+        turns = TapeTurns(tape, on_request=self.channel.request)
+        sink = StrictSink(tape, tee=tee, on_match=matched, on_produce=self.channel.produce, turns=turns)
         source = StrictSource(tape, on_request=self.channel.request)
         sources = {kind: source for kind in OBSERVATION_KEY}
         inputs = [] if resume is not None else recorded_inputs(journal)
         divergence: Divergence | None = None
         # strict: no model and no tools are given to the harness, so nothing live can be called
         try:
-            harness = harness_for_recording(first, sink=sink, observation_sources=sources)
+            harness = harness_for_recording(first, sink=sink, observation_sources=sources, turns=turns)
         except HarnessError as error:
             raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
         if resume is not None:

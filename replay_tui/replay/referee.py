@@ -53,6 +53,10 @@ KEY_FIELDS: dict[str, tuple[str, ...]] = {
     RUN_ENDED: ("status", "output"),
     RUN_STARTED: ("initial_state",),
 }
+#: The key fields a produced event is placed by, where not all of ``KEY_FIELDS`` (``Cursor.place``): a
+#: framework state's transition is made from the state when it is written, so only its after_hash is known
+#: before its turn; a snapshot's state too (placed by kind alone).
+PLACED_BY: dict[str, tuple[str, ...]] = {STATE_TRANSITION: ("after_hash",), STATE_SNAPSHOT: ()}
 #: The field an observation is looked up by.
 OBSERVATION_KEY = {MODEL_RESPONSE: "request_hash", TOOL_RESULT: "call_key", CLOCK_READ: "source", RANDOM_DRAW: "source"}
 
@@ -196,6 +200,11 @@ class Cursor:
             self.total -= 1
         self.last_seq: int | None = None
         self.reserved: set[int] = set()  # positions of observations served but not yet written
+        # Positions matched before the cursor reached them (concurrent flows writing in another order than
+        # recorded, e.g. a clock read on an event loop that could not wait its turn), with their seqs.
+        self.ahead: dict[int, int] = {}
+        self.reordered = 0  # events matched ahead of their recorded turn
+        self.last_position: int | None = None  # position of the event matched last
         self.state_checks = 0
         self.observations = 0
         self.ended = False  # a recorded run.ended was matched
@@ -205,7 +214,7 @@ class Cursor:
 
     @property
     def consumed(self) -> int:
-        return self.position - self.start
+        return self.position - self.start + len(self.ahead)
 
     def line_at(self, position: int) -> bytes:
         """The recorded line's bytes (no newline), read a block at a time: the tape and the referee go
@@ -245,14 +254,94 @@ class Cursor:
 
     def advance_by(self, seq: int, kind: str) -> None:
         self.reserved.discard(self.position)
+        self.last_position = self.position
         self.position += 1
         self.last_seq = seq
+        self._count(kind)
+        while self.position in self.ahead:  # matched already: the cursor steps over it
+            self.last_seq = self.ahead.pop(self.position)
+            self.position += 1
+
+    def _count(self, kind: str) -> None:
         if kind in (STATE_TRANSITION, STATE_SNAPSHOT):
             self.state_checks += 1
         elif kind in OBSERVATION_KINDS:
             self.observations += 1
         elif kind == RUN_ENDED:
             self.ended = True
+
+    def _window(self) -> range:
+        """The positions a produced event may match: from the cursor, a bounded look ahead."""
+        return range(self.position, min(self.total, self.position + self.LOOKAHEAD))
+
+    def place(
+        self,
+        kind: str,
+        fields: dict[str, Any],
+        *,
+        answers: str | None = None,
+        taken: "set[int] | frozenset[int]" = frozenset(),
+    ) -> int | None:
+        """Where a produced event of ``kind`` goes: the first recorded event from the cursor on, not matched or
+        ``taken`` yet, of that kind whose key fields equal those in ``fields`` (and, for an observation, that
+        answers the event ``answers``). None: no such event in the window. A run.ended goes only at the cursor:
+        nothing of the run is recorded after it. Concurrent flows find their own events this way, whatever
+        order they come in; which of them is written when is the scheduler's (``scheduler.py``)."""
+        self.peek()  # steps over a checkpoint at the cursor
+        names = [name for name in PLACED_BY.get(kind, KEY_FIELDS.get(kind, ())) if name in fields]
+        for position in self._window():
+            if position in self.ahead or position in taken:
+                continue
+            recorded = self.event_at(position)
+            if recorded.kind == kind and (answers is None or recorded.parent_event_id == answers):
+                payload = recorded.payload
+                if all(payload.get(name) == fields[name] for name in names):
+                    return position
+            if recorded.kind == RUN_ENDED or kind == RUN_ENDED:
+                break
+        return None
+
+    def emit_at(
+        self, position: int, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None
+    ) -> Event | Mismatch:
+        """Compare a produced event with the recorded event at ``position`` (placed by ``place``): at the
+        cursor it is ``emit``; ahead of it, a match is kept until the cursor reaches it."""
+        self.peek()
+        if position == self.position or position in self.ahead or not 0 <= position < self.total:
+            return self.emit(kind, payload, step_id, parent_event_id)
+        recorded = self.event_at(position)
+        found = mismatch(recorded, kind, payload, step_id, parent_event_id)
+        if found is not None:
+            reason, parent_matches = found
+            produced = produced_event(kind, payload, step_id, parent_event_id)
+            return Mismatch(recorded.seq, reason, produced, recorded, parent_matches)
+        self._match_ahead(position, recorded)
+        return recorded
+
+    def _match_ahead(self, position: int, recorded: Event) -> None:
+        self.ahead[position] = recorded.seq
+        self.reserved.discard(position)
+        self.last_position = position
+        self.reordered += 1
+        self._count(recorded.kind)
+
+    def _exact_ahead(
+        self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None
+    ) -> Event | None:
+        """A recorded event ahead of the cursor, in the window, that the produced one matches exactly (a
+        concurrent flow's event written before its recorded turn); matched, or None."""
+        if kind in (RUN_STARTED, INPUT_RECEIVED, RUN_ENDED):
+            return None  # the run's own order: never out of turn
+        for position in self._window():
+            if position == self.position or position in self.ahead:
+                continue
+            recorded = self.event_at(position)
+            if recorded.kind == kind and mismatch(recorded, kind, payload, step_id, parent_event_id) is None:
+                self._match_ahead(position, recorded)
+                return recorded
+            if recorded.kind == RUN_ENDED:
+                break
+        return None
 
     def emit(
         self, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None
@@ -266,6 +355,9 @@ class Cursor:
             return Mismatch(seq, reason, produced, None)
         found = mismatch(recorded, kind, payload, step_id, parent_event_id)
         if found is not None:
+            early = self._exact_ahead(kind, payload, step_id, parent_event_id)
+            if early is not None:
+                return early
             reason, parent_matches = found
             produced = produced_event(kind, payload, step_id, parent_event_id)
             return Mismatch(seq, reason, produced, recorded, parent_matches)
@@ -320,7 +412,9 @@ class Cursor:
         sit (mid-run after a divergence, or at the end), they are not unused events."""
         count, first_seq = 0, None
         kinds: dict[str, int] = {}
-        for item in self.journal.events(self.position, self.total):
+        for position, item in enumerate(self.journal.events(self.position, self.total), self.position):
+            if position in self.ahead:
+                continue
             if isinstance(item, JournalError):
                 count += 1  # unreadable, but still a recorded line nobody consumed
                 continue
@@ -467,9 +561,10 @@ class Referee:
                 if found is None and kind in STATEFUL_KINDS:  # the hashes matched the journal: are they true?
                     self.state, false_claim = self._check_state(self.state, kind, payload)
                     if false_claim is not None:
-                        seq = self.cursor.last_seq or 0
-                        recorded = self.cursor.journal.event(self.cursor.position - 1)
-                        return Mismatch(seq, false_claim, produced_event(kind, payload, step_id, parent), recorded)
+                        recorded = self.cursor.journal.event(self.cursor.last_position or 0)
+                        return Mismatch(
+                            recorded.seq, false_claim, produced_event(kind, payload, step_id, parent), recorded
+                        )
                 return found
         elif type(item) is list and len(item) == 3 and item[0] == "o" and type(item[1]) is str:
             return self.cursor.check_request(item[1], item[2])

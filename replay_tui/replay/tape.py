@@ -26,6 +26,7 @@ from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
 from ..journal.model import SCHEMA_VERSION, event_of
 from .referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
+from .scheduler import TapeTurns
 
 __all__ = [
     "KEY_FIELDS",
@@ -113,6 +114,10 @@ class Tape(Cursor):
         self._read.pop(self.position, None)  # consumed: the dict holds only what was read ahead
         super().advance_by(seq, kind)
 
+    def _match_ahead(self, position: int, recorded: Event) -> None:
+        super()._match_ahead(position, recorded)
+        self._read.pop(position, None)
+
     def _trusted_event(self, position: int) -> Event | None:
         """The line as an Event, unchecked (``event_of``); None sends it the checked way."""
         try:
@@ -150,23 +155,39 @@ class StrictSink:
         tee: Any = None,
         on_match: Callable[[Event], None] | None = None,
         on_produce: Produced | None = None,
+        turns: TapeTurns | None = None,
     ) -> None:
         self.tape = tape
         self.tee = tee
         self.on_match = on_match
         self.on_produce = on_produce
+        # the order of writes (the recorded interleaving); the harness takes it from here
+        self.turns = turns if turns is not None else TapeTurns(tape)
 
-    def emit(self, kind: str, payload: dict[str, Any], *, step_id: str | None, parent_event_id: str | None) -> Event:
+    def emit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        step_id: str | None,
+        parent_event_id: str | None,
+        position: int | None = None,
+    ) -> Event:
+        """Match one produced event: at ``position`` when the scheduler placed it, else at the cursor."""
         tape = self.tape
-        if tape.stopped is not None:
-            raise ReplayStopped(f"{kind} after the replay stopped")
-        if self.tee is not None:
-            self.tee.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
-        if self.on_produce is not None:
-            self.on_produce(kind, payload, step_id, parent_event_id)
-        found = tape.emit(kind, payload, step_id, parent_event_id)
-        if isinstance(found, Mismatch):
-            raise tape.stop(Divergence.of(found))
+        with self.turns.lock:
+            if tape.stopped is not None:
+                raise ReplayStopped(f"{kind} after the replay stopped")
+            if self.tee is not None:
+                self.tee.emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+            if self.on_produce is not None:
+                self.on_produce(kind, payload, step_id, parent_event_id)
+            if position is None:
+                found = tape.emit(kind, payload, step_id, parent_event_id)
+            else:
+                found = tape.emit_at(position, kind, payload, step_id, parent_event_id)
+            if isinstance(found, Mismatch):
+                raise tape.stop(Divergence.of(found))
         if self.on_match is not None:
             self.on_match(found)
         return found

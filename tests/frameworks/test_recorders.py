@@ -185,10 +185,10 @@ def test_langgraph_nodes_are_steps_and_checkpoints_are_snapshots() -> None:
     assert all("id" not in m["data"] for m in final["graph"]["messages"])
 
 
-def test_langgraph_parallel_tool_calls_are_recorded_in_the_order_asked_and_replay(tmp_path: Path) -> None:
-    """Six calls in one answer, which ToolNode would run in threads: run one at a time, in the answer's
-    order, every call followed by its result; the chain is whole and a replay matches. In threads the
-    events came in the order the threads finished, and two threads could take the same seq."""
+def test_langgraph_parallel_tool_calls_run_in_threads_as_unrecorded_and_replay(tmp_path: Path) -> None:
+    """Six calls in one answer: ToolNode runs them in its threads, recorded as unrecorded; each event is written
+    when it happens (every call before its result, each result naming its call), the chain is whole, and a
+    replay matches, the threads getting their results in the recorded order."""
     from replay_tui.harness import record_run
     from replay_tui.journal import verify_journal
 
@@ -201,8 +201,13 @@ def test_langgraph_parallel_tool_calls_are_recorded_in_the_order_asked_and_repla
     )
     assert outcome.status == "ok", outcome.error
     assert verify_journal(journal).ok
-    tools = [(e.kind, e.payload["call_id"]) for e in events(journal) if e.kind.startswith("tool.")]
-    assert tools == [(kind, f"call-{i}") for i in range(CALLS) for kind in ("tool.call", "tool.result")]
+    recorded = events(journal)
+    calls = {e.event_id: e.payload["call_id"] for e in recorded if e.kind == "tool.call"}
+    results = [e for e in recorded if e.kind == "tool.result"]
+    assert sorted(calls.values()) == sorted(f"call-{i}" for i in range(CALLS))
+    assert all(calls[e.parent_event_id] == e.payload["call_id"] for e in results)
+    threads = {e.payload["result"]["content"].split(":")[0] for e in results}
+    assert len(threads) == CALLS
     code, replayed = replay_cli(journal)
     assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
 

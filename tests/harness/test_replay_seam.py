@@ -6,14 +6,18 @@ so they also prove the fixtures still replay against the current agent code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 
 import pytest
 
 from fixtures.agents import crm_backend, inventory_backend
-from replay_tui.harness import JsonlSink, ObservationMissing, PluginSet, load_config, run_agent
+from replay_tui.harness import JsonlSink, ObservationMissing, PluginSet, StopRun, load_config, run_agent
 from replay_tui.harness.replay_support import RecordedObservations, harness_for_recording, sources_for
+from replay_tui.journal import Journal
 from replay_tui.journal.model import CLOCK_READ, MODEL_RESPONSE, OBSERVATION_KINDS, RANDOM_DRAW, TOOL_RESULT
+from replay_tui.replay.tape import Divergence, StrictSink, StrictSource, Tape
 
 from .helpers import CONFIGS, ROOT, events_of, logical
 
@@ -25,6 +29,7 @@ def _inputs(events):
 
 
 def _replay(tmp_path, recorded, *, kinds, entry_point=None, **live):
+    """The harness with recorded observations of ``kinds`` served by key (as an experiment serves them)."""
     source = RecordedObservations(recorded)
     out = tmp_path / "replay.jsonl"
     harness = harness_for_recording(
@@ -37,12 +42,49 @@ def _replay(tmp_path, recorded, *, kinds, entry_point=None, **live):
     return outcome, events_of(out), source
 
 
+def _strict(tmp_path, name, *, entry_point=None, sink_class=StrictSink):
+    """The harness on the strict replay's tape and scheduler (``replay_tui.replay``), its events copied to a file."""
+    journal = Journal(JOURNALS / f"{name}.jsonl")
+    journal.index()
+    tape = Tape(journal)
+    out = tmp_path / "replay.jsonl"
+    sink = sink_class(tape, tee=JsonlSink(out, run_id=journal.event(0).run_id))
+    source = StrictSource(tape)
+    recorded = events_of(JOURNALS / f"{name}.jsonl")
+    harness = harness_for_recording(
+        recorded[0], sink=sink, observation_sources=sources_for(source, OBSERVATION_KINDS), turns=sink.turns
+    )
+    outcome = run_agent(entry_point or recorded[0].payload["agent"], harness, _inputs(recorded))
+    sink.close()
+    return outcome, events_of(out), tape
+
+
 @pytest.mark.parametrize("name", ["crm-incident", "crm", "inventory"])
 def test_strict_replay_reproduces_every_event_without_calling_out(tmp_path, name):
     recorded = events_of(JOURNALS / f"{name}.jsonl")
     # no model and no tools are given: any live call would fail the run
-    outcome, replayed, source = _replay(tmp_path, recorded, kinds=OBSERVATION_KINDS)
+    outcome, replayed, tape = _strict(tmp_path, name)
     assert [logical(event) for event in replayed] == [logical(event) for event in recorded]
+    assert outcome.output == recorded[-1].payload["output"]
+    assert tape.unused() is None and tape.stopped is None
+
+
+@pytest.mark.parametrize("name", ["crm", "inventory"])
+def test_served_by_key_the_fixtures_make_the_same_decisions(tmp_path, name):
+    """Without the tape's order (an experiment's source, every kind served by key) the agent still makes the
+    same calls and gives the same answer; only the order of concurrent results may differ."""
+    recorded = events_of(JOURNALS / f"{name}.jsonl")
+    outcome, replayed, source = _replay(tmp_path, recorded, kinds=OBSERVATION_KINDS)
+    assert sorted(map(logical, replayed), key=str) == sorted(map(logical, recorded), key=str) or name == "inventory"
+
+    def decisions(events):
+        return [
+            e.payload.get("call_key") or e.payload.get("request_hash")
+            for e in events
+            if e.kind in ("tool.call", "model.request")
+        ]
+
+    assert decisions(replayed) == decisions(recorded)
     assert outcome.output == recorded[-1].payload["output"]
     assert source.remaining() == 0
 
@@ -155,57 +197,56 @@ def test_a_snapshot_the_harness_cannot_resume_from_is_a_journal_error_naming_its
     assert str(raised.value).startswith(f"seq {snapshot.seq}: field {field}: expected "), raised.value
 
 
-def test_inventory_tools_finish_out_of_order_but_results_are_in_call_order():
+def test_inventory_lookups_run_at_the_same_time_and_their_results_name_their_calls():
     recorded = events_of(JOURNALS / "inventory.jsonl")
-    calls = [e for e in recorded if e.kind == "tool.call" and e.payload["tool"] == "inventory.lookup"]
+    calls = {e.event_id: e for e in recorded if e.kind == "tool.call" and e.payload["tool"] == "inventory.lookup"}
     results = [e for e in recorded if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"]
-    assert [e.payload["call_id"] for e in results] == [e.payload["call_id"] for e in calls]
-    # and the calls were written before any of their results (call time, not completion time)
-    assert max(e.seq for e in calls[:4]) < min(e.seq for e in results[:4])
+    assert {e.parent_event_id for e in results} == set(calls)  # each result answers its own call
+    first_four = list(calls.values())[:4]
+    # the calls were written before any of their results: they were in flight together
+    assert max(e.seq for e in first_four) < min(e.seq for e in results[:4])
     assert inventory_backend.TIMEOUT_S == 0.2
 
 
 def test_a_missing_observation_in_parallel_calls_stops_the_run_without_hanging(tmp_path):
+    """A tape whose recorded result of a concurrent lookup is not there: the replay stops at its seq (it does
+    not wait for it), and nothing is written after."""
     recorded = events_of(JOURNALS / "inventory.jsonl")
     results = [e for e in recorded if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"]
-    dropped = results[1]  # the second of four concurrent lookups (its key is looked up again later: drop both)
-    kept = [e for e in recorded if not (e.kind == TOOL_RESULT and e.payload["call_key"] == dropped.payload["call_key"])]
-    source = RecordedObservations(kept)
-    out = tmp_path / "replay.jsonl"
+    dropped = results[1]
+
+    class DroppingTape(Tape):
+        def event_at(self, position):
+            event = super().event_at(position)
+            if event.seq == dropped.seq:  # as if another event were recorded there
+                return dataclasses.replace(event, kind="clock.read", payload={"source": "x"})
+            return event
+
+    journal = Journal(JOURNALS / "inventory.jsonl")
+    journal.index()
+    tape = DroppingTape(journal)
+    sink = StrictSink(tape)
     harness = harness_for_recording(
-        recorded[0],
-        sink=JsonlSink(out, run_id=recorded[0].run_id),
-        observation_sources=sources_for(source, OBSERVATION_KINDS),
+        recorded[0], sink=sink, observation_sources=sources_for(StrictSource(tape), OBSERVATION_KINDS), turns=sink.turns
     )
-    with pytest.raises(ObservationMissing) as stopped:
+    started = time.monotonic()
+    with pytest.raises(StopRun):
         run_agent(recorded[0].payload["agent"], harness, _inputs(recorded))
-    assert stopped.value.key == dropped.payload["call_key"]
-    replayed = events_of(out)
-    assert all(e.kind != "run.ended" for e in replayed)
-    # the first lookup's result was written in turn; nothing after the missing one
-    assert [
-        e.payload["call_id"] for e in replayed if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup"
-    ] == [results[0].payload["call_id"]]
+    assert time.monotonic() - started < 4  # stopped, not stalled
+    assert isinstance(tape.stopped, Divergence)
+    assert tape.stopped.seq <= dropped.seq
 
 
 def test_a_sink_that_stops_the_run_mid_parallel_writes_nothing_after(tmp_path):
-    from replay_tui.harness import StopRun
-
     recorded = events_of(JOURNALS / "inventory.jsonl")
     first_result = next(e for e in recorded if e.kind == TOOL_RESULT and e.payload["tool"] == "inventory.lookup")
 
-    class StoppingSink(JsonlSink):
-        def emit(self, kind, payload, *, step_id, parent_event_id):
+    class StoppingSink(StrictSink):
+        def emit(self, kind, payload, *, step_id, parent_event_id, position=None):
             if kind == TOOL_RESULT and payload.get("call_id") == first_result.payload["call_id"]:
                 raise StopRun("divergence found by the sink")
-            return super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id)
+            return super().emit(kind, payload, step_id=step_id, parent_event_id=parent_event_id, position=position)
 
-    out = tmp_path / "replay.jsonl"
-    harness = harness_for_recording(
-        recorded[0],
-        sink=StoppingSink(out, run_id=recorded[0].run_id),
-        observation_sources=sources_for(RecordedObservations(recorded), OBSERVATION_KINDS),
-    )
     with pytest.raises(StopRun, match="divergence found by the sink"):
-        run_agent(recorded[0].payload["agent"], harness, _inputs(recorded))
-    assert events_of(out)[-1].seq == first_result.seq - 1
+        _strict(tmp_path, "inventory", sink_class=StoppingSink)
+    assert events_of(tmp_path / "replay.jsonl")[-1].seq == first_result.seq - 1

@@ -36,11 +36,10 @@ Clock, random and ids: LangGraph's checkpoint ids are UUID6 (time + random) and 
 checkpoints carry a timestamp; ``add_messages`` gives uuid4 ids to messages that have none.
 None of these reach a model request. They are kept out of the matched keys: checkpoint ids
 and times only under ``diagnostics``, message ``id`` fields dropped from the recorded state.
-Parallel work runs one task at a time (``max_concurrency=1`` in the run's config): the tool calls
-of one model answer run in the order the model asked for them, each call followed by its result,
-and the nodes of one superstep in the order the graph schedules them; in record and replay alike.
-Limits: async graphs (``ainvoke``), ``Send`` fan-out and tools returning ``Command`` are not
-recorded; tools that only work when run at the same time as each other would wait forever.
+Parallel work runs as it does unrecorded: ToolNode's tool calls and a superstep's nodes in
+LangGraph's threads, each event written when it happens, and a strict replay hands results back
+in the order they arrived. Limits: async graphs (``ainvoke``), ``Send`` fan-out and tools
+returning ``Command`` are not recorded.
 """
 
 from __future__ import annotations
@@ -220,10 +219,9 @@ class GraphAgent(StepAgent):
         builder = self.build(h, state["task"])
         graph = builder.compile(checkpointer=SqliteSaver(connection))
         steps = _NodeSteps(h)
-        # One task at a time (ToolNode's parallel tool calls, a superstep's parallel nodes), in the order the
-        # graph gives them: in threads their events came in the order the threads finished, which no replay
-        # can promise to repeat.
-        config: dict[str, Any] = {"configurable": {"thread_id": THREAD}, "callbacks": [steps], "max_concurrency": 1}
+        # ToolNode's parallel tool calls and a superstep's parallel nodes run in LangGraph's threads, as they
+        # do unrecorded: their events are written in the order they happen, and a replay repeats that order.
+        config: dict[str, Any] = {"configurable": {"thread_id": THREAD}, "callbacks": [steps]}
         run = _GraphRun(graph, config, steps, scratch, connection, nodes=list(builder.nodes))
         if isinstance(state, Mapping) and state.get("graph") is None:
             run.pending = self.graph_input(state["task"])

@@ -1,0 +1,95 @@
+"""Concurrent agents for the replay scheduler: three searches in flight together, each answered after its
+own delay, so they finish in another order than they were made (beta, then gamma, then alpha).
+
+``first_wins`` has the bug an order-dependent agent has: it keeps whichever result arrives first. A replay
+that handed results back in call order (alpha first) would give another answer than production's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from typing import Any
+
+from replay_tui.harness import ToolSpec
+
+DELAYS = {"alpha": 0.24, "beta": 0.02, "gamma": 0.12}
+ENGINES = ("alpha", "beta", "gamma")
+
+
+async def search(engine: str, query: str) -> dict[str, Any]:
+    await asyncio.sleep(DELAYS[engine])
+    return {"engine": engine, "hit": f"{engine}: {query}"}
+
+
+def search_sync(engine: str, query: str) -> dict[str, Any]:
+    time.sleep(DELAYS[engine])
+    return {"engine": engine, "hit": f"{engine}: {query}"}
+
+
+def tools(options: dict[str, Any]) -> list[ToolSpec]:
+    return [ToolSpec("search", search), ToolSpec("search_sync", search_sync)]
+
+
+def _calls(h: Any, query: str, engines: tuple[str, ...]) -> list[asyncio.Task[Any]]:
+    return [asyncio.ensure_future(h.atool("search", {"engine": e, "query": query}, call_id=e)) for e in engines]
+
+
+async def _first_of(h: Any, query: str, engines: tuple[str, ...]) -> str:
+    calls = _calls(h, query, engines)
+    first = None
+    for finished in asyncio.as_completed(calls):
+        first = await finished
+        break
+    for call in calls:
+        call.cancel()
+    await asyncio.gather(*calls, return_exceptions=True)
+    assert first is not None
+    started = h.clock.now()
+    return f"{first['hit']} (at {started:.0f})"
+
+
+async def first_wins(h: Any, query: str) -> str:
+    return await _first_of(h, query, ENGINES)
+
+
+async def first_wins_reversed(h: Any, query: str) -> str:
+    """The same calls, made in the other order."""
+    return await _first_of(h, query, tuple(reversed(ENGINES)))
+
+
+async def first_wins_extra(h: Any, query: str) -> str:
+    """One call more than production made."""
+    return await _first_of(h, query, (*ENGINES, "delta"))
+
+
+async def first_wins_missing(h: Any, query: str) -> str:
+    """One call fewer than production made."""
+    return await _first_of(h, query, ("alpha", "beta"))
+
+
+async def first_wins_wait(h: Any, query: str) -> str:
+    calls = _calls(h, query, ENGINES)
+    done, pending = await asyncio.wait(calls, return_when=asyncio.FIRST_COMPLETED)
+    winner = next(iter(done)).result()
+    for call in pending:
+        call.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    return str(winner["hit"])
+
+
+def first_wins_threads(h: Any, query: str) -> str:
+    """Threads that act on whichever search finishes first (the others run on to their end)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(h.tool, "search_sync", {"engine": e, "query": query}, call_id=e) for e in ENGINES]
+        first = next(concurrent.futures.as_completed(futures)).result()
+        with h.step("after-first"):
+            h.random.random()  # something the run does while the other searches still run
+    return str(first["hit"])
+
+
+async def gather_all(h: Any, query: str) -> str:
+    """Order-independent: every result, sorted, whatever order they arrive in."""
+    results = await asyncio.gather(*_calls(h, query, ENGINES))
+    return "; ".join(sorted(result["hit"] for result in results))
