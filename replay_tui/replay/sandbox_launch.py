@@ -27,6 +27,7 @@ from .sandbox import (
     bwrap_command,
     bwrap_path,
     child_environment,
+    namespace_inode,
     needed_paths,
 )
 
@@ -147,7 +148,9 @@ def prepare_launch(
             mechanism=mechanism,
             network=(live and broker_fd < 0) or mechanism == GUARD_ONLY,  # with a broker, experiments stay offline too
             keep_readable=readable,
-            host_netns=_netns_inode(),
+            host_netns=namespace_inode("net"),
+            host_pidns=namespace_inode("pid"),
+            host_ipcns=namespace_inode("ipc"),
             parent_pid=os.getpid(),
             environment_scrubbed=True,  # child_environment() below
         )
@@ -211,10 +214,3 @@ def _reachable_copy(path: str | None, scratch: str) -> str | None:
     shutil.copyfile(path, target)
     os.chmod(target, 0o644)
     return target
-
-
-def _netns_inode() -> int | None:
-    try:
-        return os.stat("/proc/self/ns/net").st_ino
-    except OSError:
-        return None
