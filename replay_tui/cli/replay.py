@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..journal.safe_text import safe_line
 from ..replay.corpus import is_shard_directory
 from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
@@ -279,5 +280,5 @@ def _progress_line(progress: Progress) -> None:
         text = f"indexing journal {progress.fraction:5.1%}"
     else:
         text = f"{progress.phase}: {progress.consumed}/{progress.total} events (seq {progress.seq})"
-    sys.stderr.write(f"\r\033[K{text}")
+    sys.stderr.write(f"\r\033[K{safe_line(text, 200)}")  # from the child: escaped like every text it sends
     sys.stderr.flush()
