@@ -32,6 +32,7 @@ from .broker import Broker
 from .hosts import HostsConfigError, hosts_in_config
 from .isolation import IsolationInfo, Refusal
 from .protocol import (
+    AGENT_IMPORT,
     DIVERGENCE,
     ERROR,
     EVENTS,
@@ -52,7 +53,7 @@ from .protocol import (
 )
 from .report import DivergenceReport
 from .sandbox import BWRAP
-from .sandbox_launch import Launch, LaunchRefused, prepare_launch
+from .sandbox_launch import CollectError, Launch, LaunchRefused, prepare_launch, unreadable_path_hint
 
 # Outcome statuses, re-exported ("X as X" is mypy's explicit re-export); their home is statuses.py.
 from .statuses import CANCELLED as CANCELLED
@@ -554,7 +555,14 @@ class ReplayRunner:
             outcome.fail("internal", "the child exited without a result")
         if self._launch is not None:
             if self.spec.out:
-                outcome.out = self._launch.collect_out(self.spec.out)
+                deadline = None if self.timeout_s is None else self._started + self.timeout_s
+                try:
+                    outcome.out = self._launch.collect_out(self.spec.out, deadline)
+                except CollectError as error:
+                    outcome.out = None
+                    if ended_by is None and outcome.status in (MATCH, DIVERGED, UNRECORDED_CALL):
+                        outcome.experiment = None
+                        outcome.fail(PROTOCOL, str(error))
             if self._launch.policy.mechanism == BWRAP and exit_code is not None and exit_code > 128:
                 outcome.child_exit = 128 - exit_code  # bwrap exits 128+N when the child dies of signal N
         if ended_by is None and self._stop_reason is None and self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
@@ -813,12 +821,14 @@ class ReplayRunner:
             outcome.fail("isolation", "--require-isolation: missing sandbox layer(s): " + ", ".join(missing))
 
     def _child_error(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
-        """The child's error, in the user's terms: their journal, not its copy."""
+        """The child's error, in the user's terms: their journal (not its copy), and why an agent did not import."""
         outcome.status = FAILED
         text: str = message["message"]
         copy = self._launch.journal_copy if self._launch is not None else None
         if copy:  # the user knows their journal, not its copy
             text = text.replace(copy, self.spec.journal)
+        if message["kind"] == AGENT_IMPORT and self._launch is not None:
+            text += unreadable_path_hint(self._launch)
         outcome.error = {"kind": message["kind"], "message": text, "traceback": list(message["traceback"])}
 
     def _apply_result(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:

@@ -13,8 +13,8 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
-from dataclasses import asdict, dataclass, replace
+import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .child_command import child_command, site_directories
@@ -30,8 +30,13 @@ from .sandbox import (
     namespace_inode,
     needed_paths,
 )
+from .scratch import Scratch
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds replay_tui/
+
+
+class CollectError(Exception):
+    """What the child left as its experiment journal cannot be used (not a regular file, too slow to copy)."""
 
 
 class LaunchRefused(Exception):
@@ -51,32 +56,68 @@ class Launch:
     policy: SandboxPolicy
     child_out: str | None = None
     journal_copy: str | None = None  # the copy the child reads: its messages name it, not the user's journal
+    sys_path: list[str] = field(default_factory=list)  # where the child looks for the agent
+    held: Scratch | None = None  # the scratch dir's lock: a later run removes it if this one is killed
 
-    def collect_out(self, requested: str) -> str | None:
-        """Copy the journal the child wrote in scratch to ``requested`` (a regular file only, never overwriting)."""
+    def collect_out(self, requested: str, deadline: float | None = None) -> str | None:
+        """Copy the journal the child wrote in scratch to ``requested``, never overwriting; None when there
+        is none. Anything but a regular file there is a CollectError, found without blocking: the path is
+        opened O_NOFOLLOW | O_NONBLOCK (a FIFO would block a plain open for ever, a symlink would point
+        anywhere); so is a copy still going at ``deadline`` (``time.perf_counter``; the run's --timeout)."""
         if self.child_out is None:
             return None
         try:
-            source = os.open(self.child_out, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
+            source = os.open(self.child_out, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
             return None
+        except OSError as error:
+            raise CollectError(
+                f"the experiment journal the child left is not a regular file ({error.strerror})"
+            ) from None
         try:
-            if not stat.S_ISREG(os.fstat(source).st_mode):
-                return None
-            target = os.open(requested, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                while chunk := os.read(source, 1 << 20):
-                    os.write(target, chunk)
-            finally:
-                os.close(target)
-        except OSError:
-            return None
+            mode = os.fstat(source).st_mode
+            if not stat.S_ISREG(mode):
+                raise CollectError(
+                    f"the experiment journal the child left is not a regular file but {_file_kind(mode)}"
+                )
+            _copy_until(source, requested, deadline)
         finally:
             os.close(source)
         return requested
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.held is not None:
+            self.held.remove()
+        else:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
+def _copy_until(source: int, requested: str, deadline: float | None) -> None:
+    """Copy ``source`` to a new file ``requested``; a partial copy is removed (an error, the deadline)."""
+    try:
+        target = os.open(requested, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as error:
+        raise CollectError(f"cannot write the experiment journal to {requested}: {error.strerror}") from None
+    complete = False
+    try:
+        while chunk := os.read(source, 1 << 20):
+            os.write(target, chunk)
+            if deadline is not None and time.perf_counter() > deadline:
+                raise CollectError("the experiment journal the child left was still being copied at --timeout")
+        complete = True
+    except OSError as error:
+        raise CollectError(f"cannot copy the experiment journal to {requested}: {error.strerror}") from None
+    finally:
+        os.close(target)
+        if not complete:
+            os.unlink(requested)
 
 
 def choose_mechanism(isolation: str) -> str:
@@ -123,7 +164,8 @@ def prepare_launch(
     """Scratch dir, journal copy, policy, environment and argv for one child."""
     mechanism = choose_mechanism(spec.isolation)
     live = spec.mode in (MODEL_LIVE, TOOLS_LIVE)
-    scratch = os.path.realpath(tempfile.mkdtemp(prefix="replay-tui-scratch-"))
+    held = Scratch.make()
+    scratch = held.path
     try:
         copy = copy_journal(spec.journal, scratch)
         child_out = os.path.join(scratch, "out-" + os.path.basename(spec.out)) if spec.out else None
@@ -182,17 +224,21 @@ def prepare_launch(
             policy=policy,
             child_out=child_out,
             journal_copy=copy,
+            sys_path=sys_path,
+            held=held,
         )
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        held.remove()
         raise
 
 
 def world_readable(path: str) -> bool:
-    """Whether an unprivileged user (the child runs as nobody when we are root) can read ``path``."""
+    """Whether an unprivileged user (the child runs as nobody when we are root) can read ``path``
+    (a directory: list it and enter it)."""
     path = os.path.realpath(path)
     try:
-        if not os.stat(path).st_mode & stat.S_IROTH:
+        mode = os.stat(path).st_mode
+        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
             return False
         parent = os.path.dirname(path)
         while True:
@@ -203,6 +249,23 @@ def world_readable(path: str) -> bool:
             parent = os.path.dirname(parent)
     except OSError:
         return False
+
+
+def unreadable_path_hint(launch: Launch) -> str:
+    """Why an agent may not import in the sandbox although it does here: as root, the child runs as
+    ``nobody``, which cannot enter a directory only its owner can (what ``mktemp -d`` makes). Empty
+    when that is not it."""
+    if os.getuid() != 0 or launch.policy.mechanism == GUARD_ONLY:
+        return ""
+    hidden = [path for path in launch.sys_path if os.path.isdir(path) and not world_readable(path)]
+    if not hidden:
+        return ""
+    listed = ", ".join(hidden)
+    return (
+        f"\nThe sandbox runs the agent as the unprivileged user nobody (replay-tui runs as root here), and nobody "
+        f"cannot read {listed}, where the agent is looked for. Fix: make it readable to others "
+        f"(chmod o+rx on it and o+x on each parent directory), or keep the agent in a directory others can read."
+    )
 
 
 def _reachable_copy(path: str | None, scratch: str) -> str | None:

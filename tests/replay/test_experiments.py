@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from replay_tui.journal import verify_journal
@@ -10,6 +15,8 @@ from replay_tui.replay.runner import DIVERGED, MATCH, UNRECORDED_CALL
 
 from .conftest import REPO, LoopbackListener
 from .helpers import AGENTS, lines_of, record_probe, replay
+
+HOSTILE = "tests.replay.agents.hostile:agent"
 
 CRM = REPO / "fixtures" / "journals" / "crm.jsonl"
 CRM_NEW_MODEL = REPO / "fixtures" / "configs" / "crm-new-model.toml"
@@ -128,3 +135,23 @@ def test_new_code_mode_is_strict_and_writes_its_own_journal(recorded, tmp_path):
     outcome = replay(recorded, mode="new-code", out=str(out))
     assert outcome.status == MATCH
     assert len(lines_of(out)) == len(lines_of(recorded)) and verify_journal(out).ok
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink"])
+def test_an_out_journal_swapped_for_a_fifo_or_a_symlink_neither_blocks_nor_leaks(tmp_path, swap):
+    """The agent replaces its out journal in the scratch dir: the parent opens it O_NOFOLLOW | O_NONBLOCK,
+    refuses it, stays within --timeout and leaves no scratch dir (issue 27, item 6)."""
+    journal = record_probe(tmp_path / "hostile.jsonl", entry_point=HOSTILE)
+    out, temp = tmp_path / "new.jsonl", tmp_path / "tmp"
+    temp.mkdir()
+    env = {"HOSTILE_ATTACK": "swap-out", "HOSTILE_OUT": swap, "HOSTILE_JOURNAL": str(journal)}
+    command = [sys.executable, "-m", "replay_tui", "replay", str(journal), "--agent", HOSTILE, "--mode", "tools-live"]
+    command += ["--tools-config", str(AGENTS / "probe-restocked.toml"), "--out", str(out), "--timeout", "8"]
+    command += [part for name in env for part in ("--pass-env", name)]
+    started = time.monotonic()
+    done = subprocess.run(
+        command, cwd=REPO, env={**os.environ, **env, "TMPDIR": str(temp)}, capture_output=True, timeout=120
+    )
+    assert time.monotonic() - started < 60 and done.returncode in (1, 2), done.stderr.decode(errors="replace")[-2000:]
+    assert not out.exists() and not os.path.lexists(out)
+    assert list(temp.iterdir()) == [], "the scratch dir (and the journal's copy in it) is gone"
