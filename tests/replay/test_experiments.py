@@ -13,8 +13,9 @@ from replay_tui.journal import verify_journal
 from replay_tui.replay.hosts import hosts_in_config
 from replay_tui.replay.runner import DIVERGED, MATCH, UNRECORDED_CALL
 
+from .agents import probe
 from .conftest import REPO, LoopbackListener
-from .helpers import AGENTS, lines_of, record_probe, replay
+from .helpers import AGENTS, lines_of, rechained_copy, record_probe, replay
 
 HOSTILE = "tests.replay.agents.hostile:agent"
 
@@ -135,6 +136,22 @@ def test_new_code_mode_is_strict_and_writes_its_own_journal(recorded, tmp_path):
     outcome = replay(recorded, mode="new-code", out=str(out))
     assert outcome.status == MATCH
     assert len(lines_of(out)) == len(lines_of(recorded)) and verify_journal(out).ok
+
+
+def test_a_journal_cannot_turn_redaction_off_for_a_live_run(recorded, tmp_path):
+    """run.started's redaction rules say {"enabled": false}: the live tools' token is redacted all the same,
+    with the rules of the user's config (issue 27, item 4)."""
+
+    def redaction_off(events):
+        events[0]["payload"]["harness"]["redaction"] = {"enabled": False}
+        return events
+
+    journal = rechained_copy(recorded, tmp_path / "redaction-off.jsonl", redaction_off)
+    out = tmp_path / "live.jsonl"
+    outcome = replay(journal, mode="tools-live", tools_config=str(AGENTS / "probe-leaky.toml"), out=str(out))
+    assert outcome.out == str(out), outcome.to_text()
+    written = out.read_bytes()
+    assert b'"token"' in written and probe.LIVE_TOKEN.encode() not in written
 
 
 @pytest.mark.parametrize("swap", ["fifo", "symlink"])
