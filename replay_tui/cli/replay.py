@@ -120,7 +120,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _configure_sandbox(parser: argparse.ArgumentParser) -> None:
-    """The child's sandbox (README: "What the sandbox guarantees")."""
+    """The child's sandbox (replay_tui/replay/SANDBOX.md)."""
     group = parser.add_argument_group("sandbox")
     group.add_argument(
         "--isolation",
