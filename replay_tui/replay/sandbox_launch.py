@@ -33,6 +33,9 @@ from .sandbox import (
 from .scratch import Scratch
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds replay_tui/
+#: An experiment's journal may be this many times the size of its recording (and at least OUT_FLOOR bytes):
+#: the parent copies it and reads all of it to judge the run, and the agent can write any amount there.
+OUT_FACTOR, OUT_FLOOR = 4, 64 << 20
 
 
 class CollectError(Exception):
@@ -58,12 +61,14 @@ class Launch:
     journal_copy: str | None = None  # the copy the child reads: its messages name it, not the user's journal
     sys_path: list[str] = field(default_factory=list)  # where the child looks for the agent
     held: Scratch | None = None  # the scratch dir's lock: a later run removes it if this one is killed
+    out_limit: int | None = None  # bytes the child's experiment journal may have (OUT_FACTOR, OUT_FLOOR)
 
     def collect_out(self, requested: str, deadline: float | None = None) -> str | None:
         """Copy the journal the child wrote in scratch to ``requested``, never overwriting; None when there
         is none. Anything but a regular file there is a CollectError, found without blocking: the path is
         opened O_NOFOLLOW | O_NONBLOCK (a FIFO would block a plain open for ever, a symlink would point
-        anywhere); so is a copy still going at ``deadline`` (``time.perf_counter``; the run's --timeout)."""
+        anywhere); so is a file over ``out_limit`` and a copy still going at ``deadline``
+        (``time.perf_counter``; the run's --timeout)."""
         if self.child_out is None:
             return None
         try:
@@ -75,10 +80,15 @@ class Launch:
                 f"the experiment journal the child left is not a regular file ({error.strerror})"
             ) from None
         try:
-            mode = os.fstat(source).st_mode
-            if not stat.S_ISREG(mode):
+            found = os.fstat(source)
+            if not stat.S_ISREG(found.st_mode):
                 raise CollectError(
-                    f"the experiment journal the child left is not a regular file but {_file_kind(mode)}"
+                    f"the experiment journal the child left is not a regular file but {_file_kind(found.st_mode)}"
+                )
+            if self.out_limit is not None and found.st_size > self.out_limit:
+                raise CollectError(
+                    f"the experiment journal the child left has {found.st_size:,} bytes, over the {self.out_limit:,} "
+                    f"an experiment may write ({OUT_FACTOR} times its recording, at least {OUT_FLOOR >> 20} MiB)"
                 )
             _copy_until(source, requested, deadline)
         finally:
@@ -226,10 +236,18 @@ def prepare_launch(
             journal_copy=copy,
             sys_path=sys_path,
             held=held,
+            out_limit=max(OUT_FACTOR * _bytes_of(copy), OUT_FLOOR) if spec.out else None,
         )
     except BaseException:
         held.remove()
         raise
+
+
+def _bytes_of(path: str) -> int:
+    """The size of a journal: a file, or a shard directory's files."""
+    if os.path.isdir(path):
+        return sum(entry.stat().st_size for entry in os.scandir(path) if entry.is_file())
+    return os.path.getsize(path)
 
 
 def world_readable(path: str) -> bool:

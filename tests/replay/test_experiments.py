@@ -154,10 +154,11 @@ def test_a_journal_cannot_turn_redaction_off_for_a_live_run(recorded, tmp_path):
     assert b'"token"' in written and probe.LIVE_TOKEN.encode() not in written
 
 
-@pytest.mark.parametrize("swap", ["fifo", "symlink"])
-def test_an_out_journal_swapped_for_a_fifo_or_a_symlink_neither_blocks_nor_leaks(tmp_path, swap):
-    """The agent replaces its out journal in the scratch dir: the parent opens it O_NOFOLLOW | O_NONBLOCK,
-    refuses it, stays within --timeout and leaves no scratch dir (issue 27, item 6)."""
+@pytest.mark.parametrize("swap", ["fifo", "symlink", "grow"])
+def test_an_out_journal_swapped_for_a_fifo_a_symlink_or_a_huge_file_neither_blocks_nor_leaks(tmp_path, swap):
+    """The agent replaces its out journal in the scratch dir, or grows it to 256 MiB: the parent opens it
+    O_NOFOLLOW | O_NONBLOCK, refuses it (not a regular file; over 4 times the recording), stays within
+    --timeout and leaves no scratch dir (issue 27, item 6)."""
     journal = record_probe(tmp_path / "hostile.jsonl", entry_point=HOSTILE)
     out, temp = tmp_path / "new.jsonl", tmp_path / "tmp"
     temp.mkdir()

@@ -344,15 +344,19 @@ def _stdout_flood() -> str:
 
 
 def _swap_out() -> str:
-    """Replace the experiment's out journal (in the scratch dir, the cwd) by a FIFO or a symlink to the journal."""
+    """Replace the experiment's out journal (in the scratch dir, the cwd) by a FIFO or a symlink to the journal,
+    or grow it to 256 MiB (sparse: no time, no disk)."""
     made = []
     for name in os.listdir("."):
         if name.startswith("out-"):
-            os.unlink(name)
-            if os.environ["HOSTILE_OUT"] == "fifo":
-                os.mkfifo(name)
+            if os.environ["HOSTILE_OUT"] == "grow":
+                os.truncate(name, 256 << 20)
             else:
-                os.symlink(os.environ["HOSTILE_JOURNAL"], name)
+                os.unlink(name)
+                if os.environ["HOSTILE_OUT"] == "fifo":
+                    os.mkfifo(name)
+                else:
+                    os.symlink(os.environ["HOSTILE_JOURNAL"], name)
             made.append(name)
     return f"replaced {made}"
 
