@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+from ..journal.safe_text import safe_line
 from ..replay.corpus import is_shard_directory
 from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
@@ -18,7 +23,6 @@ DEFAULT_TIMEOUT_S = 600.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    # Twin of cli/replay.py:_configure_sandbox and cli/scan.py:configure in shape (argparse option declarations)
     parser.add_argument(
         "journal_path", nargs="?", metavar="JOURNAL", help="journal file (.jsonl, .jsonl.gz) or shard directory"
     )
@@ -116,8 +120,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _configure_sandbox(parser: argparse.ArgumentParser) -> None:
-    """The child's sandbox (README: "What the sandbox guarantees")."""
-    # Twin of cli/replay.py:configure in shape (argparse option declarations, nothing to share)
+    """The child's sandbox (replay_tui/replay/SANDBOX.md)."""
     group = parser.add_argument_group("sandbox")
     group.add_argument(
         "--isolation",
@@ -138,6 +141,31 @@ def _configure_sandbox(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with _terminated_as_exit():
+        return _run(args)
+
+
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM and SIGHUP (``timeout``, a closed terminal) end the command as Ctrl-C does: the child's
+    process group is killed and its scratch dir (the journal's copy) removed on the way out. By default
+    they end the process where it stands, leaving both behind."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     journal = args.journal_option or args.journal_path
     if not journal:
         print("replay-tui replay: give a journal (JOURNAL or --journal JOURNAL)", file=sys.stderr)
@@ -179,7 +207,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _spec(args: argparse.Namespace, journal: str) -> ReplaySpec:
-    # Twin of analysis/export.py:view_of in shape only (keyword arguments of two unrelated records)
     return ReplaySpec(
         journal=os.path.abspath(journal),
         agent=args.agent,
@@ -279,5 +306,5 @@ def _progress_line(progress: Progress) -> None:
         text = f"indexing journal {progress.fraction:5.1%}"
     else:
         text = f"{progress.phase}: {progress.consumed}/{progress.total} events (seq {progress.seq})"
-    sys.stderr.write(f"\r\033[K{text}")
+    sys.stderr.write(f"\r\033[K{safe_line(text, 200)}")  # from the child: escaped like every text it sends
     sys.stderr.flush()

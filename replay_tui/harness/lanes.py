@@ -8,13 +8,14 @@ depends on timing. So each flow keeps its own cursor, its *lane*:
 
 * a lane belongs to one asyncio task or one thread (its *owner*) and is found through a context
   variable, so a task or thread inherits the lane of the code that started it;
-* the first event written from another owner forks a child lane. It starts from what its parent
-  flow itself had received when the child writes its first event (a tool call in a task of
-  ``gather`` hangs from the response that asked for it), never from what a sibling received;
+* the first event written from another owner forks a child lane. It starts from its parent's cursor
+  as it stands when the child writes its first event (a tool call in a task of ``gather`` hangs
+  from the response that asked for it; a request made after a hook the parent awaited hangs from
+  what the hook recorded);
 * what a lane receives is gathered up into its ancestors, and a flow takes in what its
   descendants received when it writes again (after ``await gather(...)`` the next request hangs
-  from the last result). Siblings never see each other's: a parallel sub-agent's request does not
-  hang from the other sub-agent's answer;
+  from the last result). Once started, siblings never see each other's: a parallel sub-agent's
+  request does not hang from the other sub-agent's answer;
 * the step a flow names is passed up too: frameworks name the step in hooks that run as tasks of
   their own.
 
@@ -82,18 +83,15 @@ class Lane:
         self.started = parent is None  # a child starts from its parent's own cursor at its first write
 
     def cursor(self) -> Cursor:
-        """The cursor the flow's next event hangs from (call when writing it, under the bus lock)."""
-        own = self._started()
-        own.take(self.gathered)  # the flow goes on after what its descendants received
-        return own
-
-    def _started(self) -> Cursor:
-        """The flow's own cursor; a child's first one is its parent flow's own, as it stands now (without what
-        the parent's other children gathered into it since: that is a sibling's)."""
+        """The cursor the flow's next event hangs from (call when writing it, under the bus lock). A child's
+        first one is its parent's as it stands then: what the parent received, and what the parent's other
+        children had received by then (a hook the parent awaited ran a handoff: the next agent's request
+        hangs from it)."""
         if not self.started:
             assert self.parent is not None
-            self.own.take(self.parent._started())
+            self.own.take(self.parent.cursor())
             self.started = True
+        self.own.take(self.gathered)  # the flow goes on after what its descendants received
         return self.own
 
     def set_step(self, step: str | None) -> None:

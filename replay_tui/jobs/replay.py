@@ -174,10 +174,12 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     def heard(self, request: ReplayJobRequest, update: dict[str, Any]) -> None:
         step, isolation, group, scratch = (update.get(name) for name in ("step", "isolation", "group", "scratch"))
         if request.on_progress is not None and isinstance(step, list) and len(step) == 4:
+            from ..replay.protocol import PHASES
             from ..replay.runner import Progress
 
             phase, consumed, total, seq = step
-            request.on_progress(Progress(str(phase), int(consumed), int(total), seq if isinstance(seq, int) else None))
+            if phase in PHASES and type(consumed) is int and type(total) is int:  # the runner checked them: be sure
+                request.on_progress(Progress(phase, consumed, total, seq if type(seq) is int else None))
         if request.on_isolation is not None and isinstance(isolation, str):
             request.on_isolation(isolation)
         if request.on_child is not None and isinstance(group, int):

@@ -167,9 +167,9 @@ class JobRun(Generic[RequestT, ResultT]):
             return None
         if "started" in message and self.on_started is not None and self.process is not None:
             self.on_started(self.process.pid)
-        if "progress" in message:
-            done, total = message["progress"]
-            self.progress(int(done), int(total))
+        counts = message.get("progress")
+        if isinstance(counts, list) and len(counts) == 2 and all(type(count) is int for count in counts):
+            self.progress(counts[0], counts[1])  # anything else is not the child's progress: never a raise here
         update = message.get("update")
         if isinstance(update, dict):
             if isinstance(update.get("group"), int):  # a process group the child made: a kill takes it too

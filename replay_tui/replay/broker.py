@@ -14,6 +14,10 @@ Messages are one JSON object each way per request (SOCK_SEQPACKET keeps the boun
 ``{"ok": true, "addresses": [[family, type, proto, canonname, sockaddr], ...]}``;
 ``{"op": "connect", "host", "port", "family", "type", "proto", "timeout"}`` ->
 ``{"ok": true}`` with the socket's fd attached, or ``{"ok": false, "error", "errno"}``.
+Agent code can write anything on that socket: each request is checked against its shape
+(``REQUEST_SHAPES``: strict JSON, so no NaN or Infinity; C ints in range; a port, a host name)
+before it is used, and whatever goes wrong with one request is that request's error reply: the
+broker keeps serving.
 """
 
 from __future__ import annotations
@@ -25,7 +29,37 @@ import socket
 import threading
 from typing import Any
 
+import orjson
+
 from .isolation import AllowList
+from .shapes import Either, Integer, Nullable, Number, Record, ShapeError, Text
+
+_C_INT = Integer(-(2**31), 2**31 - 1)
+_PORT = Nullable(Either((Integer(0, 65535), Text(32))))  # a number, a service name ("https"), or none
+_HOST = Text(1024)
+_ADDRESS = {"op": Text(16), "host": _HOST, "port": _PORT, "family": _C_INT, "type": _C_INT, "proto": _C_INT}
+#: The two requests a child may make, field by field.
+REQUEST_SHAPES = {
+    "resolve": Record({**_ADDRESS, "flags": _C_INT}),
+    "connect": Record({**_ADDRESS, "timeout": Nullable(Number())}),
+}
+
+
+def checked_request(data: bytes) -> dict[str, Any]:
+    """One request, parsed (strict JSON) and checked against its shape; ValueError says what is wrong."""
+    try:
+        request = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise ValueError(f"not JSON: {error}") from None
+    op = request.get("op") if isinstance(request, dict) else None
+    if not isinstance(op, str) or op not in REQUEST_SHAPES:
+        raise ValueError(f"field op: expected one of {', '.join(REQUEST_SHAPES)}, found {op!r:.60}")
+    try:
+        checked: dict[str, Any] = REQUEST_SHAPES[op].check(request, "")
+    except ShapeError as error:
+        raise ValueError(str(error)) from None
+    return checked
+
 
 MAX_MESSAGE = 65536
 CONNECT_TIMEOUT_S = 30.0
@@ -38,7 +72,6 @@ class Broker:
         self.allow = AllowList(allowed)
         self.parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.child_fd = child_end.detach()
-        self.calls: list[dict[str, Any]] = []  # what the broker did, for the report
         self._thread = threading.Thread(target=self._serve, name="replay-broker", daemon=True)
         self._thread.start()
 
@@ -66,10 +99,11 @@ class Broker:
             if not data:
                 return  # the child is gone
             try:
-                request = json.loads(data)
-                reply, fd = self._handle(request)
-            except (ValueError, TypeError, KeyError) as error:
+                reply, fd = self._handle(checked_request(data))
+            except ValueError as error:
                 reply, fd = {"ok": False, "error": f"bad broker request: {error}", "errno": errno.EINVAL}, None
+            except Exception as error:  # whatever one request does, the broker stays up for the next
+                reply, fd = {"ok": False, "error": f"{type(error).__name__}: {error}", "errno": errno.EIO}, None
             try:
                 payload = json.dumps(reply).encode()
                 if fd is None:
@@ -83,33 +117,27 @@ class Broker:
                     os.close(fd)
 
     def _handle(self, request: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
-        op, host, port = request["op"], str(request["host"]), request.get("port")
+        op, host, port = request["op"], request["host"], request["port"]
         if not self.allow.allows(host, port):
-            self.calls.append({"op": op, "target": f"{host}:{port}", "allowed": False})
             return {"ok": False, "error": f"{host}:{port} is not an allowed host", "errno": errno.ECONNREFUSED}, None
-        self.calls.append({"op": op, "target": f"{host}:{port}", "allowed": True})
         if op == "resolve":
             try:
                 found = socket.getaddrinfo(
-                    host,
-                    port,
-                    int(request["family"]),
-                    int(request["type"]),
-                    int(request["proto"]),
-                    int(request["flags"]),
+                    host, port, request["family"], request["type"], request["proto"], request["flags"]
                 )
             except socket.gaierror as error:
                 return {"ok": False, "error": str(error), "errno": error.errno, "gai": True}, None
             self.allow.learn(host, port, found)
             return {"ok": True, "addresses": [[int(f), int(t), p, c, list(a)] for f, t, p, c, a in found]}, None
         if op == "connect":
-            family, kind = int(request["family"]), int(request["type"])
+            family, kind = request["family"], request["type"]
             if family not in (socket.AF_INET, socket.AF_INET6) or kind & 0xF != socket.SOCK_STREAM:
                 return {"ok": False, "error": "the broker connects TCP only", "errno": errno.EPROTONOSUPPORT}, None
             sock = socket.socket(family, socket.SOCK_STREAM)
             try:
-                sock.settimeout(min(float(request.get("timeout") or CONNECT_TIMEOUT_S), CONNECT_TIMEOUT_S))
-                sock.connect((host, int(port or 0)) if family == socket.AF_INET else (host, int(port or 0), 0, 0))
+                sock.settimeout(min(request["timeout"] or CONNECT_TIMEOUT_S, CONNECT_TIMEOUT_S))
+                number = int(port) if isinstance(port, int) else socket.getservbyname(port) if port else 0
+                sock.connect((host, number) if family == socket.AF_INET else (host, number, 0, 0))
             except OSError as error:
                 sock.close()
                 return {"ok": False, "error": str(error), "errno": error.errno or errno.ECONNREFUSED}, None

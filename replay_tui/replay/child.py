@@ -29,15 +29,18 @@ from .protocol import (
     HELLO,
     INTERNAL_ERROR,
     JOURNAL_ERROR,
+    LONG_TEXT,
     MODEL_LIVE,
     PROGRESS,
     PROTOCOL_VERSION,
     REFUSAL,
     RESULT,
+    TEXT,
     TOOLS_LIVE,
     USAGE_ERROR,
     ProtocolError,
     ReplaySpec,
+    clip,
     encode,
     encode_deep,
 )
@@ -126,7 +129,7 @@ class Channel:
             import traceback  # only on the way out: the child imports what a replay needs, to start fast
 
             lines = "".join(traceback.format_exception(exc)).rstrip("\n").splitlines()[-TRACEBACK_LINES:]
-        self.send(ERROR, kind=kind, message=message, traceback=lines)
+        self.send(ERROR, kind=kind, message=clip(message, LONG_TEXT), traceback=[clip(line, TEXT) for line in lines])
 
 
 def main(argv: list[str]) -> int:

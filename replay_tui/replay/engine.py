@@ -369,11 +369,16 @@ def _is_step_agent(entry: Any, step_agent: type) -> bool:
 
 def recorded_config(first: Event, journal: str, plugins_from: "HarnessConfig | None" = None) -> "HarnessConfig":
     """The harness config the recording ran with (its [harness] and [redaction] tables,
-    from run.started), with the plugins of ``plugins_from`` (experiments) or none."""
+    from run.started), with the plugins of ``plugins_from`` (experiments) or none.
+
+    A live run (``plugins_from``: experiments, re-record) writes what live plugins return: its
+    redaction rules are the user's config's alone (a journal's ``{"enabled": false}`` would have
+    a live token written raw)."""
     from ..harness.config import HarnessConfig, config_from_mapping
 
     recorded = first.payload.get("harness") or {}
-    raw = {"harness": dict(recorded.get("options") or {}), "redaction": dict(recorded.get("redaction") or {})}
+    redaction = plugins_from.redaction if plugins_from is not None else recorded.get("redaction") or {}
+    raw = {"harness": dict(recorded.get("options") or {}), "redaction": dict(redaction)}
     base = config_from_mapping(raw, source=f"{journal} (run.started)")
     if plugins_from is None:
         return base

@@ -112,7 +112,11 @@ class LocalExecutor:
 
     def _run_all(self, specs: Sequence[ReplaySpec], timeout_s: float | None, on_done: OnDone) -> None:
         def replay_one(position: int) -> tuple[int, ReplayOutcome]:
-            return position, self._replay_one(specs[position], timeout_s)
+            try:
+                return position, self._replay_one(specs[position], timeout_s)
+            except Exception as error:  # one journal's failure is its own entry: the rest of the corpus still runs
+                message = f"the replay could not run: {type(error).__name__}: {error}"
+                return position, ReplayOutcome.failed(specs[position], "internal", message)
 
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay-corpus") as pool:
             futures = [pool.submit(replay_one, position) for position in range(len(specs))]

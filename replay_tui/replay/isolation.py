@@ -32,6 +32,8 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
+from .protocol import MAX_REFUSALS, SHORT_TEXT, TEXT, clip
+
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 
@@ -292,9 +294,11 @@ class SocketGuard:
         return bool(self._saved)
 
     def refuse(self, operation: str, target: str, error: type[OSError]) -> OSError:
-        refusal = Refusal(operation, target, _caller())
+        where = _caller()
+        refusal = Refusal(clip(operation, SHORT_TEXT), clip(target, TEXT), clip(where, TEXT) if where else None)
         with self._lock:
-            self.refusals.append(refusal)
+            if len(self.refusals) < MAX_REFUSALS:  # the report lists the first ones and counts the rest
+                self.refusals.append(refusal)
         if self._on_refusal is not None:
             try:
                 self._on_refusal(refusal)

@@ -1,15 +1,19 @@
 """Re-record: after an intended behaviour change, turn an old journal into a new one.
 
 Two passes. First an ordinary strict replay (child process, network off) finds the
-first divergence, seq N. Then the agent runs again, in this process, on a harness
+first divergence, seq N. Then the agent runs again, in this process (outside the sandbox: its
+live plugins are the point), on a harness
 whose observations come from the old journal for every event before N (looked up
 by key, each once, as recorded) and from the live plugins of ``config`` from N on;
 every event goes to the new journal. The events before N are checked against the
 old journal as they are written, so a run that is not deterministic up to the
 divergence is stopped and its partial journal removed. The old journal is only
-ever read.
+ever read. Since the second pass runs outside the sandbox, its code is the one the user names
+with ``--agent``: the entry point the journal records is never imported here (a journal could
+name ``builtins:print``, or any script in the current directory), and the redaction rules are
+the config's (``engine.recorded_config``), never the journal's.
 
-    replay-tui replay OLD.jsonl --rerecord-from-divergence --config agent.toml --out NEW.jsonl
+    replay-tui replay OLD.jsonl --rerecord-from-divergence --agent my_agent:run --config agent.toml --out NEW.jsonl
 """
 
 from __future__ import annotations
@@ -151,6 +155,11 @@ def rerecord(
     timeout_s: float | None = 600.0,
 ) -> RerecordResult:
     """Replay ``journal`` strictly; on a divergence, re-run live from it into ``out``."""
+    if not agent:
+        raise RerecordError(
+            "--rerecord-from-divergence runs the agent live in this process, outside the sandbox: name the code to "
+            "run with --agent MODULE:ATTR (the entry point the journal records is never imported outside the sandbox)"
+        )
     if Path(out).exists():
         raise RerecordError(f"--out {out} already exists; re-recording never overwrites a journal")
     if Path(out).resolve() == Path(journal).resolve():
@@ -181,7 +190,7 @@ def rerecord(
     return result
 
 
-def _continue_live(result: RerecordResult, live_config: Any, out: str, agent: str | None) -> None:
+def _continue_live(result: RerecordResult, live_config: Any, out: str, agent: str) -> None:
     assert result.divergence_seq is not None
     try:
         with open_journal(result.journal) as journal:
@@ -190,7 +199,7 @@ def _continue_live(result: RerecordResult, live_config: Any, out: str, agent: st
     except JournalError as error:
         raise RerecordError(str(error)) from None
     first = recorded[0]
-    agent_name = agent or first.payload["agent"]
+    agent_name = agent  # the user's: never the entry point the journal names (this process has no sandbox)
     new_run_id = f"{first.run_id}-rerecorded"
     before = [event for event in recorded if event.seq < result.divergence_seq]
     source = RecordedObservations(before)

@@ -32,10 +32,13 @@ from .broker import Broker
 from .hosts import HostsConfigError, hosts_in_config
 from .isolation import IsolationInfo, Refusal
 from .protocol import (
+    AGENT_IMPORT,
     DIVERGENCE,
     ERROR,
     EVENTS,
     HELLO,
+    MAX_LINE,
+    MAX_REFUSALS,
     MODEL_LIVE,
     PROGRESS,
     REFUSAL,
@@ -43,13 +46,14 @@ from .protocol import (
     START,
     STRICT,
     TOOLS_LIVE,
+    MessageOrder,
     ProtocolError,
     ReplaySpec,
     decode,
 )
 from .report import DivergenceReport
 from .sandbox import BWRAP
-from .sandbox_launch import Launch, LaunchRefused, prepare_launch
+from .sandbox_launch import CollectError, Launch, LaunchRefused, prepare_launch, unreadable_path_hint
 
 # Outcome statuses, re-exported ("X as X" is mypy's explicit re-export); their home is statuses.py.
 from .statuses import CANCELLED as CANCELLED
@@ -69,7 +73,10 @@ UNREADABLE_FAULTS = frozenset(
 #: Progress phases that count journal events (the "load" phase counts bytes indexed).
 EVENT_PHASES = frozenset({"replay", "fast-forward"})
 STDERR_LINES = 40
-MAX_PROTOCOL_LINE = 64 << 20  # the child batches events under 4 MiB; anything this long is hostile
+OUTPUT_LINE_BYTES = 4096  # of each line the child prints (stdout, stderr), the head is kept; the rest is counted
+MAX_PROTOCOL_LINE = MAX_LINE  # the child batches events under 4 MiB; anything this long is hostile
+#: The error kind of a run the child's protocol stream broke (a malformed, misplaced or oversized message).
+PROTOCOL = "protocol"
 POLL_S = 0.25
 
 
@@ -104,7 +111,8 @@ class ReplayOutcome:
     state_checks: int = 0  # state.transition / state.snapshot hashes that matched
     observations_served: int = 0
     divergence: DivergenceReport | None = None
-    refusals: list[Refusal] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)  # the first MAX_REFUSALS
+    refusals_dropped: int = 0  # refusals after those (counted, not kept)
     unused: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
     error: dict[str, Any] | None = None  # {kind, message, traceback}
@@ -158,7 +166,7 @@ class ReplayOutcome:
         values: dict[str, Any] = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
         values.setdefault("journal", "")
         values.setdefault("mode", STRICT)
-        for name in ("consumed", "total", "state_checks", "observations_served"):
+        for name in ("consumed", "total", "state_checks", "observations_served", "refusals_dropped"):
             if not isinstance(values.get(name, 0), int) or isinstance(values.get(name), bool):
                 raise ValueError(f"field {name}: expected a whole number")
         isolation, divergence = data.get("isolation"), data.get("divergence")
@@ -288,10 +296,11 @@ class ReplayOutcome:
         if self.isolation:
             lines.append(f"isolation: {self.isolation.summary}")
         if self.refusals:
-            lines.append(f"refused network access ({len(self.refusals)}):")
+            count = len(self.refusals) + self.refusals_dropped
+            lines.append(f"refused network access ({count}):")
             lines.extend(f"  {refusal}" for refusal in self.refusals[:20])
-            if len(self.refusals) > 20:
-                lines.append(f"  … and {len(self.refusals) - 20} more")
+            if count > 20:
+                lines.append(f"  … and {count - 20} more")
         else:
             lines.append("refused network access: none attempted")
         if self.error and self.error.get("traceback"):
@@ -375,6 +384,7 @@ class ReplayRunner:
         self._journal: Any = None  # the parent's own Journal: the only one the verdict reads
         self._child_divergence: DivergenceReport | None = None
         self._protocol_fault: str | None = None
+        self._order = MessageOrder()
         self._stop_reason: str | None = None
         self._reaped = False  # once reaped, the child's pid (and group id) may be reused: never kill it again
         self._exit_code: int | None = None
@@ -529,12 +539,12 @@ class ReplayRunner:
         ended_by = self._read_protocol(outcome)
         if ended_by is not None:
             outcome.status = ended_by
-        elif self._stop_reason is None:
+        elif self._stop_reason in (None, PROTOCOL):
             self._decide(outcome)
         # The pipe closes only when the child exits, so its exit status is already set;
         # killing the group (before reaping, while the group id cannot be reused) takes
         # whatever the agent started and left behind.
-        if ended_by is None:
+        if ended_by is None and self._stop_reason is None:
             self._await_exit(2.0)  # bwrap exits just after the child closed the pipe
         self._kill()
         exit_code = self._reap()
@@ -545,7 +555,14 @@ class ReplayRunner:
             outcome.fail("internal", "the child exited without a result")
         if self._launch is not None:
             if self.spec.out:
-                outcome.out = self._launch.collect_out(self.spec.out)
+                deadline = None if self.timeout_s is None else self._started + self.timeout_s
+                try:
+                    outcome.out = self._launch.collect_out(self.spec.out, deadline)
+                except CollectError as error:
+                    outcome.out = None
+                    if ended_by is None and outcome.status in (MATCH, DIVERGED, UNRECORDED_CALL):
+                        outcome.experiment = None
+                        outcome.fail(PROTOCOL, str(error))
             if self._launch.policy.mechanism == BWRAP and exit_code is not None and exit_code > 128:
                 outcome.child_exit = 128 - exit_code  # bwrap exits 128+N when the child dies of signal N
         if ended_by is None and self._stop_reason is None and self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
@@ -588,15 +605,15 @@ class ReplayRunner:
                     pending.append(chunk)
                     pending_size += len(chunk)
                     if pending_size > MAX_PROTOCOL_LINE:
-                        self._protocol_fault = f"the child wrote a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB"
-                        self._stop_reason = "protocol"
-                        outcome.fail("internal", self._protocol_fault)
+                        self._fault(f"a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB")
                     continue
                 *lines, rest = (b"".join(pending) + chunk).split(b"\n")
                 pending, pending_size = [rest], len(rest)
                 for line in lines:
                     if self._cancelled.is_set():
                         return CANCELLED  # at once: one read can hold the rest of a short run
+                    if self._stop_reason is not None:
+                        return None
                     if line:
                         self._handle(line, outcome)
 
@@ -618,9 +635,12 @@ class ReplayRunner:
     def _decide(self, outcome: ReplayOutcome) -> None:
         """The verdict, from the parent's own comparison; the child's claims can only make it fail."""
         claimed = outcome.status
-        if self._protocol_fault is not None and claimed != DIVERGED:
-            outcome.fail("internal", self._protocol_fault)
         referee = self._referee
+        if self._protocol_fault is not None:
+            if referee is None or referee.mismatch is None:  # a divergence the parent found itself stands
+                outcome.divergence = None
+                outcome.fail(PROTOCOL, self._protocol_fault)
+                return
         if outcome.experiment is not None or self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
             outcome.divergence = self._child_divergence
             return  # experiments: the child's summary of its own new journal (see the README)
@@ -642,7 +662,8 @@ class ReplayRunner:
             outcome.error = None
             return
         if referee.fault is not None:
-            outcome.fail(referee.fault_kind, referee.fault)
+            # "internal": the child's events broke the protocol; "journal": the parent's journal is unreadable there
+            outcome.fail(PROTOCOL if referee.fault_kind == "internal" else referee.fault_kind, referee.fault)
             return
         if outcome.status not in (MATCH, UNUSED_EVENTS):
             if outcome.status == DIVERGED:  # the child saw a divergence the parent did not: still a failure
@@ -714,16 +735,13 @@ class ReplayRunner:
     def _start_referee(self, message: dict[str, Any]) -> None:
         from .referee import Referee, nearest_snapshot
 
-        if self._referee is not None or self._journal is None:
-            self._protocol_fault = "the child sent a second start, or one for an experiment"
-            return
         journal = self._journal
         resume_seq = message.get("resume_seq")
         start = 0
         if resume_seq is not None:
             snapshot = nearest_snapshot(journal, self.spec.from_seq) if self.spec.from_seq else None
             if snapshot is None or snapshot.seq != resume_seq:
-                self._protocol_fault = (
+                self._fault(
                     f"the child asked to resume from seq {resume_seq!r}, which is not the snapshot for --from-seq"
                 )
                 return
@@ -731,62 +749,87 @@ class ReplayRunner:
         verified = bool(self._verification and self._verification.get("ok"))  # every line parsed and checked
         self._referee = Referee(journal, start, verified=verified)
 
+    def _fault(self, problem: str) -> None:
+        """The child broke the protocol: the run stops here and fails, saying how (the first fault is kept)."""
+        if self._protocol_fault is None:
+            self._protocol_fault = f"the child broke the protocol: {problem}"
+            self._stderr.append(f"(replay-tui: {self._protocol_fault})")
+        self._stop_reason = PROTOCOL
+
     def _handle(self, line: bytes, outcome: ReplayOutcome) -> None:
+        """One line from the child: checked (its shape, ``decode``; its place, ``MessageOrder``) before use."""
         try:
             message = decode(line)
+            self._order.admit(message["type"])
         except ProtocolError as error:
-            self._stderr.append(f"(replay-tui: bad protocol line: {error})")
-            self._protocol_fault = self._protocol_fault or f"the child wrote garbage on the protocol pipe: {error}"
+            self._fault(str(error))
             return
         kind = message["type"]
         if kind == EVENTS:
             if outcome.first_event_s is None:
                 outcome.first_event_s = round(time.perf_counter() - self._spawned, 4)
-            if self._referee is None:
-                self._protocol_fault = self._protocol_fault or "the child sent events before it started the replay"
-            else:
-                self._referee.feed(message.get("items"))
+            if self._referee is not None:
+                self._referee.feed(message["items"])
             return
         if kind == START:
+            if self._journal is None:
+                self._fault("a start message in an experiment (an experiment is judged from the journal it writes)")
+                return
             try:
                 self._journal.index()
                 self._start_referee(message)
             except Exception as error:  # the parent's journal: unreadable is a journal error, never a traceback
-                self._protocol_fault = f"journal: {error}"
+                self._stop_reason = "journal"
+                outcome.fail("journal", str(error))
         elif kind == HELLO:
-            outcome.child_startup_s = round(time.perf_counter() - self._spawned, 4)
-            outcome.isolation = IsolationInfo.from_json(message.get("isolation") or {})
-            missing = outcome.isolation.missing_layers or ([] if outcome.isolation.sandbox else ["sandbox"])
-            if self.spec.require_isolation and missing:
-                self._stop_reason = "isolation"
-                outcome.fail("isolation", "--require-isolation: missing sandbox layer(s): " + ", ".join(missing))
+            self._hello(message, outcome)
         elif kind == PROGRESS:
-            progress = Progress(
-                message.get("phase", ""), message.get("consumed", 0), message.get("total", 0), message.get("seq")
-            )
+            progress = Progress(message["phase"], message["consumed"], message["total"], message["seq"])
             if progress.phase in EVENT_PHASES:
                 outcome.consumed, outcome.total, outcome.last_seq = progress.consumed, progress.total, progress.seq
             if self.on_progress is not None:
                 self.on_progress(progress)
         elif kind == REFUSAL:
-            outcome.refusals.append(
-                Refusal(message.get("operation", "?"), message.get("target", "?"), message.get("where"))
-            )
+            if len(outcome.refusals) < MAX_REFUSALS:
+                outcome.refusals.append(Refusal(message["operation"], message["target"], message.get("where")))
+            else:
+                outcome.refusals_dropped += 1
         elif kind == DIVERGENCE:
-            try:
-                self._child_divergence = DivergenceReport.from_json(message["report"])
-            except Exception:
-                self._protocol_fault = self._protocol_fault or "the child sent a malformed divergence report"
+            self._child_divergence = DivergenceReport.from_json(message["report"])
         elif kind == RESULT:
             self._apply_result(message, outcome)
         elif kind == ERROR:
-            outcome.status = FAILED
-            outcome.error = {key: message.get(key) for key in ("kind", "message", "traceback")}
-            copy = self._launch.journal_copy if self._launch is not None else None
-            if copy and isinstance(outcome.error["message"], str):  # the user knows their journal, not its copy
-                outcome.error["message"] = outcome.error["message"].replace(copy, self.spec.journal)
-        if self.on_message is not None:
+            self._child_error(message, outcome)
+        if self.on_message is not None and self._stop_reason != PROTOCOL:
             self.on_message(message)
+
+    def _hello(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
+        """The isolation the child entered, checked against the sandbox the parent launched it into."""
+        outcome.child_startup_s = round(time.perf_counter() - self._spawned, 4)
+        isolation = IsolationInfo.from_json(message["isolation"])
+        launched = self._launch.policy.mechanism if self._launch is not None else None
+        said = isolation.sandbox.get("mechanism") if isolation.sandbox is not None else None
+        if launched is not None and said != launched:
+            self._fault(
+                f"hello message: field isolation.sandbox.mechanism: the child was launched with {launched!r}, found {said!r}"
+            )
+            return
+        outcome.isolation = isolation
+        missing = isolation.missing_layers or ([] if isolation.sandbox else ["sandbox"])
+        if self.spec.require_isolation and missing:
+            self._stop_reason = "isolation"
+            outcome.fail("isolation", "--require-isolation: missing sandbox layer(s): " + ", ".join(missing))
+
+    def _child_error(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
+        """The child's error, in the user's terms: their journal (not its copy), and why an agent did not import."""
+        outcome.status = FAILED
+        text: str = message["message"]
+        copy = self._launch.journal_copy if self._launch is not None else None
+        if copy:  # the user knows their journal, not its copy
+            text = text.replace(copy, self.spec.journal)
+        if message["kind"] == AGENT_IMPORT and self._launch is not None:
+            text += unreadable_path_hint(self._launch)
+        outcome.error = {"kind": message["kind"], "message": text, "traceback": list(message["traceback"])}
 
     def _apply_result(self, message: dict[str, Any], outcome: ReplayOutcome) -> None:
         """The child's own view: its status is a claim (``_decide`` checks it), its timings are informational."""
@@ -859,11 +902,31 @@ class ReplayRunner:
 
 
 def _drain(stream: IO[bytes] | None, tail: collections.deque[str]) -> None:
-    """Keep the last lines of a child stream; reading it also keeps the child from blocking."""
+    """Keep the last lines of a child stream; reading it also keeps the child from blocking.
+
+    Bounded whatever the agent prints: of each line only the first ``OUTPUT_LINE_BYTES`` are kept (a
+    512 MiB line without a newline is read in chunks, never held whole) and the rest is counted."""
     if stream is None:
         return
-    for raw in iter(stream.readline, b""):
-        tail.append(raw.decode("utf-8", "replace").rstrip("\n"))
+    read = getattr(stream, "read1", stream.read)
+    head, cut = b"", 0
+
+    def keep(line: bytes, more: int) -> None:
+        shown = line.decode("utf-8", "replace").rstrip("\r")
+        tail.append(shown + (f" … ({more:,} more bytes)" if more else ""))
+
+    while chunk := read(1 << 16):
+        *ended, rest = chunk.split(b"\n")
+        for part in ended:
+            line = head + part
+            keep(line[:OUTPUT_LINE_BYTES], cut + max(0, len(line) - OUTPUT_LINE_BYTES))
+            head, cut = b"", 0
+        head += rest
+        if len(head) > OUTPUT_LINE_BYTES:
+            cut += len(head) - OUTPUT_LINE_BYTES
+            head = head[:OUTPUT_LINE_BYTES]
+    if head or cut:
+        keep(head, cut)
     stream.close()
 
 

@@ -1,9 +1,13 @@
 """The replay sandbox: what the child enters before any agent code runs, and how it proves it.
 
-Layers (each one is checked from inside after entering, never assumed):
+Every layer, the isolation modes that have it and what the report says when one is missing are in
+``SANDBOX.md`` beside this file. Layers (each one is checked from inside after entering, never assumed):
 
 * **network namespace**: the only interface is a downed loopback (a user namespace too
   when not root);
+* **PID and IPC namespaces**: the agent is process 1 of its own PID namespace (``/proc`` is
+  that namespace's, so no host process can be seen or signalled, and the agent's whole tree
+  dies with it) and has its own System V IPC;
 * **read-only filesystem**: a private mount namespace where every mount is read-only,
   ``/tmp``, ``/var/tmp``, ``/run``, ``/dev/shm``, ``/home`` and ``/root`` are empty
   read-only tmpfs (paths the child needs are bound back read-only), and the fresh scratch
@@ -12,16 +16,19 @@ Layers (each one is checked from inside after entering, never assumed):
   ``/etc/shadow`` and the parent's ``/proc`` entries, even without capabilities);
 * **capabilities dropped** (effective, permitted, inheritable, ambient and the bounding
   set) and **no_new_privs**, so ``setns``, ``unshare`` and ``mount`` fail afterwards;
-* **seccomp**: ``socket(AF_UNIX, ...)`` and ``io_uring_setup`` fail with EPERM, so no
-  pathname unix socket anywhere (a Docker socket in the read-only tree) can be
-  connected; ``socketpair`` (asyncio's self-pipe) still works;
+* **kernel keyrings**: a fresh, empty session keyring (the parent's session keyring is no
+  longer possessed), then the key syscalls are blocked;
+* **seccomp**: ``socket(AF_UNIX, ...)``, ``io_uring_setup``, ``add_key``, ``request_key``
+  and ``keyctl`` fail with EPERM, so no pathname unix socket anywhere (a Docker socket in
+  the read-only tree) can be connected; ``socketpair`` (asyncio's self-pipe) still works;
 * **environment scrubbed** (done by the parent: ``child_environment``).
 
-Two ways in: ``bwrap_command`` (bubblewrap, preferred when installed: it also gives a
-PID namespace and a fresh ``/proc``) followed by ``enter_sandbox`` inside, or
-``enter_sandbox`` alone, which does the namespaces and mounts itself. ``enter_sandbox``
-is one documented call (policy in, report out) that works in a freshly forked
-single-threaded process, so a fork server can use it too.
+Two ways in: ``bwrap_command`` (bubblewrap, preferred when installed: it makes the
+namespaces and a fresh ``/proc``) followed by ``enter_sandbox`` inside, or
+``enter_sandbox`` alone, which does the namespaces and mounts itself (and forks once, so
+that the agent runs inside its PID namespace). ``enter_sandbox`` is one documented call
+(policy in, report out) that works in a freshly forked single-threaded process, so a fork
+server can use it too.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import signal
 import socket
 import struct
 import sys
@@ -39,7 +47,9 @@ from typing import Any
 
 # clone flags
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 # mount flags
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
@@ -48,6 +58,9 @@ MS_REC, MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 0x4000, 0x40000, 0x200000, 0x1
 # prctl
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAP_AMBIENT = 24, 38, 22, 47
 PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 4, 2
+PR_SET_PDEATHSIG = 1
+# keyctl(2)
+KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEY_SPEC_SESSION_KEYRING = 0, 1, -3
 
 NOBODY = 65534
 #: Directories replaced by an empty read-only tmpfs: where sockets, secrets and other
@@ -70,22 +83,28 @@ ENV_ALLOWLIST = (
 
 # Layer names, as the report shows them.
 NETWORK_NAMESPACE = "network namespace"
+PID_NAMESPACE = "PID namespace (own /proc)"
+IPC_NAMESPACE = "IPC namespace"
 READ_ONLY_FILESYSTEM = "read-only filesystem (scratch dir writable)"
 HIDDEN_DIRECTORIES = "/tmp, /run and home directories hidden"
 UNPRIVILEGED = "unprivileged user"
 CAPABILITIES_DROPPED = "capabilities dropped"
 NO_NEW_PRIVS = "no_new_privs"
 UNIX_SOCKETS_BLOCKED = "unix sockets blocked (seccomp)"
+KEYRINGS_HIDDEN = "kernel keyrings hidden (fresh session keyring, keyctl blocked)"
 PARENT_HIDDEN = "parent process hidden"
 ENVIRONMENT_SCRUBBED = "environment scrubbed"
 ALL_LAYERS = (
     NETWORK_NAMESPACE,
+    PID_NAMESPACE,
+    IPC_NAMESPACE,
     READ_ONLY_FILESYSTEM,
     HIDDEN_DIRECTORIES,
     UNPRIVILEGED,
     CAPABILITIES_DROPPED,
     NO_NEW_PRIVS,
     UNIX_SOCKETS_BLOCKED,
+    KEYRINGS_HIDDEN,
     PARENT_HIDDEN,
     ENVIRONMENT_SCRUBBED,
 )
@@ -107,6 +126,8 @@ class SandboxPolicy:
     network: bool = False
     keep_readable: list[str] = field(default_factory=list)  # bound back read-only below hidden roots
     host_netns: int | None = None  # inode of the parent's network namespace (to check ours differs)
+    host_pidns: int | None = None  # ... of its PID namespace
+    host_ipcns: int | None = None  # ... of its IPC namespace
     parent_pid: int | None = None
     environment_scrubbed: bool = False  # the caller started us with child_environment() (the runner does)
     environment: dict[str, str] | None = None  # a forked worker: os.environ is replaced by this (child_environment())
@@ -174,6 +195,14 @@ def pass_env_default(environ: dict[str, str] | None = None) -> list[str]:
     """Names in ``$REPLAY_TUI_PASS_ENV`` (comma-separated): the app's and the CLI's default ``--pass-env``."""
     text = (os.environ if environ is None else environ).get(PASS_ENV_VARIABLE, "")
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def namespace_inode(name: str) -> int | None:
+    """The inode of this process's ``name`` namespace ("net", "pid", "ipc"): the child checks its own differs."""
+    try:
+        return os.stat(f"/proc/self/ns/{name}").st_ino
+    except OSError:
+        return None
 
 
 def bwrap_path() -> str | None:
@@ -276,20 +305,30 @@ def enter_sandbox(policy: SandboxPolicy) -> SandboxReport:
     if policy.mechanism != GUARD_ONLY and "*" not in notes:
         os.chdir(policy.scratch)
         _drop_privileges(policy, notes)
+        _join_fresh_session_keyring(notes)
         _install_seccomp(notes)
     return check_layers(policy, notes)
 
 
 def _enter_namespaces(policy: SandboxPolicy, notes: dict[str, str]) -> None:
+    """Network, mount, IPC and PID namespaces (and a user namespace when not root), then the read-only
+    view and a /proc of the new PID namespace. A PID namespace holds only the children of the process
+    that made it: so this process forks, the child goes on as the namespace's first process (the agent's
+    whole tree dies with it, ``setsid`` or not), and this one only waits and exits as the child did."""
     libc = _c()
     root = os.getuid() == 0
     flags = CLONE_NEWNS | (0 if policy.network else CLONE_NEWNET)
     if not root:
         flags |= CLONE_NEWUSER
         uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(flags) != 0:
-        notes[NETWORK_NAMESPACE] = notes[READ_ONLY_FILESYSTEM] = f"unshare failed: {os.strerror(ctypes.get_errno())}"
-        return
+    if libc.unshare(flags | CLONE_NEWPID | CLONE_NEWIPC) != 0:
+        why = f"unshare(CLONE_NEWPID|CLONE_NEWIPC) failed: {os.strerror(ctypes.get_errno())}"
+        notes[PID_NAMESPACE] = notes[IPC_NAMESPACE] = notes[PARENT_HIDDEN] = why
+        if libc.unshare(flags) != 0:
+            notes[NETWORK_NAMESPACE] = notes[READ_ONLY_FILESYSTEM] = (
+                f"unshare failed: {os.strerror(ctypes.get_errno())}"
+            )
+            return
     if not root:
         try:
             for path, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
@@ -298,10 +337,59 @@ def _enter_namespaces(policy: SandboxPolicy, notes: dict[str, str]) -> None:
         except OSError as error:
             notes[READ_ONLY_FILESYSTEM] = f"user namespace id map: {error}"
             return
+    if PID_NAMESPACE not in notes:
+        _become_first_process()
     try:
         _read_only_view(policy)
     except OSError as error:
         notes[READ_ONLY_FILESYSTEM] = str(error)
+    if PID_NAMESPACE not in notes:
+        try:  # the host's /proc would still list (and let signal) every host process
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except OSError as error:
+            notes[PID_NAMESPACE] = notes[PARENT_HIDDEN] = f"a /proc of the new PID namespace: {error}"
+
+
+def _become_first_process() -> None:
+    """Fork after unshare(CLONE_NEWPID): return in the child, PID 1 of the new namespace, which dies with
+    this process; in this process, wait for it and end the same way (exit code or signal), holding nothing."""
+    pid = os.fork()
+    if pid == 0:
+        _c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return
+    os.closerange(0, 1 << 20)  # the protocol pipe, stdin and the rest are the child's alone
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _join_fresh_session_keyring(notes: dict[str, str]) -> None:
+    """A new, empty session keyring: the one inherited from the parent's session (where a login or an
+    agent keeps its secrets) is no longer possessed. The seccomp filter then blocks the key syscalls."""
+    if _keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0) < 0:
+        notes[KEYRINGS_HIDDEN] = f"keyctl(JOIN_SESSION_KEYRING): {os.strerror(ctypes.get_errno())}"
+
+
+def _keyctl(operation: int, argument: int) -> int:
+    """keyctl(2) (glibc has no wrapper): the result, or -1 with errno set (ENOSYS off x86_64 and aarch64)."""
+    machine = _machine()
+    if machine not in _ARCHES:
+        ctypes.set_errno(38)  # ENOSYS
+        return -1
+    libc = _c()
+    libc.syscall.restype = ctypes.c_long
+    keyctl_nr = _ARCHES[machine][3][2]
+    return int(libc.syscall(ctypes.c_long(keyctl_nr), ctypes.c_long(operation), ctypes.c_long(argument), 0))
 
 
 def _read_only_view(policy: SandboxPolicy) -> None:
@@ -384,22 +472,36 @@ def _drop_privileges(policy: SandboxPolicy, notes: dict[str, str]) -> None:
         notes[NO_NEW_PRIVS] = os.strerror(ctypes.get_errno())
 
 
-# seccomp: (audit arch, socket nr, io_uring_setup nr)
-_ARCHES = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+# seccomp: (audit arch, socket nr, io_uring_setup nr, (add_key, request_key, keyctl) nrs)
+_ARCHES = {"x86_64": (0xC000003E, 41, 425, (248, 249, 250)), "aarch64": (0xC00000B7, 198, 425, (217, 218, 219))}
+
+
+def _machine() -> str:
+    import platform
+
+    return platform.machine()
 
 
 def seccomp_program(machine: str) -> bytes:
-    """BPF: kill on a foreign arch (no i386/x32 detour); socket(AF_UNIX) and io_uring_setup -> EPERM."""
-    arch, socket_nr, uring_nr = _ARCHES[machine]
+    """BPF: kill on a foreign arch (no i386/x32 detour); socket(AF_UNIX), io_uring_setup and the kernel
+    key syscalls (add_key, request_key, keyctl: a keyring outlives the process and request_key can start
+    a helper outside the sandbox) -> EPERM."""
+    arch, socket_nr, uring_nr, key_nrs = _ARCHES[machine]
+    denied = (uring_nr, *key_nrs)
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000
+    # after the checks of the denied numbers come: socket?, load args[0], AF_UNIX?, allow, deny
+    tail = 5
     program = [
         (ld, 0, 0, 4),  # arch
         (jeq, 1, 0, arch),
         (ret, 0, 0, kill),
         (ld, 0, 0, 0),  # syscall nr
-        (jge, 5, 0, 0x40000000),  # x32 syscalls -> deny
-        (jeq, 4, 0, uring_nr),
+        (jge, len(denied) + tail - 1, 0, 0x40000000),  # x32 syscalls -> deny
+    ]
+    for index, number in enumerate(denied):
+        program.append((jeq, len(denied) - index + tail - 2, 0, number))
+    program += [
         (jeq, 0, 2, socket_nr),
         (ld, 0, 0, 16),  # args[0] low word: the address family
         (jeq, 1, 0, socket.AF_UNIX),
@@ -410,9 +512,7 @@ def seccomp_program(machine: str) -> bytes:
 
 
 def _install_seccomp(notes: dict[str, str]) -> None:
-    import platform
-
-    machine = platform.machine()
+    machine = _machine()
     if machine not in _ARCHES:
         notes[UNIX_SOCKETS_BLOCKED] = f"no seccomp filter for {machine}"
         return
@@ -437,8 +537,9 @@ def check_layers(policy: SandboxPolicy, notes: dict[str, str]) -> SandboxReport:
     everything = notes.get("*")
     status = _status()
 
-    def layer(name: str, held: bool, detail: str) -> Layer:
-        return Layer(name, held, detail if held else (everything or notes.get(name) or detail))
+    def layer(name: str, held: bool, missing: str, detail: str = "") -> Layer:
+        """The layer; its detail says why when it is missing (``missing``, or the note of the step that failed)."""
+        return Layer(name, held, detail if held else (everything or notes.get(name) or missing))
 
     layers: list[Layer] = []
     try:
@@ -449,24 +550,46 @@ def check_layers(policy: SandboxPolicy, notes: dict[str, str]) -> SandboxReport:
     if policy.network:
         layers.append(Layer(NETWORK_NAMESPACE, False, "the host network is kept (live calls need it)"))
     else:
-        layers.append(layer(NETWORK_NAMESPACE, own_net, "only a downed loopback" if own_net else "still the host's"))
+        layers.append(layer(NETWORK_NAMESPACE, own_net, "still the host's", "only a downed loopback"))
+    pidns = _namespace_of("self", "pid")
+    own_proc = _proc_is_ours()
+    own_pid = own_proc and policy.host_pidns is not None and pidns != policy.host_pidns
+    layers.append(layer(PID_NAMESPACE, own_pid, "the host's processes are visible in /proc"))
+    ipcns = _namespace_of("self", "ipc")
+    own_ipc = ipcns is not None and policy.host_ipcns is not None and ipcns != policy.host_ipcns
+    layers.append(layer(IPC_NAMESPACE, own_ipc, "the host's System V IPC objects are shared"))
     writable = _writable_mounts(policy.scratch)
-    layers.append(
-        layer(READ_ONLY_FILESYSTEM, not writable, "" if not writable else "writable: " + ", ".join(writable[:4]))
-    )
+    layers.append(layer(READ_ONLY_FILESYSTEM, not writable, "writable: " + ", ".join(writable[:4])))
     visible = [root for root in HIDDEN_ROOTS if os.path.isdir(root) and _has_entries(root, policy)]
-    layers.append(layer(HIDDEN_DIRECTORIES, not visible, "" if not visible else "visible: " + ", ".join(visible)))
-    layers.append(layer(UNPRIVILEGED, os.getuid() != 0, f"uid {os.getuid()}"))
+    layers.append(layer(HIDDEN_DIRECTORIES, not visible, "visible: " + ", ".join(visible)))
+    layers.append(layer(UNPRIVILEGED, os.getuid() != 0, f"uid {os.getuid()}", f"uid {os.getuid()}"))
     caps = [status.get(name, "?") for name in ("CapEff", "CapPrm", "CapBnd", "CapAmb")]
     no_caps = all(value.strip("0") == "" for value in caps)
-    layers.append(layer(CAPABILITIES_DROPPED, no_caps, "" if no_caps else f"CapEff/Prm/Bnd/Amb {' '.join(caps)}"))
+    layers.append(layer(CAPABILITIES_DROPPED, no_caps, f"CapEff/Prm/Bnd/Amb {' '.join(caps)}"))
     nnp = status.get("NoNewPrivs", "0").strip() == "1"
     layers.append(layer(NO_NEW_PRIVS, nnp, "not set"))
     layers.append(layer(UNIX_SOCKETS_BLOCKED, _unix_blocked(), "socket(AF_UNIX) still works"))
+    keys_blocked = _keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING) < 0 and ctypes.get_errno() == 1  # EPERM
+    layers.append(layer(KEYRINGS_HIDDEN, keys_blocked, "keyctl still works"))
     layers.append(layer(PARENT_HIDDEN, not _parent_readable(policy.parent_pid), "the parent's environ is readable"))
     scrubbed = policy.environment_scrubbed or policy.environment is not None
     layers.append(Layer(ENVIRONMENT_SCRUBBED, scrubbed, "" if scrubbed else "the caller's environment"))
     return SandboxReport(policy.mechanism, layers)
+
+
+def _proc_is_ours() -> bool:
+    """Whether /proc is our PID namespace's: it names this process by the pid it has here."""
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
+
+
+def _namespace_of(process: str, name: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{process}/ns/{name}").st_ino
+    except OSError:
+        return None
 
 
 def _writable_mounts(scratch: str) -> list[str]:

@@ -13,8 +13,8 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
-from dataclasses import asdict, dataclass, replace
+import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .child_command import child_command, site_directories
@@ -27,10 +27,19 @@ from .sandbox import (
     bwrap_command,
     bwrap_path,
     child_environment,
+    namespace_inode,
     needed_paths,
 )
+from .scratch import Scratch
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds replay_tui/
+#: An experiment's journal may be this many times the size of its recording (and at least OUT_FLOOR bytes):
+#: the parent copies it and reads all of it to judge the run, and the agent can write any amount there.
+OUT_FACTOR, OUT_FLOOR = 4, 64 << 20
+
+
+class CollectError(Exception):
+    """What the child left as its experiment journal cannot be used (not a regular file, too slow to copy)."""
 
 
 class LaunchRefused(Exception):
@@ -50,32 +59,75 @@ class Launch:
     policy: SandboxPolicy
     child_out: str | None = None
     journal_copy: str | None = None  # the copy the child reads: its messages name it, not the user's journal
+    sys_path: list[str] = field(default_factory=list)  # where the child looks for the agent
+    held: Scratch | None = None  # the scratch dir's lock: a later run removes it if this one is killed
+    out_limit: int | None = None  # bytes the child's experiment journal may have (OUT_FACTOR, OUT_FLOOR)
 
-    def collect_out(self, requested: str) -> str | None:
-        """Copy the journal the child wrote in scratch to ``requested`` (a regular file only, never overwriting)."""
+    def collect_out(self, requested: str, deadline: float | None = None) -> str | None:
+        """Copy the journal the child wrote in scratch to ``requested``, never overwriting; None when there
+        is none. Anything but a regular file there is a CollectError, found without blocking: the path is
+        opened O_NOFOLLOW | O_NONBLOCK (a FIFO would block a plain open for ever, a symlink would point
+        anywhere); so is a file over ``out_limit`` and a copy still going at ``deadline``
+        (``time.perf_counter``; the run's --timeout)."""
         if self.child_out is None:
             return None
         try:
-            source = os.open(self.child_out, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
+            source = os.open(self.child_out, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
             return None
+        except OSError as error:
+            raise CollectError(
+                f"the experiment journal the child left is not a regular file ({error.strerror})"
+            ) from None
         try:
-            if not stat.S_ISREG(os.fstat(source).st_mode):
-                return None
-            target = os.open(requested, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                while chunk := os.read(source, 1 << 20):
-                    os.write(target, chunk)
-            finally:
-                os.close(target)
-        except OSError:
-            return None
+            found = os.fstat(source)
+            if not stat.S_ISREG(found.st_mode):
+                raise CollectError(
+                    f"the experiment journal the child left is not a regular file but {_file_kind(found.st_mode)}"
+                )
+            if self.out_limit is not None and found.st_size > self.out_limit:
+                raise CollectError(
+                    f"the experiment journal the child left has {found.st_size:,} bytes, over the {self.out_limit:,} "
+                    f"an experiment may write ({OUT_FACTOR} times its recording, at least {OUT_FLOOR >> 20} MiB)"
+                )
+            _copy_until(source, requested, deadline)
         finally:
             os.close(source)
         return requested
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.held is not None:
+            self.held.remove()
+        else:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
+def _copy_until(source: int, requested: str, deadline: float | None) -> None:
+    """Copy ``source`` to a new file ``requested``; a partial copy is removed (an error, the deadline)."""
+    try:
+        target = os.open(requested, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as error:
+        raise CollectError(f"cannot write the experiment journal to {requested}: {error.strerror}") from None
+    complete = False
+    try:
+        while chunk := os.read(source, 1 << 20):
+            os.write(target, chunk)
+            if deadline is not None and time.perf_counter() > deadline:
+                raise CollectError("the experiment journal the child left was still being copied at --timeout")
+        complete = True
+    except OSError as error:
+        raise CollectError(f"cannot copy the experiment journal to {requested}: {error.strerror}") from None
+    finally:
+        os.close(target)
+        if not complete:
+            os.unlink(requested)
 
 
 def choose_mechanism(isolation: str) -> str:
@@ -122,7 +174,8 @@ def prepare_launch(
     """Scratch dir, journal copy, policy, environment and argv for one child."""
     mechanism = choose_mechanism(spec.isolation)
     live = spec.mode in (MODEL_LIVE, TOOLS_LIVE)
-    scratch = os.path.realpath(tempfile.mkdtemp(prefix="replay-tui-scratch-"))
+    held = Scratch.make()
+    scratch = held.path
     try:
         copy = copy_journal(spec.journal, scratch)
         child_out = os.path.join(scratch, "out-" + os.path.basename(spec.out)) if spec.out else None
@@ -147,7 +200,9 @@ def prepare_launch(
             mechanism=mechanism,
             network=(live and broker_fd < 0) or mechanism == GUARD_ONLY,  # with a broker, experiments stay offline too
             keep_readable=readable,
-            host_netns=_netns_inode(),
+            host_netns=namespace_inode("net"),
+            host_pidns=namespace_inode("pid"),
+            host_ipcns=namespace_inode("ipc"),
             parent_pid=os.getpid(),
             environment_scrubbed=True,  # child_environment() below
         )
@@ -179,17 +234,29 @@ def prepare_launch(
             policy=policy,
             child_out=child_out,
             journal_copy=copy,
+            sys_path=sys_path,
+            held=held,
+            out_limit=max(OUT_FACTOR * _bytes_of(copy), OUT_FLOOR) if spec.out else None,
         )
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        held.remove()
         raise
 
 
+def _bytes_of(path: str) -> int:
+    """The size of a journal: a file, or a shard directory's files."""
+    if os.path.isdir(path):
+        return sum(entry.stat().st_size for entry in os.scandir(path) if entry.is_file())
+    return os.path.getsize(path)
+
+
 def world_readable(path: str) -> bool:
-    """Whether an unprivileged user (the child runs as nobody when we are root) can read ``path``."""
+    """Whether an unprivileged user (the child runs as nobody when we are root) can read ``path``
+    (a directory: list it and enter it)."""
     path = os.path.realpath(path)
     try:
-        if not os.stat(path).st_mode & stat.S_IROTH:
+        mode = os.stat(path).st_mode
+        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
             return False
         parent = os.path.dirname(path)
         while True:
@@ -202,6 +269,23 @@ def world_readable(path: str) -> bool:
         return False
 
 
+def unreadable_path_hint(launch: Launch) -> str:
+    """Why an agent may not import in the sandbox although it does here: as root, the child runs as
+    ``nobody``, which cannot enter a directory only its owner can (what ``mktemp -d`` makes). Empty
+    when that is not it."""
+    if os.getuid() != 0 or launch.policy.mechanism == GUARD_ONLY:
+        return ""
+    hidden = [path for path in launch.sys_path if os.path.isdir(path) and not world_readable(path)]
+    if not hidden:
+        return ""
+    listed = ", ".join(hidden)
+    return (
+        f"\nThe sandbox runs the agent as the unprivileged user nobody (replay-tui runs as root here), and nobody "
+        f"cannot read {listed}, where the agent is looked for. Fix: make it readable to others "
+        f"(chmod o+rx on it and o+x on each parent directory), or keep the agent in a directory others can read."
+    )
+
+
 def _reachable_copy(path: str | None, scratch: str) -> str | None:
     """A live plugin config the child could not read as nobody is copied into scratch (relative paths
     in it then resolve there); a readable one is used in place."""
@@ -211,10 +295,3 @@ def _reachable_copy(path: str | None, scratch: str) -> str | None:
     shutil.copyfile(path, target)
     os.chmod(target, 0o644)
     return target
-
-
-def _netns_inode() -> int | None:
-    try:
-        return os.stat("/proc/self/ns/net").st_ino
-    except OSError:
-        return None

@@ -182,12 +182,14 @@ class TapeTurns:
             self._check_running()
             answered = answers.event_id if answers is not None and kind not in _UNANSWERED else None
             position = self.tape.place(kind, {field: key}, answers=answered, taken=self._taken)
-            if position is None:
-                found = self.tape.observe(kind, key)  # says why the journal has nothing to serve here
-                raise self.tape.stop(_divergence(found if isinstance(found, Mismatch) else None, kind, key))
-            self.tape.reserved.add(position)
-            self._taken.add(position)
-            return position
+            if position is not None:
+                self.tape.reserved.add(position)
+                self._taken.add(position)
+                return position
+            found = self.tape.observe(kind, key)  # says why the journal has nothing to serve here
+            stop = self.tape.stop(_divergence(found if isinstance(found, Mismatch) else None, kind, key))
+        self._release_all()  # the flows already waiting will never get their turn either
+        raise stop
 
     def _serving(self, position: int, served: Served, write: Callable[[Pending], Event]) -> Callable[[], Event]:
         def serve() -> Event:

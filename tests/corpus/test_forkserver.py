@@ -18,6 +18,7 @@ from replay_tui.replay.executors import LocalExecutor
 from replay_tui.replay.forkserver import FORK_SERVER_MECHANISM, ForkServer, label_isolation
 from replay_tui.replay.protocol import ReplaySpec
 from replay_tui.replay.runner import CANCELLED, CRASHED, MATCH, TIMEOUT, ReplayOutcome, ReplayRunner
+from replay_tui.replay.sandbox import IPC_NAMESPACE, PID_NAMESPACE
 
 from . import leaky_agent
 from .conftest import CLEAN, REPO, cli, copy_corpus
@@ -252,3 +253,30 @@ def test_a_journal_whose_child_died_with_the_server_is_replayed_plainly(
     assert entry.outcome.isolation and entry.outcome.isolation.sandbox
     assert entry.outcome.isolation.sandbox["mechanism"] != FORK_SERVER_MECHANISM, "replayed as a plain child"
     assert len(made) == 2 and not any(os.path.exists(path) for path in made), "no scratch dir left behind"
+
+
+def test_a_forked_child_sees_no_host_process_and_no_host_ipc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each child the server forks gets its own PID and IPC namespaces too (issue 27): it can neither signal a
+    host process running as its own user nor open the host's System V shared memory."""
+    from tests.replay import host_holdings
+    from tests.replay.helpers import record_probe
+
+    hostile = "tests.replay.agents.hostile:agent"
+    journal = record_probe(tmp_path / "hostile.jsonl", entry_point=hostile)
+    with host_holdings.victim() as process, host_holdings.shared_memory() as (key, secret, address):
+        outcomes = []
+        for attack in ("host-process", "sysv-shm"):
+            env = {"HOSTILE_ATTACK": attack, "HOSTILE_VICTIM_PID": str(process.pid), "HOSTILE_SHM_KEY": str(key)}
+            for name, value in env.items():
+                monkeypatch.setenv(name, value)
+            spec = ReplaySpec(journal=str(journal), agent=hostile, pass_env=sorted(env), **FORKED)
+            with ForkServer() as server:
+                outcomes.append(ReplayRunner(spec, timeout_s=120, spawner=server).run())
+        assert process.poll() is None, "the forked agent killed a host process"
+        assert host_holdings.read(address, len(secret)) == secret
+    said = [line for outcome in outcomes for line in outcome.stderr_tail if line.startswith("ATTACK")]
+    assert len(said) == 2 and "No such process" in said[0] and "shmget refused" in said[1], said
+    for outcome in outcomes:
+        assert outcome.status == MATCH, outcome.to_text()
+        layers = {layer["name"]: layer["in_force"] for layer in outcome.isolation.sandbox["layers"]}
+        assert layers[PID_NAMESPACE] and layers[IPC_NAMESPACE]

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from replay_tui.journal import verify_journal
 from replay_tui.replay.hosts import hosts_in_config
 from replay_tui.replay.runner import DIVERGED, MATCH, UNRECORDED_CALL
 
+from .agents import probe
 from .conftest import REPO, LoopbackListener
-from .helpers import AGENTS, lines_of, record_probe, replay
+from .helpers import AGENTS, lines_of, rechained_copy, record_probe, replay
+
+HOSTILE = "tests.replay.agents.hostile:agent"
 
 CRM = REPO / "fixtures" / "journals" / "crm.jsonl"
 CRM_NEW_MODEL = REPO / "fixtures" / "configs" / "crm-new-model.toml"
@@ -128,3 +136,40 @@ def test_new_code_mode_is_strict_and_writes_its_own_journal(recorded, tmp_path):
     outcome = replay(recorded, mode="new-code", out=str(out))
     assert outcome.status == MATCH
     assert len(lines_of(out)) == len(lines_of(recorded)) and verify_journal(out).ok
+
+
+def test_a_journal_cannot_turn_redaction_off_for_a_live_run(recorded, tmp_path):
+    """run.started's redaction rules say {"enabled": false}: the live tools' token is redacted all the same,
+    with the rules of the user's config (issue 27, item 4)."""
+
+    def redaction_off(events):
+        events[0]["payload"]["harness"]["redaction"] = {"enabled": False}
+        return events
+
+    journal = rechained_copy(recorded, tmp_path / "redaction-off.jsonl", redaction_off)
+    out = tmp_path / "live.jsonl"
+    outcome = replay(journal, mode="tools-live", tools_config=str(AGENTS / "probe-leaky.toml"), out=str(out))
+    assert outcome.out == str(out), outcome.to_text()
+    written = out.read_bytes()
+    assert b'"token"' in written and probe.LIVE_TOKEN.encode() not in written
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink", "grow"])
+def test_an_out_journal_swapped_for_a_fifo_a_symlink_or_a_huge_file_neither_blocks_nor_leaks(tmp_path, swap):
+    """The agent replaces its out journal in the scratch dir, or grows it to 256 MiB: the parent opens it
+    O_NOFOLLOW | O_NONBLOCK, refuses it (not a regular file; over 4 times the recording), stays within
+    --timeout and leaves no scratch dir (issue 27, item 6)."""
+    journal = record_probe(tmp_path / "hostile.jsonl", entry_point=HOSTILE)
+    out, temp = tmp_path / "new.jsonl", tmp_path / "tmp"
+    temp.mkdir()
+    env = {"HOSTILE_ATTACK": "swap-out", "HOSTILE_OUT": swap, "HOSTILE_JOURNAL": str(journal)}
+    command = [sys.executable, "-m", "replay_tui", "replay", str(journal), "--agent", HOSTILE, "--mode", "tools-live"]
+    command += ["--tools-config", str(AGENTS / "probe-restocked.toml"), "--out", str(out), "--timeout", "8"]
+    command += [part for name in env for part in ("--pass-env", name)]
+    started = time.monotonic()
+    done = subprocess.run(
+        command, cwd=REPO, env={**os.environ, **env, "TMPDIR": str(temp)}, capture_output=True, timeout=120
+    )
+    assert time.monotonic() - started < 60 and done.returncode in (1, 2), done.stderr.decode(errors="replace")[-2000:]
+    assert not out.exists() and not os.path.lexists(out)
+    assert list(temp.iterdir()) == [], "the scratch dir (and the journal's copy in it) is gone"

@@ -207,3 +207,18 @@ def test_cancel_during_the_replay_loop_from_a_progress_callback():
     assert 200 <= outcome.consumed < 2721 and outcome.total == 2721
     assert [p.phase for p in seen][:2] == ["verify", "load"] and seen[-1].phase == "replay"
     assert "cancelled at seq=" in outcome.to_text()
+
+
+def test_an_agent_in_a_directory_nobody_can_read_is_named_with_the_fix(journal, tmp_path):
+    """As root the sandbox runs the agent as nobody: an agent in a 0700 directory (what mktemp -d makes) does not
+    import there, and the error says why and what to do (issue 27)."""
+    if os.getuid() != 0:
+        pytest.skip("the child runs as nobody only when replay-tui runs as root")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "ex_tools.py").write_text("def agent(h, question):\n    return None\n")
+    outcome = runner_for(journal, "ex_tools:agent", sys_path=[str(private)], timeout_s=60).run()
+    assert outcome.status == FAILED and outcome.error["kind"] == "agent_import", outcome.to_text()
+    message = outcome.error["message"]
+    assert "No module named 'ex_tools'" in message
+    assert f"nobody cannot read {private}" in message and "chmod o+rx" in message

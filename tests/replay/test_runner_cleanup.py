@@ -4,6 +4,9 @@ still kills the child's process group, removes its scratch dir and closes its pi
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 
 from replay_tui.replay.protocol import ReplaySpec
 from replay_tui.replay.runner import FAILED, ReplayOutcome, ReplayRunner
+from replay_tui.replay.scratch import remove_orphans
 from tests.journal.sample import write_sample_journal
 
 from .conftest import REPO
@@ -104,3 +108,63 @@ def test_every_failure_decided_before_the_agent_runs_is_built_by_replay_outcome_
         assert outcome.status == FAILED and outcome.exit_code == 2 and outcome.timeout_s == 5
         assert outcome.error is not None and outcome.error["traceback"] == []
     assert "already exists" in usage.error["message"] and "absent.jsonl" in missing.error["message"]
+
+
+def start_hanging_cli(journal: Path, temp: Path) -> subprocess.Popen[bytes]:
+    """``replay-tui replay`` of an agent that never finishes importing, with its own temp directory; returns
+    once the run's scratch dir (one that was not there before) holds the journal's copy."""
+    before = set(temp.glob("replay-tui-scratch-*"))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "replay_tui",
+            "replay",
+            str(journal),
+            "--agent",
+            "tests.replay.agents.hang_at_import:agent",
+        ],
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not [
+        entry for entry in temp.glob("replay-tui-scratch-*") if entry not in before and (entry / "run.jsonl").exists()
+    ]:
+        assert time.monotonic() < deadline and process.poll() is None, "the replay never started"
+        time.sleep(0.05)
+    return process
+
+
+@pytest.mark.parametrize("signal_", [signal.SIGTERM, signal.SIGHUP])
+def test_a_cli_replay_ended_by_a_signal_removes_its_scratch_dir(journal, tmp_path, signal_):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    process = start_hanging_cli(journal, temp)
+    process.send_signal(signal_)
+    assert process.wait(timeout=60) == 128 + signal_
+    assert list(temp.iterdir()) == [], "the scratch dir and the journal's copy in it are gone"
+
+
+def test_the_scratch_dir_of_a_run_killed_outright_goes_with_the_next_run(journal, tmp_path):
+    """SIGKILL leaves the parent no way to clean up: the next run removes the scratch dir nobody holds any more,
+    and never one whose run is alive."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    killed = start_hanging_cli(journal, temp)
+    killed.kill()
+    killed.wait()
+    (orphan,) = temp.glob("replay-tui-scratch-*")
+    alive = start_hanging_cli(journal, temp)
+    try:
+        live = next(entry for entry in temp.glob("replay-tui-scratch-*") if entry != orphan)
+        old = time.time() - 3600
+        for entry in (orphan, live):
+            os.utime(entry, (old, old))  # both old enough to be taken for orphans
+        assert remove_orphans(str(temp)) == [str(orphan)]
+        assert not orphan.exists() and live.exists()
+    finally:
+        alive.kill()
+        alive.wait()

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import uuid
@@ -23,8 +24,15 @@ import pytest
 
 from replay_tui.replay.protocol import ReplaySpec
 from replay_tui.replay.runner import CRASHED, FAILED, MATCH, ReplayOutcome, ReplayRunner
-from replay_tui.replay.sandbox import ALL_LAYERS, bwrap_path, child_environment
+from replay_tui.replay.sandbox import (
+    ALL_LAYERS,
+    KEYRINGS_HIDDEN,
+    bwrap_path,
+    child_environment,
+    namespace_inode,
+)
 
+from . import host_holdings
 from .conftest import REPO, LoopbackListener
 from .helpers import record_probe
 
@@ -35,7 +43,18 @@ MECHANISMS = [
     "namespaces",
 ]
 # what an attack prints when it got through
-ESCAPED = ("CONNECTED", "SENT", "SETNS OK", "WROTE THE JOURNAL", "escaped", "READ /etc/shadow", "SECRET SEEN")
+ESCAPED = (
+    "CONNECTED",
+    "SENT",
+    "SETNS OK",
+    "WROTE THE JOURNAL",
+    "escaped",
+    "READ /etc/shadow",
+    "SECRET SEEN",
+    "SAW HOST",
+    "KILLED",
+    "SHM READ",
+)
 
 
 class Listener:
@@ -121,9 +140,18 @@ def targets() -> Iterator[Targets]:
         found.close()
 
 
-def attack(journal: Path, targets: Targets, tmp_path: Path, name: str, mechanism: str, unix: int = 0) -> ReplayOutcome:
+def attack(
+    journal: Path,
+    targets: Targets,
+    tmp_path: Path,
+    name: str,
+    mechanism: str,
+    unix: int = 0,
+    extra: dict[str, str] | None = None,
+) -> ReplayOutcome:
     """Replay ``journal`` with the hostile agent running attack ``name``; the parent holds a secret."""
     hostile_env = {
+        **(extra or {}),
         "HOSTILE_ATTACK": name,
         "HOSTILE_TCP": str(targets.tcp.port),
         "HOSTILE_TCP6": str(targets.tcp6.address[1]),
@@ -185,9 +213,9 @@ def test_no_way_back_to_the_network(journal, targets, tmp_path, name, mechanism)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_setns_fails_because_capabilities_are_gone(journal, targets, tmp_path, mechanism):
     outcome = attack(journal, targets, tmp_path, "setns-parent", mechanism)
-    assert "setns refused" in said(outcome, "setns-parent") or "refused: PermissionError" in said(
-        outcome, "setns-parent"
-    )
+    result = said(outcome, "setns-parent")
+    # no capability to setns; or (a PID namespace) no parent to be seen at all
+    assert "setns refused" in result or "refused: PermissionError" in result or "No such file" in result, result
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -335,7 +363,9 @@ def test_enter_sandbox_works_in_a_freshly_forked_child(tmp_path):
     policy = SandboxPolicy(
         scratch=str(scratch),
         mechanism=NAMESPACES,
-        host_netns=os.stat("/proc/self/ns/net").st_ino,
+        host_netns=namespace_inode("net"),
+        host_pidns=namespace_inode("pid"),
+        host_ipcns=namespace_inode("ipc"),
         parent_pid=os.getpid(),
         environment=child_environment(dict(os.environ, **{SECRET_NAME: "sk-forked"}), [], str(scratch)),
     )
@@ -353,3 +383,51 @@ def test_enter_sandbox_works_in_a_freshly_forked_child(tmp_path):
     shutil.rmtree(scratch, ignore_errors=True)
     assert {layer["name"]: layer["in_force"] for layer in data["layers"]} == {name: True for name in ALL_LAYERS}, data
     assert data["secret"] is None
+
+
+# -- what a process of the host holds: its session keyring, its processes, its System V IPC (issue 27) ----
+
+
+@pytest.fixture
+def session_key() -> Iterator[tuple[str, str]]:
+    with host_holdings.session_key() as key:
+        yield key
+
+
+@pytest.fixture
+def victim() -> Iterator[subprocess.Popen[bytes]]:
+    with host_holdings.victim() as process:
+        yield process
+
+
+@pytest.fixture
+def shared_memory() -> Iterator[tuple[int, bytes, int]]:
+    with host_holdings.shared_memory() as segment:
+        yield segment
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_parents_session_keyring_is_out_of_reach(journal, targets, tmp_path, mechanism, session_key):
+    name, secret = session_key
+    outcome = attack(journal, targets, tmp_path, "keyring", mechanism, extra={"HOSTILE_KEY_NAME": name})
+    result = said(outcome, "keyring")
+    assert secret not in result and "Operation not permitted" in result, result
+    layers = {layer["name"]: layer for layer in outcome.isolation.sandbox["layers"]}
+    assert layers[KEYRINGS_HIDDEN]["in_force"], layers[KEYRINGS_HIDDEN]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_host_processes_can_be_neither_seen_nor_signalled(journal, targets, tmp_path, mechanism, victim):
+    outcome = attack(
+        journal, targets, tmp_path, "host-process", mechanism, extra={"HOSTILE_VICTIM_PID": str(victim.pid)}
+    )
+    assert victim.poll() is None, "the agent killed a process of the host"
+    assert "No such process" in said(outcome, "host-process")
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_host_shared_memory_can_be_neither_read_nor_written(journal, targets, tmp_path, mechanism, shared_memory):
+    key, secret, address = shared_memory
+    outcome = attack(journal, targets, tmp_path, "sysv-shm", mechanism, extra={"HOSTILE_SHM_KEY": str(key)})
+    assert host_holdings.read(address, len(secret)) == secret, "the agent wrote the host's segment"
+    assert "shmget refused: No such file or directory" in said(outcome, "sysv-shm")

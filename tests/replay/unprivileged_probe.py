@@ -17,9 +17,18 @@ import subprocess
 import sys
 from dataclasses import asdict
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
 
-from replay_tui.replay.sandbox import BWRAP, SandboxPolicy, bwrap_command, bwrap_path, enter_sandbox  # noqa: E402
+from replay_tui.replay.sandbox import (  # noqa: E402
+    BWRAP,
+    SandboxPolicy,
+    bwrap_command,
+    bwrap_path,
+    enter_sandbox,
+    namespace_inode,
+    needed_paths,
+)
 
 
 def attacks(tcp_port: int, unix_path: str, marker: str, parent_pid: int) -> dict[str, str]:
@@ -63,10 +72,15 @@ def attacks(tcp_port: int, unix_path: str, marker: str, parent_pid: int) -> dict
 
 def main(argv: list[str]) -> int:
     phase, mechanism, scratch, host_netns, parent_pid, tcp_port, unix_path, marker = argv[1:9]
+    # the host's PID and IPC namespaces: this process's at launch, passed on to the probe inside bwrap
+    host_pidns, host_ipcns = argv[9:11] if len(argv) > 9 else (namespace_inode("pid"), namespace_inode("ipc"))
     policy = SandboxPolicy(
         scratch=scratch,
         mechanism=mechanism,
+        keep_readable=needed_paths([REPO]),  # a checkout below /tmp (hidden in the sandbox) is bound back
         host_netns=int(host_netns),
+        host_pidns=int(host_pidns or 0),
+        host_ipcns=int(host_ipcns or 0),
         parent_pid=int(parent_pid),
         environment_scrubbed=True,
     )  # the test starts the probe with a two-variable environment
@@ -76,7 +90,9 @@ def main(argv: list[str]) -> int:
             sys.executable,
             os.path.abspath(__file__),
             "inside",
-            *argv[2:],
+            *argv[2:9],
+            str(host_pidns),
+            str(host_ipcns),
         ]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         sys.stdout.write(done.stdout)

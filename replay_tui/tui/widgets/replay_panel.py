@@ -252,7 +252,7 @@ class ReplayPanel(Vertical):
         )
         result = self.query_one("#replay-result", Static)
         result.set_classes("")
-        result.update(f"agent {request.agent or '(as recorded)'} · escape cancels")
+        result.update(f"agent {safe_line(request.agent or '(as recorded)')} · escape cancels")
         self._tick = self.set_interval(TICK_S, self._show_elapsed)
         self._show_elapsed()
         self._run(self.replay_run, request, journal)
@@ -284,11 +284,15 @@ class ReplayPanel(Vertical):
             outcome = cancelled.partial or before_start
         except JobError as error:  # the job's own child could not start, or ended without an answer
             outcome = ReplayOutcome.failed(run.request.spec, "internal", str(error))
-        marks = marks_of(outcome, request.label)
-        environment = None
-        if outcome.status not in (CANCELLED,):
-            environment = compare_environment(first_environment(journal), Path(os.getcwd()))
-        self.post_message(ReplayFinished(ReplayResult(request, outcome, marks, environment)))
+        except Exception as error:  # whatever it is, the panel hears the run ended: it never waits for ever
+            outcome = ReplayOutcome.failed(run.request.spec, "internal", f"{type(error).__name__}: {error}")
+        marks = environment = None
+        try:
+            marks = marks_of(outcome, request.label)
+            if outcome.status not in (CANCELLED,):
+                environment = compare_environment(first_environment(journal), Path(os.getcwd()))
+        finally:
+            self.post_message(ReplayFinished(ReplayResult(request, outcome, marks, environment)))
 
     # -- messages ----------------------------------------------------------------
     @on(ReplayChildSpawned)
@@ -301,7 +305,7 @@ class ReplayPanel(Vertical):
         if self.replay_run is None:
             return
         progress = message.progress
-        phase = PHASE_LABELS.get(progress.phase, progress.phase)
+        phase = PHASE_LABELS.get(progress.phase) or safe_line(progress.phase, 40)
         label = f"{self.request.label if self.request else 'replay'}: {phase}"
         self.line.elapsed = replay_format.elapsed_text(
             time.perf_counter() - self.started
@@ -318,8 +322,9 @@ class ReplayPanel(Vertical):
     @on(ReplayChildStarted)
     def _child_started(self, message: ReplayChildStarted) -> None:
         if self.replay_run is not None and self.request is not None:
+            agent = safe_line(self.request.agent or "(as recorded)")
             self.query_one("#replay-result", Static).update(
-                f"isolation: {message.isolation} · agent {self.request.agent or '(as recorded)'} · escape cancels"
+                f"isolation: {safe_line(message.isolation)} · agent {agent} · escape cancels"
             )
 
     @on(ReplayFinished)

@@ -196,8 +196,17 @@ def _pipes() -> list[int]:
     return found
 
 
+#: A "match" with every field the protocol asks for, in its shape: only the parent's own comparison can refuse it.
+FORGED_RESULT = (
+    b'{"type":"result","status":"match","consumed":28,"total":28,"last_seq":28,"refusals":[],"elapsed_s":0.1,'
+    b'"replay_s":0.1,"replay_cpu_s":0.1,"events_per_s":280.0,"unused":null,"verification":null,"out":null,'
+    b'"experiment":null,"live_calls":[],"first_seq":1,"from_seq":null,"state_checks":3,"observations_served":9,'
+    b'"first_event_cpu_s":0.1,"child_cpu_s":0.2}\n'
+)
+
+
 def _forge_result() -> str:
-    line = b'{"type":"result","status":"match","consumed":28,"total":28,"last_seq":28}\n'
+    line = FORGED_RESULT
     for fd in _pipes():
         try:
             os.write(fd, line)
@@ -232,7 +241,133 @@ def _flood() -> str:
     return "flooded"
 
 
+KEYCTL, KEYCTL_GET_KEYRING_ID, KEYCTL_SEARCH, KEYCTL_READ = 250, 0, 10, 11
+KEY_SPECS = {"session": -3, "user": -4, "user-session": -5, "process": -2}
+
+
+def _keyring() -> str:
+    """Read the key the test put in its session keyring: by search from each special keyring, and /proc/keys."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    name = os.environ["HOSTILE_KEY_NAME"].encode()
+    found = []
+    for label, spec in KEY_SPECS.items():
+        serial = libc.syscall(KEYCTL, KEYCTL_SEARCH, ctypes.c_long(spec), b"user", name, 0)
+        if serial < 0:
+            found.append(f"{label}: {os.strerror(ctypes.get_errno())}")
+            continue
+        buffer = ctypes.create_string_buffer(256)
+        size = libc.syscall(KEYCTL, KEYCTL_READ, ctypes.c_long(serial), buffer, 256)
+        found.append(f"SECRET SEEN in the {label} keyring: {buffer.raw[: max(size, 0)]!r}")
+    try:
+        with open("/proc/keys") as keys:
+            if os.environ["HOSTILE_KEY_NAME"] in keys.read():
+                found.append("SECRET SEEN: the key is listed in /proc/keys")
+    except OSError as error:
+        found.append(f"/proc/keys: {error.strerror}")
+    return "; ".join(found)
+
+
+def _host_process() -> str:
+    """Signal, and read the command line of, a process of the host that runs as this user."""
+    victim = int(os.environ["HOSTILE_VICTIM_PID"])
+    seen = []
+    try:
+        with open(f"/proc/{victim}/cmdline", "rb") as handle:
+            seen.append(f"SAW HOST process {victim}: {handle.read()[:60]!r}")
+    except OSError as error:
+        seen.append(f"/proc/{victim}: {error.strerror}")
+    visible = [name for name in os.listdir("/proc") if name.isdigit()]
+    if len(visible) > 20:
+        seen.append(f"SAW HOST processes: {len(visible)} in /proc")
+    try:
+        os.kill(victim, 9)
+        seen.append(f"KILLED host process {victim}")
+    except OSError as error:
+        seen.append(f"kill: {error.strerror}")
+    return "; ".join(seen)
+
+
+def _sysv_shm() -> str:
+    """Read and overwrite the host's System V shared memory segment the test made."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(int(os.environ["HOSTILE_SHM_KEY"]), 0, 0)
+    if segment < 0:
+        return f"shmget refused: {os.strerror(ctypes.get_errno())}"
+    address = libc.shmat(segment, None, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        return f"shmat refused: {os.strerror(ctypes.get_errno())}"
+    content = ctypes.string_at(address, 32)
+    ctypes.memmove(address, b"PWNED", 5)
+    libc.shmdt(ctypes.c_void_p(address))
+    return f"SHM READ: {content!r}"
+
+
+def _protocol_lines() -> list[bytes]:
+    """Lines to forge, from HOSTILE_LINES (JSON: a list of objects) written HOSTILE_REPEAT times each; a
+    value "@BIG@" becomes a string of HOSTILE_BIG_BYTES characters (too long for the environment)."""
+    import json
+
+    big = json.dumps("x" * int(os.environ.get("HOSTILE_BIG_BYTES", "0"))).encode()
+    lines = [
+        json.dumps(line).encode().replace(b'"@BIG@"', big) + b"\n" for line in json.loads(os.environ["HOSTILE_LINES"])
+    ]
+    return lines * int(os.environ.get("HOSTILE_REPEAT", "1"))
+
+
+def _forge() -> str:
+    """Write forged protocol lines to every pipe, then go on as recorded. ``HOSTILE_PAUSE_S``: wait that
+    long before and after (so a throttled listener hears the forged line and holds on to it)."""
+    import time
+
+    pause = float(os.environ.get("HOSTILE_PAUSE_S", "0"))
+    lines = _protocol_lines()
+    time.sleep(pause)
+    for fd in _pipes():
+        for line in lines:
+            try:
+                os.write(fd, line)
+            except OSError:
+                break
+    time.sleep(pause)
+    return f"forged {len(lines)} lines"
+
+
+def _stdout_flood() -> str:
+    """HOSTILE_FLOOD_MIB MiB on stdout without a newline: the parent keeps the lines' heads, not the line."""
+    block = b"y" * (1 << 20)
+    for _ in range(int(os.environ.get("HOSTILE_FLOOD_MIB", "512"))):
+        os.write(1, block)
+    os.write(1, b"\n")
+    return "flooded stdout"
+
+
+def _swap_out() -> str:
+    """Replace the experiment's out journal (in the scratch dir, the cwd) by a FIFO or a symlink to the journal,
+    or grow it to 256 MiB (sparse: no time, no disk)."""
+    made = []
+    for name in os.listdir("."):
+        if name.startswith("out-"):
+            if os.environ["HOSTILE_OUT"] == "grow":
+                os.truncate(name, 256 << 20)
+            else:
+                os.unlink(name)
+                if os.environ["HOSTILE_OUT"] == "fifo":
+                    os.mkfifo(name)
+                else:
+                    os.symlink(os.environ["HOSTILE_JOURNAL"], name)
+            made.append(name)
+    return f"replaced {made}"
+
+
 ATTACKS = {
+    "keyring": _keyring,
+    "host-process": _host_process,
+    "sysv-shm": _sysv_shm,
+    "forge": _forge,
+    "stdout-flood": _stdout_flood,
+    "swap-out": _swap_out,
     "flood": _flood,
     "setns-parent": lambda: _setns(f"/proc/{os.getppid()}/ns/net"),
     "setns-init": lambda: _setns("/proc/1/ns/net"),

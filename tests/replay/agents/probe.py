@@ -199,3 +199,18 @@ def networked_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
         }
 
     return [ToolSpec("lookup", lookup_remote, {"item": "integer"})]
+
+
+#: A token of the GitHub shape, as a live tool might return one (never a real one).
+LIVE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def leaky_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
+    """Live tools whose results carry a token: whatever writes them to a journal must redact it."""
+
+    def lookup_with_token(item: int) -> dict[str, Any]:
+        if item == 2:
+            raise KeyError(f"item {item} is not in the catalogue")
+        return {"item": item, "stock": item * 10, "token": LIVE_TOKEN}
+
+    return [ToolSpec("lookup", lookup_with_token, {"item": "integer"})]
