@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -32,6 +33,7 @@ import orjson
 from ..journal import Event, JournalError, open_journal
 from ..journal.describe import is_timeout
 from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, TOOL_CALL, TOOL_RESULT
+from ..journal.private import FILE_MODE
 from .stats import _span_ms, _usage_tokens
 
 #: Text columns are cut to this many characters: an index answers questions, it is not a copy.
@@ -427,8 +429,6 @@ def build_index(
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
     """Index ``journals`` ((name shown, local path) pairs) into a new DuckDB file ``out``."""
-    import time
-
     duckdb = require_duckdb()
     started = time.perf_counter()
     out = Path(out)
@@ -454,6 +454,7 @@ def build_index(
         partial = out.with_name(out.name + ".partial")
         partial.unlink(missing_ok=True)
         connection = duckdb.connect(str(partial))
+        os.chmod(partial, FILE_MODE)  # owner-only before any row is in it (DuckDB creates it 0666 - umask)
         try:
             for table, columns in SCHEMA.items():
                 connection.execute(f"CREATE TABLE {table} ({', '.join(f'{name} {kind}' for name, kind in columns)})")
@@ -496,8 +497,6 @@ def run_query(database: str | Path, sql: str, *, limit: int = 10_000) -> QueryRe
     The connection is read-only and cannot reach files or the network beyond the database
     (``enable_external_access = false``), so a query only ever reads the index.
     """
-    import time
-
     duckdb = require_duckdb()
     if not Path(database).is_file():
         raise CorpusIndexError(f"{database}: no such index; build one with 'replay-tui index DIR -o {database}'")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ..journal.hashing import file_sha256
+from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
 from . import storage
 
 if TYPE_CHECKING:
@@ -176,8 +176,8 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
     from ..importers import TraceImportError, import_trace
 
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
+        make_private_dirs(target.parent)
+        staging = make_private_temp_dir(prefix=".importing-", dir=target.parent)
     except OSError as error:
         raise TraceImportError(
             str(path),
@@ -194,7 +194,8 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
             for name in names
         ]
         manifest = {"source": path.name, "format": fmt, "journals": entries}
-        (staging / MANIFEST).write_bytes(orjson.dumps(manifest))  # last: an entry without it is incomplete
+        with create_private(staging / MANIFEST) as written:  # last: an entry without it is incomplete
+            written.write(orjson.dumps(manifest))
         for _attempt in range(3):
             try:
                 os.rename(staging, target)  # atomic: readers see no entry or a whole one
