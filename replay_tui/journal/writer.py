@@ -78,6 +78,11 @@ class JournalWriter:
     event signing the chain head, and ``checkpoint_every=N`` appends a
     ``chain.checkpoint`` after every N events, so a cut journal keeps a signed prefix.
 
+    ``on_closed(path, last)`` is called with each file that will not change again: a shard once rotated
+    out (and gzipped), and (``last``) the last shard or the single file when the writer closes, after its
+    seal. It runs in the writer's thread, so it only hands the path on (journal/shipping.py uploads it in
+    the background).
+
     Every file and directory the writer creates is owner-only (0600, 0700; journal/private.py).
     """
 
@@ -95,8 +100,10 @@ class JournalWriter:
         signer: Signer | None = None,
         checkpoint_every: int | None = None,
         flush_lines: bool = True,
+        on_closed: Callable[[Path, bool], None] | None = None,
     ) -> None:
         self.path = Path(path)
+        self.on_closed = on_closed
         self.flush_lines = flush_lines  # False: a batch writer (an import) nobody tails; close() flushes
         self.run_id = run_id
         self.fsync = fsync
@@ -398,6 +405,8 @@ class JournalWriter:
                 with open(closed, "rb") as done:
                     os.fsync(done.fileno())
             plain.unlink()
+        if self.on_closed is not None:
+            self.on_closed(closed, False)
 
     def _seal(self, kind: str) -> None:
         assert self.signer is not None and self._prev_hash is not None
@@ -412,6 +421,8 @@ class JournalWriter:
         if self.fsync != "never":
             os.fsync(self._file.fileno())
         self._file.close()
+        if self.on_closed is not None:
+            self.on_closed(Path(self._file.name), True)
 
     def __enter__(self) -> "JournalWriter":
         return self
