@@ -29,7 +29,7 @@ import orjson
 
 from ..journal.hashing import file_sha256
 from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
-from . import storage
+from . import audit, storage
 
 if TYPE_CHECKING:
     from ..importers import ImportedJournal
@@ -69,10 +69,17 @@ def imports_cache_dir() -> Path:
 
 
 def resolve_source(argument: str) -> ResolvedSource:
-    """The journal ``argument`` names; raises TraceImportError or StorageError (JournalErrors)."""
+    """The journal ``argument`` names; raises TraceImportError or StorageError (JournalErrors), or AuditError
+    when the read audit is on and its log cannot be written (store/audit.py: every open is logged here)."""
+    source = _resolve(argument)
+    audit.record_read(source)
+    return source
+
+
+def _resolve(argument: str) -> ResolvedSource:
     if storage.is_url(argument):
         fetched = storage.fetch(argument)
-        return replace(resolve_source(str(fetched.local)), argument=argument, url=storage.shown(argument))
+        return replace(_resolve(str(fetched.local)), argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()
     if not path.is_file() or _starts_with_a_v1_event(path):
         return ResolvedSource(argument, path, (path,))
