@@ -294,8 +294,11 @@ def _temporary(runs: Runs) -> list[Found]:
     temp = Path(tempfile.gettempdir())
     for directory in _directories(temp):
         kind = next((kind for prefix, kind in TEMP_PREFIXES.items() if directory.name.startswith(prefix)), None)
-        if kind is None or directory.stat().st_uid != os.getuid():
-            continue
+        try:
+            if kind is None or directory.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue  # gone meanwhile: its process removed it
         place = LocalPlace(directory)
         for journal in place.journals():
             run_id = place.run_id(journal)
