@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +37,8 @@ from typing import Any, Iterable
 import orjson
 
 from ..journal import Event, Journal
+from ..journal.private import make_private_dirs, write_private
+from ..journal.user_dirs import state_root
 
 SIDECAR_SUFFIX = ".replay-tui.json"
 FORMAT = "replay-tui-annotations"
@@ -90,9 +91,19 @@ def sidecar_path(journal_path: str | os.PathLike[str]) -> Path:
     bundled = is_inside(path, installed_data_dir())  # the demo in site-packages: never write there
     if not bundled and (beside.exists() or os.access(beside.parent, os.W_OK) or not beside.parent.exists()):
         return beside
-    state_home = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return fallback_sidecar_path(path)
+
+
+def fallback_sidecar_path(journal_path: str | os.PathLike[str]) -> Path:
+    """The sidecar a journal gets when it cannot have one beside it: named by the journal's full path."""
+    path = Path(journal_path)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return state_home / "replay-tui" / "annotations" / f"{path.name}.{digest}{SIDECAR_SUFFIX}"
+    return fallback_dir() / f"{path.name}.{digest}{SIDECAR_SUFFIX}"
+
+
+def fallback_dir() -> Path:
+    """Where sidecars go when they cannot go beside their journal: ``$XDG_STATE_HOME/replay-tui/annotations``."""
+    return state_root() / "annotations"
 
 
 def annotation_key(event: Event) -> str:
@@ -303,8 +314,8 @@ class AnnotationStore:
         directory = self.path.parent
         self._merge_concurrent_changes()
         if not directory.exists() and directory != self.journal_path.parent:
-            try:  # the fallback location under XDG_STATE_HOME, made on first save
-                directory.mkdir(parents=True, exist_ok=True)
+            try:  # the fallback location under XDG_STATE_HOME, made on first save (0700)
+                make_private_dirs(directory)
             except OSError as error:
                 raise AnnotationError(f"cannot be written ({error.strerror or error})", path=self.path) from None
         data = orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
@@ -313,16 +324,7 @@ class AnnotationStore:
                 stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
                 self.preserved_as = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
                 os.replace(self.path, self.preserved_as)
-            descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".", suffix=f".{self.path.name}.tmp")
-            try:
-                with os.fdopen(descriptor, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temporary, self.path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            write_private(self.path, data)  # a temporary file, fsync, os.replace; 0600
             _fsync_directory(directory)
             self._seen = _identity(self.path)
             self._changed.clear()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -32,6 +33,8 @@ import orjson
 from ..journal import Event, JournalError, open_journal
 from ..journal.describe import is_timeout
 from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, RUN_ENDED, RUN_STARTED, TOOL_CALL, TOOL_RESULT
+from ..journal.private import FILE_MODE, append_line, make_private_dirs, read_lines
+from ..journal.user_dirs import state_root
 from .stats import _span_ms, _usage_tokens
 
 #: Text columns are cut to this many characters: an index answers questions, it is not a copy.
@@ -427,8 +430,6 @@ def build_index(
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
     """Index ``journals`` ((name shown, local path) pairs) into a new DuckDB file ``out``."""
-    import time
-
     duckdb = require_duckdb()
     started = time.perf_counter()
     out = Path(out)
@@ -454,6 +455,7 @@ def build_index(
         partial = out.with_name(out.name + ".partial")
         partial.unlink(missing_ok=True)
         connection = duckdb.connect(str(partial))
+        os.chmod(partial, FILE_MODE)  # owner-only before any row is in it (DuckDB creates it 0666 - umask)
         try:
             for table, columns in SCHEMA.items():
                 connection.execute(f"CREATE TABLE {table} ({', '.join(f'{name} {kind}' for name, kind in columns)})")
@@ -470,7 +472,97 @@ def build_index(
         finally:
             connection.close()
         os.replace(partial, out)
+    register_index(out)
     return IndexSummary(str(out), len(journals), unreadable, dict(batches.counts), time.perf_counter() - started)
+
+
+# -- the indexes replay-tui built, and forgetting runs in them ---------------------------
+
+
+def registry_path() -> Path:
+    """The list of the indexes built here (one JSON line each): how ``replay-tui forget`` finds their rows."""
+    return state_root() / "indexes.ndjson"
+
+
+def register_index(database: str | Path) -> None:
+    make_private_dirs(state_root())
+    append_line(registry_path(), orjson.dumps({"path": os.path.abspath(database), "built_at": time.time()}))
+
+
+def registered_indexes() -> list[Path]:
+    """Every index built here that still exists, once each."""
+    found: list[Path] = []
+    for line in read_lines(registry_path()):
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        path = Path(entry["path"]) if isinstance(entry, dict) and isinstance(entry.get("path"), str) else None
+        if path is not None and path not in found and path.is_file():
+            found.append(path)
+    return found
+
+
+def rows_of_runs(database: str | Path, run_ids: Iterable[str]) -> dict[str, int]:
+    """Rows per table that belong to ``run_ids``; CorpusIndexError when the file is no index DuckDB opens."""
+    duckdb = require_duckdb()
+    wanted = sorted(set(run_ids))
+    try:
+        connection = duckdb.connect(str(database), read_only=True, config={"enable_external_access": False})
+    except duckdb.Error as error:
+        raise CorpusIndexError(f"{database}: not a corpus index DuckDB can open: {error}") from None
+    try:
+        counts = {}
+        for table in _tables_with_run_ids(connection):
+            counts[table] = connection.execute(
+                f"SELECT count(*) FROM {table} WHERE list_contains(?, run_id)", [wanted]
+            ).fetchone()[0]
+        return {table: count for table, count in counts.items() if count}
+    finally:
+        connection.close()
+
+
+def remove_runs(database: str | Path, run_ids: Iterable[str]) -> dict[str, int]:
+    """Remove every row of ``run_ids`` from an index; returns the rows removed per table.
+
+    The index is written again without them and moved into place (a DELETE would leave the rows' bytes in
+    the file's free blocks until DuckDB reuses them; what is forgotten must not stay readable in the file)."""
+    duckdb = require_duckdb()
+    database = Path(database)
+    removed = rows_of_runs(database, run_ids)
+    if not removed:
+        return {}
+    wanted = sorted(set(run_ids))
+    partial = database.with_name(database.name + ".forget-partial")
+    partial.unlink(missing_ok=True)
+    connection = duckdb.connect(str(partial))
+    os.chmod(partial, FILE_MODE)
+    try:
+        connection.execute("ATTACH ? AS old (READ_ONLY)", [str(database)])
+        with_run_ids = set(_tables_with_run_ids(connection, "old"))
+        tables = [
+            row[0]
+            for row in connection.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'old' ORDER BY table_name"
+            ).fetchall()
+        ]
+        for table in tables:
+            keep = " WHERE run_id IS NULL OR NOT list_contains(?, run_id)" if table in with_run_ids else ""
+            connection.execute(f"CREATE TABLE {table} AS SELECT * FROM old.{table}{keep}", [wanted] if keep else [])
+        connection.execute("DETACH old")
+    except BaseException:
+        connection.close()
+        partial.unlink(missing_ok=True)
+        raise
+    connection.close()
+    os.replace(partial, database)
+    return removed
+
+
+def _tables_with_run_ids(connection: Any, catalog: str | None = None) -> list[str]:
+    where = "column_name = 'run_id'" + (f" AND table_catalog = '{catalog}'" if catalog else "")
+    rows = connection.execute(f"SELECT table_name FROM information_schema.columns WHERE {where}").fetchall()
+    return sorted(table for (table,) in rows if table in SCHEMA)
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -496,8 +588,6 @@ def run_query(database: str | Path, sql: str, *, limit: int = 10_000) -> QueryRe
     The connection is read-only and cannot reach files or the network beyond the database
     (``enable_external_access = false``), so a query only ever reads the index.
     """
-    import time
-
     duckdb = require_duckdb()
     if not Path(database).is_file():
         raise CorpusIndexError(f"{database}: no such index; build one with 'replay-tui index DIR -o {database}'")

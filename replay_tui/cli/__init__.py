@@ -61,6 +61,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "replay_tui.cli.query",
         "answer SQL or canned questions (--failing-tools, --slowest-steps, --by-signature) from an index",
     ),
+    "tag": ("replay_tui.cli.tag", "tag a journal (incident) in the manifest beside it; prune keeps tagged journals"),
+    "untag": ("replay_tui.cli.untag", "remove a tag from the manifest beside a journal"),
+    "prune": (
+        "replay_tui.cli.prune",
+        "remove journals older than an age (--older-than 15d) and their copies; keep tagged ones",
+    ),
+    "forget": (
+        "replay_tui.cli.forget",
+        "remove a journal (or a run id) and every copy replay-tui made of it; print what was removed",
+    ),
 }
 
 
@@ -68,8 +78,9 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name][0])
 
 
-#: Subcommand arguments that name a journal: a foreign trace given there is imported first.
-JOURNAL_ARGUMENTS = ("path", "a", "b", "journal_path", "journal_option")
+#: Subcommand arguments that name a journal (or a corpus of them): a foreign trace given there is imported
+#: first, a URL fetched, and the open goes to the read audit.
+JOURNAL_ARGUMENTS = ("path", "a", "b", "journal_path", "journal_option", "corpus")
 
 
 def _resolve_sources(args: argparse.Namespace) -> argparse.Namespace:
@@ -143,6 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from ..store.audit import command_scope
+
+    with command_scope(argv[0] if argv and argv[0] in COMMANDS else "app"):
+        return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
     try:
         if argv and argv[0] in COMMANDS:
             module = _load(argv[0])

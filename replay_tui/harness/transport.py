@@ -4,14 +4,19 @@ The JSONL sink is a thin wrapper over ``replay_tui.journal.JournalWriter``, whic
 already owns canonical lines, flush-per-event, fsync policy, rotation and gzip of
 closed shards. A path ending in ``.jsonl`` is one file; any other path is a
 directory of shards rotated at ``rotate_bytes`` (default 128 MB).
+
+Shipping is an option of this plugin (``ship_to``, ``keep_local``, ...), not a config table of its own:
+it is what this transport does with the files it closes, a config with two transports may ship them to
+two places, and a replay or an experiment (which opens a ``JsonlSink`` itself) never ships.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..journal import Event, JournalWriter
+from ..journal.shipping import ShipOptions, shipper_for
 from ..journal.writer import DEFAULT_ROTATE_BYTES, FsyncPolicy
 from .plugins import PluginBase, PluginContext
 from .seam import EventSink
@@ -29,7 +34,9 @@ class JsonlSink:
         fsync: FsyncPolicy = "close",
         rotate_bytes: int | None = None,
         start_after: tuple[int, str] | None = None,
+        on_closed: Callable[[Path, bool], None] | None = None,
     ) -> None:
+        """``on_closed``: the writer's hook for each file it will not change again (the shipper's ``submit``)."""
         self.path = Path(path)
         self.last_seal_seq: int | None = None  # a chain.checkpoint the writer added: see SealingSink
         if rotate_bytes is None and self.path.suffix != ".jsonl":
@@ -43,6 +50,7 @@ class JsonlSink:
             rotate_bytes=rotate_bytes,
             payloads_are_parsed_json=True,
             start_after=start_after,
+            on_closed=on_closed,
         )
 
     def emit(
@@ -68,7 +76,10 @@ class JsonlSink:
 
 class JsonlTransport(PluginBase):
     """Transport plugin (type ``jsonl``). Options: ``path`` (optional; the run's journal
-    path is usually given at record time), ``fsync`` (never|always|close), ``rotate_bytes``."""
+    path is usually given at record time), ``fsync`` (never|always|close), ``rotate_bytes``;
+    shipping: ``ship_to`` (an fsspec URL, e.g. ``s3://bucket/prefix/``), ``keep_local`` (false: a file
+    is removed once its upload is verified), ``ship_retry_initial_s``, ``ship_retry_max_s`` and
+    ``ship_exit_wait_s`` (see journal/shipping.py)."""
 
     extension = "transport"
     version = "1"
@@ -85,6 +96,8 @@ class JsonlTransport(PluginBase):
         self.fsync: FsyncPolicy = fsync
         self.rotate_bytes: int | None = rotate
         self.default_path = options.get("path")
+        # fsspec is imported only when ship_to is set
+        self.ship: ShipOptions | None = ShipOptions.from_options(options, f"transport {context.plugin_id!r}")
 
     def open(self, run_id: str, path: str | None = None) -> EventSink:
         target = path or self.default_path
@@ -95,4 +108,9 @@ class JsonlTransport(PluginBase):
         target_path = Path(target)
         if not target_path.is_absolute() and path is None:
             target_path = self.context.base_dir / target_path
-        return JsonlSink(target_path, run_id=run_id, fsync=self.fsync, rotate_bytes=self.rotate_bytes)
+        on_closed = None
+        if self.ship is not None:
+            on_closed = shipper_for(target_path.parent, self.ship).submit
+        return JsonlSink(
+            target_path, run_id=run_id, fsync=self.fsync, rotate_bytes=self.rotate_bytes, on_closed=on_closed
+        )

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..journal.collector import collector_paused
 from ..journal.hashing import file_sha256
+from ..journal.private import make_private_dirs
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
@@ -138,7 +139,7 @@ class _Run:
 def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) -> list[ImportedJournal]:
     """One run: ``out`` is the journal; several: ``out`` is a directory holding one journal each."""
     if len(runs) > 1:
-        out.mkdir(parents=True)
+        make_private_dirs(out, exist_ok=False)  # 0700, like the journals the writer puts in it
     written: list[ImportedJournal] = []
     names = run_file_names([run.name for run in runs])  # the trace chose them: no "../", no clashes
     last: list[Record] = []  # the record being written, to name it if the builder refuses it

@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import shutil
 import time
 from collections.abc import Generator
@@ -23,6 +24,7 @@ import orjson
 from .canonical import canonical_json, canonical_json_of_parsed, canonical_string
 from .hashing import sha256_hex
 from .model import CHAIN_CHECKPOINT, RUN_ENDED, RUN_SEALED, SCHEMA_VERSION, SEAL_KINDS, Event, event_id_for
+from .private import make_private_dirs, private_opener
 
 if TYPE_CHECKING:
     from .seal import Signer
@@ -43,6 +45,8 @@ SplicedEvent = tuple[bytes, bytes, bytes, bytes, bytes]
 FsyncPolicy = Literal["never", "always", "close"]
 DEFAULT_ROTATE_BYTES = 128 * 1024 * 1024
 SHARD_PATTERN = "{stem}.{index:06d}.jsonl"
+#: The name of a shard ``SHARD_PATTERN`` made, plain or gzipped.
+SHARD_NAME = re.compile(r"\.\d{6}\.jsonl(\.gz)?$")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -73,6 +77,13 @@ class JournalWriter:
     With a ``signer`` (seal.Signer), closing the writer appends a ``run.sealed``
     event signing the chain head, and ``checkpoint_every=N`` appends a
     ``chain.checkpoint`` after every N events, so a cut journal keeps a signed prefix.
+
+    ``on_closed(path, last)`` is called with each file that will not change again: a shard once rotated
+    out (and gzipped), and (``last``) the last shard or the single file when the writer closes, after its
+    seal. It runs in the writer's thread, so it only hands the path on (journal/shipping.py uploads it in
+    the background).
+
+    Every file and directory the writer creates is owner-only (0600, 0700; journal/private.py).
     """
 
     def __init__(
@@ -89,8 +100,10 @@ class JournalWriter:
         signer: Signer | None = None,
         checkpoint_every: int | None = None,
         flush_lines: bool = True,
+        on_closed: Callable[[Path, bool], None] | None = None,
     ) -> None:
         self.path = Path(path)
+        self.on_closed = on_closed
         self.flush_lines = flush_lines  # False: a batch writer (an import) nobody tails; close() flushes
         self.run_id = run_id
         self.fsync = fsync
@@ -107,12 +120,12 @@ class JournalWriter:
         self._last_kind: str | bytes | None = None  # the last event's kind (its JSON after append_spliced)
         self.seal_with(signer, checkpoint_every)
         if rotate_bytes is not None:
-            self.path.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path)
             if any(self.path.glob("*.jsonl*")):
                 raise FileExistsError(f"{self.path} already holds journal shards; a writer never appends to an old run")
             self._file = self._open_next_shard()
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
             self._file = self._create(self.path)
 
     def seal_with(self, signer: Signer | None, checkpoint_every: int | None = None) -> None:
@@ -371,22 +384,29 @@ class JournalWriter:
         """A new journal file or shard (never an existing one). A line-flushing writer's file is unbuffered: one
         write(2) a line (a buffered write and its flush cost twice as much); a batch writer's lines go out in
         1 MiB writes, not 8 KiB ones (a tenth of an import's write cost)."""
-        return io.FileIO(path, "xb") if self.flush_lines else io.BufferedWriter(io.FileIO(path, "xb"), 1 << 20)
+        raw = io.FileIO(path, "xb", opener=private_opener)
+        return raw if self.flush_lines else io.BufferedWriter(raw, 1 << 20)
 
     def _close_shard(self) -> None:
         self._file.flush()
         if self.fsync != "never":
             os.fsync(self._file.fileno())
         self._file.close()
+        closed = Path(self._file.name)
         if self.compress_closed_shards:
-            plain = Path(self._file.name)
-            packed = plain.with_name(plain.name + ".gz")
-            with open(plain, "rb") as source, gzip.open(packed, "xb") as target:
+            plain, closed = closed, closed.with_name(closed.name + ".gz")
+            with (
+                open(plain, "rb") as source,
+                open(closed, "xb", opener=private_opener) as packed,
+                gzip.GzipFile(str(closed), "wb", fileobj=packed) as target,
+            ):
                 shutil.copyfileobj(source, target)
             if self.fsync != "never":
-                with open(packed, "rb") as done:
+                with open(closed, "rb") as done:
                     os.fsync(done.fileno())
             plain.unlink()
+        if self.on_closed is not None:
+            self.on_closed(closed, False)
 
     def _seal(self, kind: str) -> None:
         assert self.signer is not None and self._prev_hash is not None
@@ -401,6 +421,8 @@ class JournalWriter:
         if self.fsync != "never":
             os.fsync(self._file.fileno())
         self._file.close()
+        if self.on_closed is not None:
+            self.on_closed(Path(self._file.name), True)
 
     def __enter__(self) -> "JournalWriter":
         return self

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ..journal.safe_text import safe_line
+from ..journal.writer import SHARD_NAME
 from .protocol import ReplaySpec
 from .report import DERIVED_KEYS, DivergenceReport
 from .runner import DIVERGED, MATCH, ReplayOutcome
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 DEFAULT_GLOB = "*.jsonl"
 DEFAULT_TIMEOUT_S = 600.0
-_SHARD_NAME = re.compile(r"\.\d{6}\.jsonl(\.gz)?$")
 _PATH_PART = re.compile(r"\['((?:[^'\\]|\\.)*)'\]|\[(\d+)\]")
 
 
@@ -147,7 +147,7 @@ class CorpusResult:
 def is_shard_directory(path: Path) -> bool:
     """A directory the journal writer rotated into (``NAME.000001.jsonl[.gz]``): one journal, not a corpus."""
     names = [child.name for child in path.iterdir() if child.is_file() and child.name.endswith((".jsonl", ".jsonl.gz"))]
-    return bool(names) and all(_SHARD_NAME.search(name) for name in names)
+    return bool(names) and all(SHARD_NAME.search(name) for name in names)
 
 
 def find_journals(root: str | Path, pattern: str = DEFAULT_GLOB) -> list[Path]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +28,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ..journal.hashing import file_sha256
-from . import storage
+from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
+from . import audit, storage
 
 if TYPE_CHECKING:
     from ..importers import ImportedJournal
@@ -69,10 +69,17 @@ def imports_cache_dir() -> Path:
 
 
 def resolve_source(argument: str) -> ResolvedSource:
-    """The journal ``argument`` names; raises TraceImportError or StorageError (JournalErrors)."""
+    """The journal ``argument`` names; raises TraceImportError or StorageError (JournalErrors), or AuditError
+    when the read audit is on and its log cannot be written (store/audit.py: every open is logged here)."""
+    source = _resolve(argument)
+    audit.record_read(source)
+    return source
+
+
+def _resolve(argument: str) -> ResolvedSource:
     if storage.is_url(argument):
         fetched = storage.fetch(argument)
-        return replace(resolve_source(str(fetched.local)), argument=argument, url=storage.shown(argument))
+        return replace(_resolve(str(fetched.local)), argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()
     if not path.is_file() or _starts_with_a_v1_event(path):
         return ResolvedSource(argument, path, (path,))
@@ -176,8 +183,8 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
     from ..importers import TraceImportError, import_trace
 
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".importing-", dir=target.parent))
+        make_private_dirs(target.parent)
+        staging = make_private_temp_dir(prefix=".importing-", dir=target.parent)
     except OSError as error:
         raise TraceImportError(
             str(path),
@@ -194,7 +201,8 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
             for name in names
         ]
         manifest = {"source": path.name, "format": fmt, "journals": entries}
-        (staging / MANIFEST).write_bytes(orjson.dumps(manifest))  # last: an entry without it is incomplete
+        with create_private(staging / MANIFEST) as written:  # last: an entry without it is incomplete
+            written.write(orjson.dumps(manifest))
         for _attempt in range(3):
             try:
                 os.rename(staging, target)  # atomic: readers see no entry or a whole one

@@ -21,81 +21,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import threading
-import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import orjson
 
-from ..journal import JournalError
+from ..journal.private import copy_private, make_private_dirs, private_opener, write_private
+from ..journal.urls import EXTRAS, SCHEMES, StorageError, check_url, filesystem, is_url, shown
+from ..journal.urls import explain as _explain
 
-SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https", "file"})
-#: The extra that brings each scheme's fsspec implementation.
-EXTRAS = {
-    "s3": "s3",
-    "s3a": "s3",
-    "gs": "gcs",
-    "gcs": "gcs",
-    "az": "azure",
-    "abfs": "azure",
-    "abfss": "azure",
-    "http": "http",
-    "https": "http",
-}
+__all__ = ["EXTRAS", "SCHEMES", "StorageError", "check_url", "filesystem", "is_url", "shown"]
+
 JOURNAL_SUFFIXES = (".jsonl", ".jsonl.gz")
 CHUNK_BYTES = 1 << 20
-#: Query parameters that carry credentials (pre-signed URLs, SAS tokens): refused on the command line.
-_SECRET_QUERY = frozenset(
-    {
-        "x-amz-signature",
-        "x-amz-credential",
-        "x-amz-security-token",
-        "sig",
-        "signature",
-        "x-goog-signature",
-        "x-goog-credential",
-        "token",
-        "access_token",
-        "sv",
-        "se",
-    }
-)
-
-
-class StorageError(JournalError):
-    """A URL that cannot be read: the message names the URL (without credentials) and what went wrong."""
-
-
-def is_url(text: str) -> bool:
-    """True for ``scheme://…`` with a scheme this module reads."""
-    scheme, sep, _ = text.partition("://")
-    return bool(sep) and scheme.lower() in SCHEMES
-
-
-def shown(url: str) -> str:
-    """The URL as it may be printed: no userinfo, no query, no fragment."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def check_url(url: str) -> None:
-    """Refuse URLs that carry credentials: they belong in the environment or config files."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" in parts.netloc:
-        raise StorageError(
-            f"{shown(url)}: the URL carries credentials (user:secret@); give them through the environment "
-            "or the store's config files instead, never on the command line"
-        )
-    keys = {key.lower() for key, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)}
-    if keys & _SECRET_QUERY:
-        raise StorageError(
-            f"{shown(url)}: the URL carries a signature or token in its query; give credentials through the "
-            "environment or the store's config files instead, never on the command line"
-        )
 
 
 def cache_root() -> Path:
@@ -109,65 +49,6 @@ def cache_root() -> Path:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
-def filesystem(url: str) -> tuple[Any, str]:
-    """(fsspec filesystem, path inside it) for ``url``; a clear error when the extra is missing."""
-    check_url(url)
-    try:
-        import fsspec
-    except ImportError:
-        raise StorageError(
-            f"{shown(url)}: reading URLs needs fsspec: pip install 'replay-tui[s3]' (or gcs, azure, http)"
-        ) from None
-    scheme = url.partition("://")[0].lower()
-    try:
-        fs, path = fsspec.core.url_to_fs(url)
-        return fs, str(path)
-    except ImportError as error:
-        extra = EXTRAS.get(scheme, scheme)
-        raise StorageError(
-            f"{shown(url)}: no client for {scheme}:// URLs ({error}); pip install 'replay-tui[{extra}]'"
-        ) from None
-    except (ValueError, TypeError) as error:
-        raise StorageError(f"{shown(url)}: not a URL fsspec can open: {error}") from None
-
-
-def _explain(url: str, error: BaseException) -> StorageError:
-    """Translate a client error into one line naming the URL; never echoes credentials."""
-    status = _http_status(error)
-    text = str(error).strip() or type(error).__name__
-    lowered = text.lower()
-    if status in (401, 403):
-        what = "access denied (check the credentials in the environment or the store's config files)"
-    elif (
-        isinstance(error, FileNotFoundError) or "nosuchbucket" in lowered or "nosuchkey" in lowered or "404" in lowered
-    ):
-        missing_bucket = "nosuchbucket" in lowered or "bucket does not exist" in lowered
-        what = "no such bucket" if missing_bucket else "no such object or prefix"
-    elif isinstance(error, PermissionError) or "accessdenied" in lowered or "forbidden" in lowered or "403" in lowered:
-        what = "access denied (check the credentials in the environment or the store's config files)"
-    else:
-        what = f"{type(error).__name__}: {text.splitlines()[0][:200]}"
-    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"):
-        secret = os.environ.get(name)
-        if secret:
-            what = what.replace(secret, "[REDACTED]")
-    return StorageError(f"{shown(url)}: {what}")
-
-
-def _http_status(error: BaseException) -> int | None:
-    """The HTTP status behind a client error, looking through the chain (fsspec's HTTP
-    client turns a 403 into FileNotFoundError with the response error as its cause)."""
-    seen: BaseException | None = error
-    for _ in range(5):
-        if seen is None:
-            return None
-        status = getattr(seen, "status", None) or getattr(seen, "status_code", None)
-        if isinstance(status, int):
-            return status
-        seen = seen.__cause__ or seen.__context__
-    return None
 
 
 def _etag(info: dict[str, Any]) -> str | None:
@@ -222,12 +103,15 @@ def _fetch_object(
         target = objects / _digest(shown(url), etag, str(size)) / name
         if target.is_file() and target.stat().st_size == size:
             return target, False
-    objects.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(objects)
     partial = objects / f".partial-{os.getpid()}-{threading.get_ident()}-{_digest(url)[:16]}"
     hasher = hashlib.sha256()
     done = 0
     try:
-        with fs.open(path, "rb", block_size=4 * CHUNK_BYTES) as source, open(partial, "wb") as out:
+        with (
+            fs.open(path, "rb", block_size=4 * CHUNK_BYTES) as source,
+            open(partial, "wb", opener=private_opener) as out,
+        ):
             while chunk := source.read(CHUNK_BYTES):
                 out.write(chunk)
                 hasher.update(chunk)
@@ -239,7 +123,7 @@ def _fetch_object(
         raise _explain(url, error) from None
     key = _digest(shown(url), etag, str(size)) if etag is not None else "sha256-" + hasher.hexdigest()
     target = objects / key / name
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(target.parent)
     os.replace(partial, target)
     return target, True
 
@@ -271,8 +155,8 @@ def _fetch_prefix(url: str, fs: Any, path: str, progress: Callable[[int, int], N
         if manifest.get(relative) == stamp and target.is_file():
             continue
         local, _ = _fetch_object(f"{url.rstrip('/')}/{relative}", fs, key, info, None)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local, target)
+        make_private_dirs(target.parent)
+        copy_private(local, target)
         manifest[relative] = stamp
         downloaded += 1
         if progress is not None:
@@ -280,8 +164,8 @@ def _fetch_prefix(url: str, fs: Any, path: str, progress: Callable[[int, int], N
     for stale in [p for p in root.rglob("*") if p.is_file() and p.name != ".manifest.json"]:
         if str(stale.relative_to(root)) not in wanted:
             stale.unlink()  # an object deleted upstream leaves the mirror too
-    root.mkdir(parents=True, exist_ok=True)
-    manifest_path.write_bytes(orjson.dumps({key: value for key, value in manifest.items() if key in wanted}))
+    make_private_dirs(root)
+    write_private(manifest_path, orjson.dumps({key: value for key, value in manifest.items() if key in wanted}))
     return Fetched(url, root, "prefix", len(members), downloaded)
 
 
@@ -313,7 +197,7 @@ class ObjectFollower:
 
     def start(self) -> Path:
         """Copy the object as it is now, then poll in a daemon thread; returns the local file."""
-        self.local.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.local.parent)
         self._whole()
         self._thread = threading.Thread(target=self._loop, name="replay-tui-object-follower", daemon=True)
         self._thread.start()
@@ -362,7 +246,10 @@ class ObjectFollower:
     def _whole(self) -> None:
         partial = self.local.with_name(self.local.name + ".partial")
         try:
-            with self.fs.open(self.path, "rb", block_size=4 * CHUNK_BYTES) as source, open(partial, "wb") as out:
+            with (
+                self.fs.open(self.path, "rb", block_size=4 * CHUNK_BYTES) as source,
+                open(partial, "wb", opener=private_opener) as out,
+            ):
                 while chunk := source.read(CHUNK_BYTES):
                     out.write(chunk)
         except Exception as error:

@@ -147,7 +147,7 @@ def _build_app(args: argparse.Namespace) -> "tuple[ReplayApp, Journal, ObjectFol
     follower = None
     try:
         follower = _object_follower(args)
-        path = follower.start() if follower is not None else resolve_journal(args.journal)
+        path = _follow_start(follower, args.journal) if follower is not None else resolve_journal(args.journal)
         journal = Journal(path)
     except ValueError as error:
         print(f"replay-tui: {error}", file=sys.stderr)
@@ -183,6 +183,17 @@ def _build_app(args: argparse.Namespace) -> "tuple[ReplayApp, Journal, ObjectFol
         keymap=keymap,
     )
     return app, journal, follower
+
+
+def _follow_start(follower: "ObjectFollower", url: str) -> Path:
+    """The local copy a followed URL is tailed in; the open goes to the read audit like any other."""
+    from ..store.audit import record_read
+    from ..store.sources import ResolvedSource
+    from ..store.storage import shown
+
+    path = follower.start()
+    record_read(ResolvedSource(url, path, (path,), url=shown(url)))
+    return path
 
 
 def _object_follower(args: argparse.Namespace) -> "ObjectFollower | None":
