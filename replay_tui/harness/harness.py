@@ -15,7 +15,7 @@ import inspect
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -39,6 +39,7 @@ from ..journal.model import (
     event_id_for,
 )
 from .adapters import Clock, Expected, Ids, RandomSource
+from .chunk_relay import OnChunk, astreamed_payload, recorded_cut, streamed_payload
 from .patch import diff
 from .plugins import HookPoint, ModelClient, ToolSpec
 from .redaction import Redactor
@@ -52,7 +53,7 @@ from .seam import (
     error_to_payload,
 )
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
-from .streaming import assemble_stream, split_stream
+from .streaming import split_stream
 from .transport import JsonlSink
 
 if TYPE_CHECKING:  # asyncio is imported where async code runs: a sync agent's replay child never pays for it
@@ -377,15 +378,19 @@ class Harness:
 
     def model(self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Ask the model. Returns the recorded response ``{content, tool_calls, finish_reason,
-        usage}``; a recorded model error is raised (see ``error_from_payload``)."""
+        usage}``; a recorded model error is raised (see ``error_from_payload``). A streamed answer's
+        text reaches ``on_chunk`` chunk by chunk as it arrives (harness/STREAMING.md)."""
         request_event, normalized = self._model_request(request)
+        raised: list[BaseException] = []  # the caller's own error while streaming: raised once the answer is written
         response_event = self._observe(
             MODEL_RESPONSE,
             request_event.payload["request_hash"],
             request_event.payload,
-            lambda: self._live_model(request_event.payload["request_hash"], normalized),
+            lambda: self._live_model(request_event.payload["request_hash"], normalized, on_chunk, raised),
             parent=request_event.event_id,
         )
+        if raised:
+            raise raised[0]
         return self._model_outcome(response_event, on_chunk)
 
     async def amodel(
@@ -396,11 +401,17 @@ class Harness:
         request_hash = request_event.payload["request_hash"]
         source = self.sources.get(MODEL_RESPONSE)
         acomplete = getattr(self.model_client, "acomplete", None)
+        raised: list[BaseException] = []
         if source is None and acomplete is not None:
             try:
                 output = await acomplete(normalized)
-                payload = self._model_payload(request_hash, output)
-            except Exception as error:
+                if isinstance(output, AsyncIterable):
+                    payload = await astreamed_payload(self.redactor, request_hash, output, on_chunk, raised)
+                else:
+                    payload = self._model_payload(request_hash, output, on_chunk, raised)
+            except BaseException as error:
+                if not isinstance(error, Exception):  # the caller's task cancelled before the answer began
+                    raised.append(error)
                 payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
             event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
         else:
@@ -408,9 +419,11 @@ class Harness:
                 MODEL_RESPONSE,
                 request_hash,
                 request_event.payload,
-                lambda: self._live_model(request_hash, normalized),
+                lambda: self._live_model(request_hash, normalized, on_chunk, raised),
                 parent=request_event.event_id,
             )
+        if raised:
+            raise raised[0]
         return self._model_outcome(event, on_chunk)
 
     def _model_request(self, request: Mapping[str, Any]) -> tuple[Event, dict[str, Any]]:
@@ -436,18 +449,21 @@ class Harness:
         )
         return event, normalized
 
-    def _live_model(self, request_hash: str, normalized: dict[str, Any]) -> dict[str, Any]:
+    def _live_model(
+        self, request_hash: str, normalized: dict[str, Any], on_chunk: OnChunk | None, raised: list[BaseException]
+    ) -> dict[str, Any]:
         if self.model_client is None:
             raise HarnessError("no model plugin is configured, and no source serves model.response")
         try:
-            return self._model_payload(request_hash, self.model_client.complete(normalized))
+            return self._model_payload(request_hash, self.model_client.complete(normalized), on_chunk, raised)
         except HarnessError:
             raise
         except Exception as error:
             return {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
 
-    @staticmethod
-    def _model_payload(request_hash: str, output: Any) -> dict[str, Any]:
+    def _model_payload(
+        self, request_hash: str, output: Any, on_chunk: OnChunk | None, raised: list[BaseException]
+    ) -> dict[str, Any]:
         if isinstance(output, Mapping):
             response = {
                 "content": output.get("content"),
@@ -456,25 +472,29 @@ class Harness:
                 "usage": dict(output.get("usage") or {}),
             }
             return {"request_hash": request_hash, "response": response}
-        response, stream = assemble_stream(output)
-        return {"request_hash": request_hash, "response": response, "stream": stream}
+        return streamed_payload(self.redactor, request_hash, output, on_chunk, raised)
 
     def _model_outcome(self, event: Event, on_chunk: Callable[[str], None] | None) -> dict[str, Any]:
+        """The answer ``model()`` returns; ``on_chunk`` is handed its text as recorded, unless it was handed
+        it live as it streamed. A stream cut by an error: the text that arrived, then the error."""
         self._note_response(event)
         payload = event.payload
-        if payload.get("error"):
-            raise error_from_payload(payload)
-        response = payload["response"]
+        response = payload.get("response")
+        served = MODEL_RESPONSE in self.sources
+        if payload.get("error") and not (served and on_chunk is not None and payload.get("stream") and response):
+            raise recorded_cut(payload)
         if not isinstance(response, dict):  # null without an error: what the model said is missing
             raise self.unusable_record(SchemaError("payload.response", _AN_ANSWER, response, seq=event.seq))
-        if MODEL_RESPONSE in self.sources:  # served from the journal (a live answer is the plugin's, as it gave it)
+        if served:  # served from the journal (a live answer is the plugin's, as it gave it)
             problem = _answer_problem(response)
             if problem is not None:
                 field, expected, found = problem
                 raise self.unusable_record(SchemaError(f"payload.response.{field}", expected, found, seq=event.seq))
-        if on_chunk is not None:
+        if on_chunk is not None and (served or not payload.get("stream")):
             for delta in self._recorded_deltas(event, response):
                 on_chunk(delta)
+        if payload.get("error"):
+            raise recorded_cut(payload)
         return response
 
     def _recorded_deltas(self, event: Event, response: dict[str, Any]) -> list[Any]:

@@ -65,7 +65,9 @@ class StreamPolicy:
         self.enabled = rules.enabled
         self.cap = rules.max_body_bytes
         self.redactor = redactor
-        self._uncapped = redactor if rules.max_body_bytes is None else Redactor(dataclasses.replace(rules, max_body_bytes=None))
+        self._uncapped = (
+            redactor if rules.max_body_bytes is None else Redactor(dataclasses.replace(rules, max_body_bytes=None))
+        )
         # an extra detector's pattern may span spaces: then text is only cut after a line break
         self.lines_only = bool(rules.extra_detectors)
         self._keys: dict[str, tuple[str, bool]] = {}
