@@ -49,6 +49,7 @@ import asyncio
 import base64
 import functools
 import importlib
+import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 from types import ModuleType
@@ -339,6 +340,7 @@ def _handed_over(h: Harness, module: ModuleType, event: Any, payload: Any, live:
             cut = _recorded_error(recorded, module, request) if recorded.get("error") else None
             stream = _replayed_stream_class(module)(chunks, cut)
             response = module.Response(exchange.status, headers=exchange.headers, stream=stream, request=request)
+            return _no_elapsed(response, stream)
     # httpx sets .elapsed only when the client closes a stream it still has to read; a response read here
     # never gets one, and reading it raised. Zero in record and replay alike: the journal holds the times,
     # and a live duration the agent could branch on would be an unrecorded input.
@@ -387,22 +389,39 @@ class _StreamedExchange:
         return StreamAbandoned(f"the caller closed the stream after {len(self.relay.events)} event(s), before it ended")
 
     def end(self, error: BaseException | None) -> None:
-        if not self.written:
-            self.written = True
+        if not self._ends():
             self.harness.close_model_exchange(self.request_event, self.payload(error), recorded=False)
 
     async def aend(self, error: BaseException | None) -> None:
-        if not self.written:
-            self.written = True
+        if not self._ends():
             self.harness.close_model_exchange(self.request_event, self.payload(error), recorded=False)
+
+    def _ends(self) -> bool:
+        """Whether the response was written already, or can no longer be (a stream left open and closed by
+        the garbage collector after the run ended: nothing follows run.ended)."""
+        done, self.written = self.written or self.harness.ended, True
+        return done
 
 
 def _relayed(module: ModuleType, exchange: _StreamedExchange, stream: Any, request: Any) -> Any:
     response = module.Response(
         exchange.status, headers=list(exchange.handed_headers.items()), stream=stream, request=request
     )
+    return _no_elapsed(response, stream)
+
+
+def _no_elapsed(response: Any, stream: Any) -> Any:
+    """``response.elapsed`` zero, and zero again when its stream closes (httpx 0.28 sets the live duration
+    then, just before it closes the stream: an input the journal does not hold)."""
     response.elapsed = ZERO_ELAPSED
+    stream.response = weakref.ref(response)  # (no cycle: a dropped response is freed at once)
     return response
+
+
+def _zero_elapsed(stream: Any) -> None:
+    response = stream.response() if stream.response is not None else None
+    if response is not None:
+        response.elapsed = ZERO_ELAPSED
 
 
 @functools.cache
@@ -413,6 +432,7 @@ def _live_stream_class(module: ModuleType) -> type:
         def __init__(self, exchange: _StreamedExchange, live: Any) -> None:
             self.exchange = exchange
             self.live = live
+            self.response: Any = None
 
         def __iter__(self) -> Iterator[bytes]:
             exchange, relay = self.exchange, self.exchange.relay
@@ -438,6 +458,7 @@ def _live_stream_class(module: ModuleType) -> type:
                 yield tail
 
         def close(self) -> None:
+            _zero_elapsed(self)
             try:
                 self.exchange.end(self.exchange.abandoned())
             finally:
@@ -454,6 +475,7 @@ def _live_async_stream_class(module: ModuleType) -> type:
         def __init__(self, exchange: _StreamedExchange, live: Any) -> None:
             self.exchange = exchange
             self.live = live
+            self.response: Any = None
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             exchange, relay = self.exchange, self.exchange.relay
@@ -479,6 +501,7 @@ def _live_async_stream_class(module: ModuleType) -> type:
                 yield tail
 
         async def aclose(self) -> None:
+            _zero_elapsed(self)
             try:
                 await self.exchange.aend(self.exchange.abandoned())
             finally:
@@ -495,6 +518,7 @@ def _replayed_stream_class(module: ModuleType) -> type:
         def __init__(self, chunks: list[bytes], cut: BaseException | None) -> None:
             self.chunks = chunks
             self.cut = cut
+            self.response: Any = None
 
         def __iter__(self) -> Iterator[bytes]:
             yield from self.chunks
@@ -508,10 +532,10 @@ def _replayed_stream_class(module: ModuleType) -> type:
                 raise self.cut
 
         def close(self) -> None:
-            pass
+            _zero_elapsed(self)
 
         async def aclose(self) -> None:
-            pass
+            _zero_elapsed(self)
 
     return ReplayedStream
 

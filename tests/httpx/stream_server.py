@@ -65,13 +65,21 @@ class StreamServer:
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._closed = threading.Event()
+        self._connections: set[socket.socket] = set()
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
 
     def close(self) -> None:
+        """Stop accepting and end every open connection (closing a socket does not wake a thread blocked in
+        accept(): a closed server went on answering its port with its old script)."""
         self._closed.set()
+        for sock in (self._socket, *list(self._connections)):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._socket.close()
-        self._thread.join(timeout=2)
+        self._thread.join(timeout=5)
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -79,34 +87,46 @@ class StreamServer:
                 connection, _ = self._socket.accept()
             except OSError:
                 return
+            if self._closed.is_set():
+                connection.close()
+                return
+            self._connections.add(connection)
             threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
 
     def _serve(self, connection: socket.socket) -> None:
+        try:
+            self._serve_requests(connection)
+        except OSError:
+            pass  # the client went away, or the server was closed
+        finally:
+            self._connections.discard(connection)
+            connection.close()
+
+    def _serve_requests(self, connection: socket.socket) -> None:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         buffer = b""
-        with connection:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = connection.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                while len(buffer) < length:
-                    data = connection.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                body, buffer = buffer[:length], buffer[length:]
-                request = json.loads(body or b"{}")
-                self.received.append(request)
-                if not self._answer(connection, self.script(request)):
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                data = connection.recv(65536)
+                if not data:
                     return
+                buffer += data
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(buffer) < length:
+                data = connection.recv(65536)
+                if not data:
+                    return
+                buffer += data
+            body, buffer = buffer[:length], buffer[length:]
+            request = json.loads(body or b"{}")
+            self.received.append(request)
+            if not self._answer(connection, self.script(request)):
+                return
 
     def _answer(self, connection: socket.socket, steps: list[Step]) -> bool:
         """Play ``steps``; False when the connection was ended on purpose."""

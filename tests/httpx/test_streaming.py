@@ -5,6 +5,7 @@ as what arrived plus the error; and a replay hands the agent exactly what it rea
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import threading
 from pathlib import Path
@@ -131,11 +132,12 @@ def test_plain_httpx_reads_each_event_as_it_arrives(tmp_path: Path, serve: Any) 
                     lines.append(line)
                     if '"One "' in line:
                         gate.set()
+        lines.append(str(response.elapsed))  # zero in record and replay: a live duration is no recorded input
         return lines
 
     path = tmp_path / "run.jsonl"
     lines = run(agent, {"base_url": server.url}, path)
-    assert server.timed_out == 0 and lines[-2:] == ["data: [DONE]", ""]
+    assert server.timed_out == 0 and lines[-3:] == ["data: [DONE]", "", "0:00:00"]
     assert run(agent, {"base_url": server.url}, tmp_path / "replay.jsonl", events_of(path)) == lines
 
 
@@ -290,3 +292,27 @@ def test_a_recorded_stream_of_another_shape_ends_the_replay_naming_seq_and_field
     with pytest.raises(UnusableJournal) as raised, http_client(harness) as client:
         client.post("http://127.0.0.1:9/v1/chat/completions", json={"model": "m", "stream": True}).read()
     assert str(raised.value).startswith(f"seq {harness.last_event.seq}: field {field}: expected "), raised.value
+
+
+def test_a_stream_left_unclosed_is_written_when_its_reader_is_collected(tmp_path: Path, serve: Any) -> None:
+    """The SDK's stream keeps itself in a reference cycle: a stream left open is closed by the garbage
+    collector, which is when its response is written (a collection after run.ended writes nothing)."""
+    server = serve(played(chat_events(["Half ", "an ", "answer ", "then ", "more."])))
+
+    def agent(h: Harness, task: dict[str, Any]) -> Any:
+        deltas = []
+        for chunk in stream_agents._openai(h, task).chat.completions.create(
+            model="m", messages=stream_agents.MESSAGES, stream=True
+        ):
+            deltas.append(chunk.choices[0].delta.content if chunk.choices else None)
+            if len(deltas) == 3:
+                break  # no close()
+        gc.collect()
+        return deltas
+
+    path = tmp_path / "run.jsonl"
+    read = run(agent, {"base_url": server.url}, path)
+    payload = response_payload(path)
+    assert payload["error"]["type"] == "replay_tui.harness.sse_relay.StreamAbandoned"
+    assert payload["response"]["content"] == "".join(text for text in read if text)
+    assert run(agent, {"base_url": server.url}, tmp_path / "replay.jsonl", events_of(path)) == read
