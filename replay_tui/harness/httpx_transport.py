@@ -382,6 +382,11 @@ class _StreamedExchange:
             payload["diagnostics"] = {"stream": "redaction of the whole answer changed what the caller read"}
         return payload
 
+    def broke(self, error: BaseException, module: ModuleType) -> bytes:
+        """The stream broke with ``error``: the tails to hand over before it is raised. The wire failed (the
+        server closed, a read timed out): what arrived goes; the caller stopped (cancelled): nothing more."""
+        return self.relay.flush() if isinstance(error, (module.TransportError, module.DecodingError)) else b""
+
     def abandoned(self) -> StreamAbandoned | None:
         """The error of a stream closed now: None once it said it ended."""
         if self.relay.final:
@@ -444,14 +449,11 @@ def _live_stream_class(module: ModuleType) -> type:
                 tail = relay.finish()
             except GeneratorExit:
                 raise  # the caller stopped reading: its close() records the cut
-            except (module.TransportError, module.DecodingError) as error:  # the server closed, a timeout
-                tail = relay.flush()
+            except BaseException as error:
+                tail = exchange.broke(error, module)
                 exchange.end(error)
                 if tail:
                     yield tail
-                raise
-            except BaseException as error:
-                exchange.end(error)
                 raise
             exchange.end(None)
             if tail:
@@ -487,14 +489,11 @@ def _live_async_stream_class(module: ModuleType) -> type:
                 tail = relay.finish()
             except GeneratorExit:
                 raise  # the caller stopped reading: its aclose() records the cut
-            except (module.TransportError, module.DecodingError) as error:
-                tail = relay.flush()
+            except BaseException as error:  # CancelledError among them: the caller's task was cancelled
+                tail = exchange.broke(error, module)
                 await exchange.aend(error)
                 if tail:
                     yield tail
-                raise
-            except BaseException as error:  # CancelledError: the caller's task was cancelled
-                await exchange.aend(error)
                 raise
             await exchange.aend(None)
             if tail:

@@ -73,22 +73,30 @@ def _marks(clock: Clock, marks: dict[str, tuple[float, float]], chunk: Any) -> N
         marks.setdefault("first_text", clock.since())
 
 
-def run_sync(url: str, shape: str, recorded: bool, directory: Path, index: int) -> dict[str, tuple[float, float]]:
-    from openai import OpenAI
+def _client(url: str, shape: str, recorded: bool, directory: Path, index: int, *, asynchronous: bool) -> Any:
+    """``(client, harness)``: the SDK client, plain or through the transport of a new harness."""
+    from openai import AsyncOpenAI, OpenAI
 
-    from replay_tui.harness.httpx_transport import _shared_ssl_context, default_httpx_module, http_client
+    from replay_tui.harness import httpx_transport
 
+    module = httpx_transport.default_httpx_module()
     harness = None
     if recorded:
-        harness = _harness(directory, f"sync-{shape}-{index}")
-        client_http = http_client(harness)
+        harness = _harness(directory, f"{'async' if asynchronous else 'sync'}-{shape}-{index}")
+        http = (httpx_transport.async_http_client if asynchronous else httpx_transport.http_client)(harness)
     else:
-        module = default_httpx_module()
-        client_http = module.Client(verify=_shared_ssl_context(module))
-    client = OpenAI(api_key="sk-bench", base_url=url + "/v1", http_client=client_http, max_retries=0)
+        http = (module.AsyncClient if asynchronous else module.Client)(
+            verify=httpx_transport._shared_ssl_context(module)
+        )
+    sdk = AsyncOpenAI if asynchronous else OpenAI
+    return sdk(api_key="sk-bench", base_url=url + "/v1", http_client=http, max_retries=0), harness
+
+
+def run_sync(url: str, shape: str, recorded: bool, directory: Path, index: int) -> dict[str, tuple[float, float]]:
+    client, harness = _client(url, shape, recorded, directory, index, asynchronous=False)
     marks: dict[str, tuple[float, float]] = {}
     clock = Clock()
-    for chunk in client.chat.completions.create(model=shape, messages=MESSAGES, stream=True):  # type: ignore[arg-type]
+    for chunk in client.chat.completions.create(model=shape, messages=MESSAGES, stream=True):
         _marks(clock, marks, chunk)
     marks["end"] = clock.since()
     client.close()
@@ -100,21 +108,10 @@ def run_sync(url: str, shape: str, recorded: bool, directory: Path, index: int) 
 async def run_async(
     url: str, shape: str, recorded: bool, directory: Path, index: int
 ) -> dict[str, tuple[float, float]]:
-    from openai import AsyncOpenAI
-
-    from replay_tui.harness.httpx_transport import _shared_ssl_context, async_http_client, default_httpx_module
-
-    harness = None
-    if recorded:
-        harness = _harness(directory, f"async-{shape}-{index}")
-        client_http = async_http_client(harness)
-    else:
-        module = default_httpx_module()
-        client_http = module.AsyncClient(verify=_shared_ssl_context(module))
-    client = AsyncOpenAI(api_key="sk-bench", base_url=url + "/v1", http_client=client_http, max_retries=0)
+    client, harness = _client(url, shape, recorded, directory, index, asynchronous=True)
     marks: dict[str, tuple[float, float]] = {}
     clock = Clock()
-    async for chunk in await client.chat.completions.create(model=shape, messages=MESSAGES, stream=True):  # type: ignore[arg-type]
+    async for chunk in await client.chat.completions.create(model=shape, messages=MESSAGES, stream=True):
         _marks(clock, marks, chunk)
     marks["end"] = clock.since()
     await client.close()

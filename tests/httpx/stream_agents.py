@@ -16,14 +16,26 @@ from replay_tui.harness.httpx_transport import async_http_client, http_client
 MESSAGES = [{"role": "user", "content": "What is in the vault?"}]
 
 
-def _openai(h: Harness, task: Mapping[str, Any]) -> openai.OpenAI:
-    return openai.OpenAI(
+def _openai(h: Harness, task: Mapping[str, Any], *, asynchronous: bool = False) -> Any:
+    sdk, http = (openai.AsyncOpenAI, async_http_client) if asynchronous else (openai.OpenAI, http_client)
+    return sdk(
         api_key="sk-test-stream",
         base_url=task["base_url"] + "/v1",
-        http_client=http_client(h),
+        http_client=http(h),
         max_retries=0,
         timeout=task.get("timeout", 30),
     )
+
+
+def _read(chunk: Any, deltas: list[str]) -> str:
+    """Note a chunk's text delta in ``deltas``; its tool-call argument fragments."""
+    arguments = ""
+    for choice in chunk.choices:
+        if choice.delta.content is not None:
+            deltas.append(choice.delta.content)
+        for call in choice.delta.tool_calls or ():
+            arguments += (call.function and call.function.arguments) or ""
+    return arguments
 
 
 def _ended(error: BaseException | None) -> str:
@@ -38,11 +50,7 @@ def chat(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     try:
         stream = _openai(h, task).chat.completions.create(model="gpt-4.1-mini", messages=MESSAGES, stream=True)
         for chunk in stream:
-            for choice in chunk.choices:
-                if choice.delta.content is not None:
-                    deltas.append(choice.delta.content)
-                for call in choice.delta.tool_calls or ():
-                    arguments += (call.function and call.function.arguments) or ""
+            arguments += _read(chunk, deltas)
             if task.get("stop_after") and len([d for d in deltas if d]) >= task["stop_after"]:
                 stream.close()  # the caller stops reading
                 break
@@ -53,13 +61,7 @@ def chat(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
 
 async def achat(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     """Chat completions, async; with ``cancel_after``, the reading task is cancelled after that many texts."""
-    client = openai.AsyncOpenAI(
-        api_key="sk-test-stream",
-        base_url=task["base_url"] + "/v1",
-        http_client=async_http_client(h),
-        max_retries=0,
-        timeout=task.get("timeout", 30),
-    )
+    client = _openai(h, task, asynchronous=True)
     deltas: list[str] = []
     arguments = ""
     enough = asyncio.Event()
@@ -68,11 +70,7 @@ async def achat(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
         nonlocal arguments
         stream = await client.chat.completions.create(model="gpt-4.1-mini", messages=MESSAGES, stream=True)
         async for chunk in stream:
-            for choice in chunk.choices:
-                if choice.delta.content is not None:
-                    deltas.append(choice.delta.content)
-                for call in choice.delta.tool_calls or ():
-                    arguments += (call.function and call.function.arguments) or ""
+            arguments += _read(chunk, deltas)
             if task.get("cancel_after") and len([d for d in deltas if d]) >= task["cancel_after"]:
                 enough.set()
 

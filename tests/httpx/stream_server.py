@@ -274,3 +274,10 @@ def played(events: list[bytes], *, gap: float = 0.0) -> list[Step]:
             steps.append(Sleep(gap))
         steps.append(Send(data))
     return steps
+
+
+def gated(events: list[bytes], *, first: int = 2, timeout: float = 5.0) -> tuple[list[Step], threading.Event]:
+    """The first ``first`` events, then nothing until the gate is set (at most ``timeout`` s), then the rest:
+    a client that gets the first text only once the whole stream is in makes the server wait in vain."""
+    gate = threading.Event()
+    return [*played(events[:first]), Wait(gate, timeout=timeout), *played(events[first:])], gate

@@ -18,7 +18,7 @@ from replay_tui.harness.replay_support import RecordedObservations, sources_for
 from replay_tui.harness.transport import JsonlSink
 
 from .conftest import REPO
-from .stream_server import Close, Stall, StreamServer, Wait, chat_events, played
+from .stream_server import Close, Stall, chat_events, gated, played
 from .test_streaming import OBSERVATION_KINDS, SECRET, SPLIT_SECRET, events_of, response_payload
 
 REQUEST = {"model": "local", "messages": [{"role": "user", "content": "What is in the vault?"}]}
@@ -62,24 +62,10 @@ def outcome(call: Callable[[], Any]) -> str:
     return "end"
 
 
-@pytest.fixture
-def server_for() -> Any:
-    servers: list[StreamServer] = []
-
-    def start(steps: list[Any]) -> StreamServer:
-        servers.append(StreamServer(lambda request: steps))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
-
-
 @pytest.mark.parametrize("mode", ["model", "amodel"])
-def test_each_chunk_reaches_on_chunk_as_it_arrives(tmp_path: Path, server_for: Any, mode: str) -> None:
-    gate = threading.Event()
-    events = chat_events(["Hello ", "from ", "the ", "plugin."])
-    server = server_for([*played(events[:2]), Wait(gate, timeout=5), *played(events[2:])])
+def test_each_chunk_reaches_on_chunk_as_it_arrives(tmp_path: Path, serve: Any, mode: str) -> None:
+    steps, gate = gated(chat_events(["Hello ", "from ", "the ", "plugin."]))
+    server = serve(steps)
     deltas: list[str] = []
 
     def on_chunk(text: str) -> None:
@@ -99,8 +85,8 @@ def test_each_chunk_reaches_on_chunk_as_it_arrives(tmp_path: Path, server_for: A
     assert again == deltas
 
 
-def test_the_text_is_redacted_as_it_passes_and_replayed_as_handed(tmp_path: Path, server_for: Any) -> None:
-    server = server_for(played(chat_events(SPLIT_SECRET)))
+def test_the_text_is_redacted_as_it_passes_and_replayed_as_handed(tmp_path: Path, serve: Any) -> None:
+    server = serve(played(chat_events(SPLIT_SECRET)))
     deltas: list[str] = []
     response = recorded(server.url, tmp_path / "run.jsonl", lambda h: h.model(REQUEST, on_chunk=deltas.append))
     assert "".join(deltas) == response["content"] == "The key is [REDACTED:openai-key] and nothing else."
@@ -115,9 +101,9 @@ def test_the_text_is_redacted_as_it_passes_and_replayed_as_handed(tmp_path: Path
     assert again == deltas
 
 
-def test_a_stream_the_server_cuts_is_recorded_and_replayed_with_its_error(tmp_path: Path, server_for: Any) -> None:
+def test_a_stream_the_server_cuts_is_recorded_and_replayed_with_its_error(tmp_path: Path, serve: Any) -> None:
     events = chat_events(["Half ", "an ", "answer ", "then ", "nothing."])
-    server = server_for([*played(events[:4]), Close()])
+    server = serve([*played(events[:4]), Close()])
     deltas: list[str] = []
     ended = recorded(
         server.url, tmp_path / "run.jsonl", lambda h: outcome(lambda: h.model(REQUEST, on_chunk=deltas.append))
@@ -130,16 +116,16 @@ def test_a_stream_the_server_cuts_is_recorded_and_replayed_with_its_error(tmp_pa
     assert again == deltas
 
 
-def test_a_stream_without_its_end_marker_is_cut(tmp_path: Path, server_for: Any) -> None:
-    server = server_for(played(chat_events(["All ", "but ", "the end."])[:-1]))  # no [DONE]
+def test_a_stream_without_its_end_marker_is_cut(tmp_path: Path, serve: Any) -> None:
+    server = serve(played(chat_events(["All ", "but ", "the end."])[:-1]))  # no [DONE]
     ended = recorded(server.url, tmp_path / "run.jsonl", lambda h: outcome(lambda: h.model(REQUEST, on_chunk=print)))
     assert (
         ended == "ConnectionError" and "before [DONE]" in response_payload(tmp_path / "run.jsonl")["error"]["message"]
     )
 
 
-def test_the_callers_own_error_stops_the_stream_and_is_raised_as_itself(tmp_path: Path, server_for: Any) -> None:
-    server = server_for(played(chat_events(["One ", "two ", "three ", "four."])))
+def test_the_callers_own_error_stops_the_stream_and_is_raised_as_itself(tmp_path: Path, serve: Any) -> None:
+    server = serve(played(chat_events(["One ", "two ", "three ", "four."])))
     deltas: list[str] = []
 
     def on_chunk(text: str) -> None:
@@ -154,10 +140,10 @@ def test_the_callers_own_error_stops_the_stream_and_is_raised_as_itself(tmp_path
     assert deltas == seen
 
 
-def test_a_cancelled_amodel_is_recorded_and_replayed_as_the_same_cancellation(tmp_path: Path, server_for: Any) -> None:
+def test_a_cancelled_amodel_is_recorded_and_replayed_as_the_same_cancellation(tmp_path: Path, serve: Any) -> None:
     gate = threading.Event()
     events = chat_events(["First ", "second ", "third."])
-    server = server_for([*played(events[:3]), Stall(gate, 5)])
+    server = serve([*played(events[:3]), Stall(gate, 5)])
 
     def ask(h: Harness) -> Any:
         deltas: list[str] = []

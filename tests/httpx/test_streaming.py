@@ -27,10 +27,9 @@ from .conftest import REPO
 from .stream_server import (
     Close,
     Stall,
-    StreamServer,
-    Wait,
     anthropic_events,
     chat_events,
+    gated,
     played,
     responses_events,
 )
@@ -62,19 +61,6 @@ def response_payload(path: Path) -> dict[str, Any]:
     return payload
 
 
-@pytest.fixture
-def serve() -> Any:
-    servers: list[StreamServer] = []
-
-    def start(script: Any) -> StreamServer:
-        servers.append(StreamServer(script if callable(script) else lambda request: script))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
-
-
 # -- pass-through ----------------------------------------------------------------------------------
 
 
@@ -82,12 +68,15 @@ def serve() -> Any:
 def test_each_event_reaches_the_sdk_before_the_server_sends_the_next(tmp_path: Path, serve: Any, mode: str) -> None:
     """The server holds the rest of the stream until the agent has read the first text: a transport that
     read the stream whole would make it wait in vain (timed_out)."""
-    gate = threading.Event()
-    events = chat_events(["Hello ", "from ", "the ", "stream."])
-    server = serve([*played(events[:2]), Wait(gate, timeout=5), *played(events[2:])])
+    steps, gate = gated(chat_events(["Hello ", "from ", "the ", "stream."]))
+    server = serve(steps)
     seen: list[str] = []
+    path = tmp_path / "run.jsonl"
+    on_disk: list[list[str]] = []
 
     def on_text(text: str) -> None:
+        if not seen:  # what the journal holds when the first text reaches the agent
+            on_disk.append([orjson.loads(line)["kind"] for line in path.read_bytes().splitlines()])
         seen.append(text)
         gate.set()
 
@@ -114,15 +103,15 @@ def test_each_event_reaches_the_sdk_before_the_server_sends_the_next(tmp_path: P
 
         return read()
 
-    output = run(agent, {"base_url": server.url}, tmp_path / "run.jsonl")
+    output = run(agent, {"base_url": server.url}, path)
     assert server.timed_out == 0 and "".join(output) == "Hello from the stream."
-    assert response_payload(tmp_path / "run.jsonl")["response"]["content"] == "Hello from the stream."
+    assert on_disk == [["run.started", "model.request"]]  # the request before it went out; the answer not yet
+    assert response_payload(path)["response"]["content"] == "Hello from the stream."
 
 
 def test_plain_httpx_reads_each_event_as_it_arrives(tmp_path: Path, serve: Any) -> None:
-    gate = threading.Event()
-    events = chat_events(["One ", "two."])
-    server = serve([*played(events[:2]), Wait(gate, timeout=5), *played(events[2:])])
+    steps, gate = gated(chat_events(["One ", "two."]))
+    server = serve(steps)
 
     def agent(h: Harness, task: dict[str, Any]) -> Any:
         lines = []
