@@ -44,7 +44,7 @@ class ChunkRelay:
         return text
 
     def finish(self) -> str | None:
-        """The stream ended: the held tail, handed as one more chunk (None when none is needed)."""
+        """The stream ended (or failed): the held tail, handed as one more chunk (None when none is needed)."""
         if self._ended:
             return None
         self._ended = True
@@ -71,21 +71,23 @@ def streamed_payload(
     interrupted) too, and it is put in ``raised`` for the harness to raise itself once the answer is written."""
     relay = ChunkRelay(redactor)
     iterator = iter(chunks)
+    failure: Exception | None = None
     try:
         while True:
             try:
                 text = relay.feed(next(iterator))
             except StopIteration:
                 break
-            except Exception as error:  # the model's
-                return _with_error(relay, request_hash, error)
+            except Exception as error:  # the model's: what arrived (the tail held back too) goes first
+                failure = error
+                break
             _hand(on_chunk, text)
         _hand(on_chunk, relay.finish())
     except BaseException as error:  # the caller's: on_chunk raised, or the run was interrupted
         raised.append(error)
         _close(iterator)
         return relay.payload(request_hash, error)
-    return _with_error(relay, request_hash, None)
+    return _payload(relay, request_hash, failure)
 
 
 async def astreamed_payload(
@@ -98,6 +100,7 @@ async def astreamed_payload(
     """``streamed_payload`` of an async plugin's chunks; the caller's task cancelled is the caller's error."""
     relay = ChunkRelay(redactor)
     iterator = chunks.__aiter__()
+    failure: Exception | None = None
     try:
         while True:
             try:
@@ -105,7 +108,8 @@ async def astreamed_payload(
             except StopAsyncIteration:
                 break
             except Exception as error:
-                return _with_error(relay, request_hash, error)
+                failure = error
+                break
             _hand(on_chunk, text)
         _hand(on_chunk, relay.finish())
     except BaseException as error:  # CancelledError among them
@@ -116,10 +120,11 @@ async def astreamed_payload(
 
             await asyncio.shield(aclose())
         return relay.payload(request_hash, error)
-    return _with_error(relay, request_hash, None)
+    return _payload(relay, request_hash, failure)
 
 
-def _with_error(relay: ChunkRelay, request_hash: str, error: Exception | None) -> dict[str, Any]:
+def _payload(relay: ChunkRelay, request_hash: str, error: Exception | None) -> dict[str, Any]:
+    """The payload of a stream that ended by itself or by the model's ``error``."""
     try:
         return relay.payload(request_hash, error)
     except ValueError as malformed:  # a finished answer whose tool arguments are not JSON: the model's error

@@ -145,6 +145,7 @@ class SseRelay:
                 data = text
         shape = event_shape(name, data)
         self.final = self.final or shape.final
+        extra = _fixed(self._policy, extra) if extra else extra  # (an id is written as the harness redacts it)
         carried = {field.channel for field in shape.fields if not field.whole}
         ending = [c for c in self._channels if c not in self._ended and c not in carried and shape.ends_channel(c)]
         return b"".join(self._end(channel) for channel in ending) + self._emit(name, data, shape, extra)

@@ -172,3 +172,14 @@ def test_a_cancelled_amodel_is_recorded_and_replayed_as_the_same_cancellation(tm
     assert ended == "CancelledError" and "".join(deltas).startswith("First")
     assert response_payload(tmp_path / "run.jsonl")["error"]["type"] == "asyncio.exceptions.CancelledError"
     assert replayed(tmp_path / "run.jsonl", ask) == (ended, deltas)
+
+
+def test_what_arrived_before_a_cut_goes_to_on_chunk_first_held_tail_included(tmp_path: Path, serve: Any) -> None:
+    events = chat_events(["Half ", "an ", "unfinished"])  # the last token is held until the stream says more
+    server = serve([*played(events[:4]), Close()])
+    deltas: list[str] = []
+    ended = recorded(
+        server.url, tmp_path / "run.jsonl", lambda h: outcome(lambda: h.model(REQUEST, on_chunk=deltas.append))
+    )
+    assert ended == "ConnectionError" and deltas[-1] == "unfinished" and "".join(deltas) == "Half an unfinished"
+    assert response_payload(tmp_path / "run.jsonl")["response"]["content"] == "Half an unfinished"
