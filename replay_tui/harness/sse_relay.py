@@ -140,7 +140,9 @@ class SseRelay:
         data: Any = text
         if text[:1] in ("{", "["):
             try:
-                data = _journal_form(orjson.loads(text))
+                data = orjson.loads(text)
+                if _FRACTION_OR_LONG.search(text):  # (most events hold no float and no long integer)
+                    data = _journal_form(data)
             except ValueError:  # (orjson's decode error is one) not JSON, or a number the journal cannot hold
                 data = text
         shape = event_shape(name, data)
@@ -167,8 +169,8 @@ class SseRelay:
         if not isinstance(data, dict):  # [DONE], text, a list: no text field of a model API
             plain = {"event": name, "data": _fixed(self._policy, data), **extra}
             self.events.append(plain)
-            written = render_event(plain, [])
-            self._handed.append((name, _data_text(written)))
+            written, body = _render(plain, [], [])
+            self._handed.append((name, body))
             return written
         deltas: list[tuple[TextField, str]] = []
         changed = False
@@ -196,8 +198,8 @@ class SseRelay:
             for field, released in deltas:
                 self._texts.setdefault(field.channel, []).append(released)
         self.events.append(item)
-        written = render_event(item, [released for _, released in deltas])
-        self._handed.append((name, _data_text(written)))
+        written, body = _render(item, [field for field, _ in deltas], [released for _, released in deltas])
+        self._handed.append((name, body))
         return written
 
     def _pass(self, channel: str, value: str, shape: EventShape, data: dict[str, Any]) -> str:
@@ -216,6 +218,13 @@ class SseRelay:
 
 def render_event(item: Mapping[str, Any], texts: list[str]) -> bytes:
     """The bytes of a recorded event, its emptied text fields filled with ``texts`` (in field order)."""
+    data = item.get("data")
+    fields = [field for field in event_shape(item.get("event"), data).fields if not field.whole] if texts else []
+    return _render(item, fields, texts)[0]
+
+
+def _render(item: Mapping[str, Any], fields: list[TextField], texts: list[str]) -> tuple[bytes, str]:
+    """``render_event`` with the text fields known; and the event's data as written."""
     name, data = item.get("event"), item.get("data")
     lines = [f"event: {name}"] if name is not None else []
     if "id" in item:
@@ -223,18 +232,17 @@ def render_event(item: Mapping[str, Any], texts: list[str]) -> bytes:
     if "retry" in item:
         lines.append(f"retry: {item['retry']}")
     if isinstance(data, (dict, list)):
-        fields = [field for field in event_shape(name, data).fields if not field.whole][: len(texts)]
         for field, text in zip(fields, texts):
             set_at(data, field.path, text)
         try:
             body = orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode()  # as a replay reads it back (JCS)
         finally:
-            for field in fields:
+            for field in fields[: len(texts)]:
                 set_at(data, field.path, "")
     else:
         body = str(data)
     lines.extend(f"data: {line}" for line in body.split("\n"))
-    return ("\n".join(lines) + "\n\n").encode("utf-8")
+    return ("\n".join(lines) + "\n\n").encode("utf-8"), body
 
 
 def recorded_events(http: Mapping[str, Any], *, seq: int | None = None) -> list[bytes]:
@@ -293,12 +301,9 @@ def _drop_logprobs(data: dict[str, Any]) -> None:
         data["logprobs"] = []
 
 
-def _data_text(event: bytes) -> str:
-    """The data of one rendered event."""
-    return "\n".join(line[6:] for line in event.decode("utf-8").split("\n") if line.startswith("data: "))
-
-
 _EXACT_INTEGERS = 2**53
+#: a number with a fraction or an exponent, or of 16 digits or more (in a string too: then it only costs a walk)
+_FRACTION_OR_LONG = re.compile(r"\d[.eE]|\d{16}")
 
 
 def _journal_form(value: Any) -> Any:

@@ -167,6 +167,7 @@ def main() -> int:
                     delta = {key: round(recorded_[key] - plain[key], 2) for key in plain}
                     figures[f"{mode}_{shape}"] = {"plain": plain, "recorded": recorded_, "recorded_less_plain": delta}
     finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
         ours.send("stop")
         server.join(timeout=5)
