@@ -16,7 +16,7 @@ import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -40,6 +40,7 @@ from ..journal.model import (
     event_id_for,
 )
 from .adapters import Clock, Expected, Ids, RandomSource
+from .chunk_relay import OnChunk, astreamed_payload, recorded_cut, streamed_payload
 from .lanes import Cursor, Lane, LaneKeeper
 from .patch import diff
 from .plugins import HookPoint, ModelClient, ToolSpec
@@ -55,9 +56,9 @@ from .seam import (
     error_to_payload,
 )
 from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
-from .streaming import assemble_stream, split_stream
+from .streaming import split_stream
 from .transport import JsonlSink
-from .turns import Pending, Turns
+from .turns import Pending, Reserved, Turns
 from .unrecorded import LOG, RecordingFailed, UnrecordedSink
 
 DEFAULT_SNAPSHOT_EVERY = 100
@@ -143,7 +144,8 @@ class Harness:
         self.on_journal_error = on_journal_error
         self._failed: RecordingFailed | None = None
         self.unrecorded: BaseException | None = None  # why the run went on unrecorded
-        self._served_responses: dict[str, Event] = {}  # replay: responses open_model_exchange wrote, by request
+        # replay: the responses open_model_exchange wrote (or took, to write when their stream ends), by request
+        self._served_responses: dict[str, Event | _Deferred] = {}
         self.session: Any = None  # the Session a service records (record_session), else None
         self.session_input: Event | None = None
         # Events come from any task or thread (concurrent tool calls, LangGraph's ToolNode threads, a
@@ -550,16 +552,18 @@ class Harness:
 
     def model(self, request: Mapping[str, Any], *, on_chunk: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Ask the model. Returns the recorded response ``{content, tool_calls, finish_reason,
-        usage}``; a recorded model error is raised (see ``error_from_payload``)."""
+        usage}``; a recorded model error is raised (see ``error_from_payload``). A streamed answer's
+        text reaches ``on_chunk`` chunk by chunk as it arrives (harness/STREAMING.md)."""
         request_event, normalized = self._model_request(request)
-        response_event = self._observe(
-            MODEL_RESPONSE,
-            request_event.payload["request_hash"],
-            request_event.payload,
-            lambda: self._live_model(request_event.payload["request_hash"], normalized),
-            parent=request_event.event_id,
-            answers=request_event,
-        )
+        if MODEL_RESPONSE in self.sources:
+            reserved = self._reserve_response(request_event)
+            handed = self._hand_recorded_chunks(reserved, on_chunk)
+            return self._model_outcome(self._write_reserved(request_event, reserved), None if handed else on_chunk)
+        raised: list[BaseException] = []  # the caller's own error while streaming: raised once the answer is written
+        payload = self._live_model(request_event.payload["request_hash"], normalized, on_chunk, raised)
+        response_event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
+        if raised:
+            raise raised[0]
         return self._model_outcome(response_event, on_chunk)
 
     async def amodel(
@@ -571,29 +575,28 @@ class Harness:
         request_event, normalized = await self._aemit_model_request(request)
         request_hash = request_event.payload["request_hash"]
         if MODEL_RESPONSE in self.sources:
-            event = await self._aobserve(
-                MODEL_RESPONSE,
-                request_hash,
-                request_event.payload,
-                parent=request_event.event_id,
-                answers=request_event,
-            )
-            return self._model_outcome(event, on_chunk)
+            reserved = self._reserve_response(request_event)
+            handed = self._hand_recorded_chunks(reserved, on_chunk)
+            event = await self._awrite_reserved(request_event, reserved)
+            return self._model_outcome(event, None if handed else on_chunk)
+        raised: list[BaseException] = []  # the caller's own error while streaming: raised once the answer is written
         acomplete = getattr(self.model_client, "acomplete", None)
         if acomplete is None:
-            event = self._emit(
-                MODEL_RESPONSE,
-                self._live_model(request_hash, normalized),
-                step_id=self.step_id,
-                parent=request_event.event_id,
-            )
-            return self._model_outcome(event, on_chunk)
-        try:
-            output = await acomplete(normalized)
-            payload = self._model_payload(request_hash, output)
-        except Exception as error:
-            payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
+            payload = self._live_model(request_hash, normalized, on_chunk, raised)
+        else:
+            try:
+                output = await acomplete(normalized)
+                if isinstance(output, AsyncIterable):
+                    payload = await astreamed_payload(self.redactor, request_hash, output, on_chunk, raised)
+                else:
+                    payload = self._model_payload(request_hash, output, on_chunk, raised)
+            except BaseException as error:
+                if not isinstance(error, Exception):  # the caller's task cancelled before the answer began
+                    raised.append(error)
+                payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
         event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
+        if raised:
+            raise raised[0]
         return self._model_outcome(event, on_chunk)
 
     def _need_model(self) -> None:
@@ -638,18 +641,21 @@ class Harness:
         )
         return event, normalized
 
-    def _live_model(self, request_hash: str, normalized: dict[str, Any]) -> dict[str, Any]:
+    def _live_model(
+        self, request_hash: str, normalized: dict[str, Any], on_chunk: OnChunk | None, raised: list[BaseException]
+    ) -> dict[str, Any]:
         if self.model_client is None:
             raise HarnessError("no model plugin is configured, and no source serves model.response")
         try:
-            return self._model_payload(request_hash, self.model_client.complete(normalized))
+            return self._model_payload(request_hash, self.model_client.complete(normalized), on_chunk, raised)
         except HarnessError:
             raise
         except Exception as error:
             return {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
 
-    @staticmethod
-    def _model_payload(request_hash: str, output: Any) -> dict[str, Any]:
+    def _model_payload(
+        self, request_hash: str, output: Any, on_chunk: OnChunk | None, raised: list[BaseException]
+    ) -> dict[str, Any]:
         if isinstance(output, Mapping):
             response = {
                 "content": output.get("content"),
@@ -658,36 +664,56 @@ class Harness:
                 "usage": dict(output.get("usage") or {}),
             }
             return {"request_hash": request_hash, "response": response}
-        response, stream = assemble_stream(output)
-        return {"request_hash": request_hash, "response": response, "stream": stream}
+        return streamed_payload(self.redactor, request_hash, output, on_chunk, raised)
 
     def _model_outcome(self, event: Event, on_chunk: Callable[[str], None] | None) -> dict[str, Any]:
+        """The answer ``model()`` returns; ``on_chunk`` is handed its text as recorded, unless it was handed
+        it live as it streamed. A stream cut by an error: the text that arrived, then the error."""
         payload = event.payload
-        if payload.get("error"):
-            raise error_from_payload(payload)
-        response = payload["response"]
+        response = payload.get("response")
+        served = MODEL_RESPONSE in self.sources
+        if payload.get("error") and not (served and on_chunk is not None and payload.get("stream") and response):
+            raise recorded_cut(payload)
         if not isinstance(response, dict):  # null without an error: what the model said is missing
             raise self.unusable_record(SchemaError("payload.response", _AN_ANSWER, response, seq=event.seq))
-        if MODEL_RESPONSE in self.sources:  # served from the journal (a live answer is the plugin's, as it gave it)
+        if served:  # served from the journal (a live answer is the plugin's, as it gave it)
             problem = _answer_problem(response)
             if problem is not None:
                 field, expected, found = problem
                 raise self.unusable_record(SchemaError(f"payload.response.{field}", expected, found, seq=event.seq))
-        if on_chunk is not None:
-            for delta in self._recorded_deltas(event, response):
+        if on_chunk is not None and (served or not payload.get("stream")):
+            for delta in self._recorded_deltas(event.payload, response, event.seq):
                 on_chunk(delta)
+        if payload.get("error"):
+            raise recorded_cut(payload)
         return response
 
-    def _recorded_deltas(self, event: Event, response: dict[str, Any]) -> list[Any]:
+    def _hand_recorded_chunks(self, reserved: Reserved, on_chunk: Callable[[str], None] | None) -> bool:
+        """Hand a recorded streamed answer's text to ``on_chunk`` chunk by chunk before its model.response is
+        written (the recording wrote it when the stream ended, after what the agent did with each chunk).
+        False: not a streamed answer, or nobody to hand it to (``_model_outcome`` hands the rest)."""
+        payload = reserved.payload
+        response = payload.get("response")
+        if on_chunk is None or not payload.get("stream") or not isinstance(response, dict):
+            return False
+        problem = _answer_problem(response)
+        if problem is not None:
+            field, expected, found = problem
+            raise self.unusable_record(SchemaError(f"payload.response.{field}", expected, found, seq=reserved.seq))
+        for delta in self._recorded_deltas(payload, response, reserved.seq):
+            on_chunk(delta)
+        return True
+
+    def _recorded_deltas(self, payload: dict[str, Any], response: dict[str, Any], seq: int | None) -> list[Any]:
         """The text deltas the answer came in: its chunks when it was streamed, else the whole content. A streamed
         answer's content is text: assembled from its chunks when live, checked (``_answer_problem``) when served."""
         content = response.get("content") or ""
-        stream = event.payload.get("stream")
+        stream = payload.get("stream")
         if not stream:
             return [content]
         boundaries = stream.get("boundaries")
         if not _fit(boundaries, len(content)):
-            error = SchemaError("payload.stream.boundaries", _CHUNK_BOUNDARIES, boundaries, seq=event.seq)
+            error = SchemaError("payload.stream.boundaries", _CHUNK_BOUNDARIES, boundaries, seq=seq)
             raise self.unusable_record(error)
         return split_stream(content, boundaries)
 
@@ -905,35 +931,72 @@ class Harness:
         return self._last_event
 
     def open_model_exchange(
-        self, request: Mapping[str, Any], *, parsed: bool = False
+        self, request: Mapping[str, Any], *, parsed: bool = False, defer: Callable[[dict[str, Any]], bool] | None = None
     ) -> tuple[Event, dict[str, Any] | None]:
         """Write the model.request of a call made outside ``model`` (the httpx transport, a recorder).
         Returns the event, and None while recording: call the model, then ``close_model_exchange``. In a
         replay the recorded model.response is written too (at its recorded turn, after the events that came
         between them) and its payload returned; ``close_model_exchange(..., recorded=True)`` then hands back
-        that event. ``parsed``: ``request`` holds JSON types only (parsed from JSON, strings added) and is
-        not changed later, so the JSON round trip that copies and checks it is skipped. A coroutine uses
-        ``aopen_model_exchange``."""
+        that event. ``defer(payload)`` true (a streamed answer): the response is only taken for this call, and
+        written by ``close_model_exchange`` when the caller is done reading it, as the recording wrote it
+        when the stream ended. ``parsed``: ``request`` holds JSON types only (parsed from JSON, strings added)
+        and is not changed later, so the JSON round trip that copies and checks it is skipped. A coroutine
+        uses ``aopen_model_exchange``."""
         event, _ = self._emit_model_request(request, parsed=parsed)
         if MODEL_RESPONSE not in self.sources:
             return event, None
-        response = self._observe(
-            MODEL_RESPONSE, event.payload["request_hash"], event.payload, _no_live, parent=event.event_id, answers=event
-        )
-        return event, self._served_response(event, response)
+        reserved = self._reserve_response(event)
+        if defer is not None and defer(reserved.payload):
+            return event, self._defer_response(event, reserved)
+        return event, self._served_response(event, self._write_reserved(event, reserved))
 
     async def aopen_model_exchange(
-        self, request: Mapping[str, Any], *, parsed: bool = False
+        self, request: Mapping[str, Any], *, parsed: bool = False, defer: Callable[[dict[str, Any]], bool] | None = None
     ) -> tuple[Event, dict[str, Any] | None]:
         """``open_model_exchange`` for a coroutine (the async httpx transport): in a strict replay it awaits
         its turns instead of blocking the loop, so concurrent calls are answered in the recorded order."""
         event, _ = await self._aemit_model_request(request, parsed=parsed)
         if MODEL_RESPONSE not in self.sources:
             return event, None
-        response = await self._aobserve(
-            MODEL_RESPONSE, event.payload["request_hash"], event.payload, parent=event.event_id, answers=event
-        )
-        return event, self._served_response(event, response)
+        reserved = self._reserve_response(event)
+        if defer is not None and defer(reserved.payload):
+            return event, self._defer_response(event, reserved)
+        return event, self._served_response(event, await self._awrite_reserved(event, reserved))
+
+    def served_seq(self, request_event: Event) -> int | None:
+        """The seq of the recorded model.response a replay took for ``request_event`` (written or deferred)."""
+        with self._bus_lock:
+            served = self._served_responses.get(request_event.event_id)
+        return served.seq if isinstance(served, (Event, _Deferred)) else None
+
+    def _reserve_response(self, request_event: Event) -> Reserved:
+        """The recorded answer to ``request_event``, taken for it: in a strict replay not written until its
+        turn; served by key (an experiment: no recorded order to keep) it is written at once."""
+        key = request_event.payload["request_hash"]
+        if self.turns is not None:
+            return self.turns.reserve(MODEL_RESPONSE, key, request_event.payload, request_event)
+        payload = self.sources[MODEL_RESPONSE].observe(MODEL_RESPONSE, key, request_event.payload)
+        event = self._write(self._served(MODEL_RESPONSE, self.step_id, request_event.event_id)(payload))
+        return Reserved(event.payload, event.seq, event)
+
+    def _write_reserved(self, request_event: Event, reserved: Reserved, step_id: str | None = None) -> Event:
+        if isinstance(reserved.token, Event):
+            return reserved.token  # (written when it was taken)
+        served = self._served(MODEL_RESPONSE, step_id or self.step_id, request_event.event_id)
+        assert self.turns is not None
+        return self.turns.observe_reserved(reserved, served, self._write)
+
+    async def _awrite_reserved(self, request_event: Event, reserved: Reserved, step_id: str | None = None) -> Event:
+        if isinstance(reserved.token, Event):
+            return reserved.token
+        served = self._served(MODEL_RESPONSE, step_id or self.step_id, request_event.event_id)
+        assert self.turns is not None
+        return await self.turns.aobserve_reserved(reserved, served, self._write)
+
+    def _defer_response(self, request_event: Event, reserved: Reserved) -> dict[str, Any]:
+        with self._bus_lock:
+            self._served_responses[request_event.event_id] = _Deferred(reserved, self.step_id)
+        return reserved.payload
 
     def _served_response(self, request_event: Event, response: Event) -> dict[str, Any]:
         with self._bus_lock:
@@ -943,15 +1006,28 @@ class Harness:
     def close_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:
         """Write the model.response to ``request_event``: ``payload`` is ``{request_hash, response,
         [stream], [error]}``, redacted first. ``recorded``: it came from ``open_model_exchange``, which
-        has written it already: its event is returned."""
+        has written it already (its event is returned) or deferred it (it is written now, at its turn)."""
         if recorded:
             with self._bus_lock:
                 served = self._served_responses.pop(request_event.event_id, None)
-            if served is not None:
+            if isinstance(served, Event):
                 return served
+            if isinstance(served, _Deferred):
+                return self._write_reserved(request_event, served.reserved, served.step_id)
         return self._emit(
             MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id, redact=not recorded
         )
+
+    async def aclose_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:
+        """``close_model_exchange`` for a coroutine: a deferred recorded answer awaits its turn."""
+        if recorded:
+            with self._bus_lock:
+                served = self._served_responses.get(request_event.event_id)
+            if isinstance(served, _Deferred):
+                with self._bus_lock:
+                    self._served_responses.pop(request_event.event_id, None)
+                return await self._awrite_reserved(request_event, served.reserved, served.step_id)
+        return self.close_model_exchange(request_event, payload, recorded=recorded)
 
     def record_model_exchange(self, request: Mapping[str, Any], live: Callable[[str], dict[str, Any]]) -> Event:
         """One model call made by someone else: ``live(request_hash)`` gives the payload while
@@ -1067,6 +1143,18 @@ class Harness:
         if expected is not None and kind in self.sources and not expected.test(value):  # (a live value is ours)
             raise self.unusable_record(SchemaError("payload.value", expected.description, value, seq=event.seq))
         return value
+
+
+@dataclass(frozen=True)
+class _Deferred:
+    """A recorded streamed answer taken for its request, written when the caller is done reading it."""
+
+    reserved: Reserved
+    step_id: str | None
+
+    @property
+    def seq(self) -> int | None:
+        return self.reserved.seq
 
 
 #: The harness of the run or session the calling code belongs to (``current_harness``): set by ``run_agent``

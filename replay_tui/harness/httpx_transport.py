@@ -13,24 +13,28 @@ Each exchange is one model call: a ``model.request`` (the JSON body as the harne
 normalizes requests: ``model``, ``system``, ``messages``, ``tools``, ``tool_choice``,
 ``stream``, ``metadata`` at the top, every other body field and the method and URL
 under ``params``, and the request headers) and a ``model.response`` (``content``,
-``tool_calls``, ``finish_reason`` and ``usage`` read from the OpenAI chat-completions
-or Anthropic messages answer, streamed or not, plus the HTTP status, headers and
-body under ``response.http``). The harness redacts the request before it is hashed
-or written: ``Authorization``, ``x-api-key`` and the other default secret headers
-never reach the journal, so the request hash does not depend on the key.
+``tool_calls``, ``finish_reason`` and ``usage`` read from the OpenAI chat-completions,
+Responses API or Anthropic messages answer, streamed or not, plus the HTTP status,
+headers and body under ``response.http``). The harness redacts the request before it
+is hashed or written: ``Authorization``, ``x-api-key`` and the other default secret
+headers never reach the journal, so the request hash does not depend on the key.
 Per-attempt headers the SDKs add (``x-stainless-*``, ``idempotency-key``,
 ``user-agent``...) are left out, so a replay on another machine hashes the same.
 
-Concurrent requests on one client run concurrently: each request is written when it is
-sent and each answer when it arrives, so the journal holds the order a server answered in,
-and a strict replay hands the answers back in that order.
+The ``model.request`` is written before the request goes out. A streamed answer
+(``text/event-stream``) passes through as it arrives: each event reaches the SDK when it
+completes, redacted as it passes, and the ``model.response`` is written when the stream
+ends, or when it is cut (the server closes, a read times out, the caller closes it or its
+task is cancelled: what arrived plus the error). The reference is STREAMING.md beside this
+file. Concurrent requests on one client run concurrently: each request is written when it
+is sent and each answer when it arrives (a stream's when it ends), so the journal holds the
+order a server answered in, and a strict replay hands the answers back in that order.
 
 In replay the same client serves the recorded response from the journal; nothing
 is sent. A recorded transport error (connect, timeout) is raised again as the same
-httpx exception, so the SDK's own retry logic sees what it saw. While recording, a
-streamed answer is read whole before the SDK sees it (it is still parsed as a
-stream); replays hand it over the same way. A recorded answer that redaction left
-alone reaches the SDK as it came (the same status, headers and JSON a replay rebuilds
+httpx exception, so the SDK's own retry logic sees what it saw; a recorded stream is
+handed over event by event from memory, then its cut. A recorded answer that redaction
+left alone reaches the SDK as it came (the same status, headers and JSON a replay rebuilds
 from the journal, plus the wire-level headers a journal never keeps: content-length,
 connection...); one that redaction changed is rebuilt from the record, so the agent
 never reads a secret the journal does not hold.
@@ -41,13 +45,15 @@ as ``httpx_module``, or let ``http_client`` pick httpx2 when it is installed.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import importlib
+import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping
 
 import orjson
 
@@ -60,9 +66,12 @@ from ..journal.http_shape import (
     IGNORED_RESPONSE_HEADERS,
     shape_json_body,
 )
+from ..journal.model import MODEL_RESPONSE
 from ..journal.model_response import response_summary
 from ..journal.sse import assemble_stream, sse_events, stream_chunks
 from .seam import error_from_payload, error_to_payload
+from .sse_relay import SseRelay, StreamAbandoned, recorded_events
+from .stream_redaction import policy_for
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -172,6 +181,8 @@ def exchange_from_payload(payload: Mapping[str, Any], *, seq: int | None = None)
 
 
 def _recorded_body(http: Mapping[str, Any], seq: int | None) -> bytes:
+    if "sse" in http:
+        return b"".join(recorded_events(http, seq=seq))
     if "body_json" in http:
         return orjson.dumps(http["body_json"])
     if "body_text" in http:
@@ -271,16 +282,26 @@ def _error_payload(request_hash: str, error: BaseException) -> dict[str, Any]:
 
 
 def _raise_recorded_error(payload: Mapping[str, Any], module: ModuleType, request: Any) -> None:
-    """Raise a recorded transport error as the httpx exception it was (the SDKs catch those). Only the
-    transport errors recording catches are rebuilt: the journal names the class, and any other name of the
-    module (``httpx.Client``, ``httpx.HTTPTransport``) would have the journal choose a constructor to run."""
+    raise _recorded_error(payload, module, request)
+
+
+def _recorded_error(payload: Mapping[str, Any], module: ModuleType, request: Any) -> BaseException:
+    """A recorded error as the exception it was: an httpx transport or decoding error as the httpx class (the
+    SDKs catch those), a cancelled task's ``CancelledError``, a stream the caller closed as ``StreamAbandoned``.
+    Only these are rebuilt: the journal names the class, and any other name of the module (``httpx.Client``,
+    ``httpx.HTTPTransport``) would have the journal choose a constructor to run."""
     error = payload.get("error") or {}
     type_name = str(error.get("type") or "")
+    message = str(error.get("message") or "")
     cls = getattr(module, type_name.rsplit(".", 1)[-1], None)
     if type_name.split(".", 1)[0] in ("httpx", "httpx2") and isinstance(cls, type):
-        if issubclass(cls, module.TransportError):
-            raise cls(str(error.get("message") or ""), request=request)
-    raise error_from_payload(payload)
+        if issubclass(cls, (module.TransportError, module.DecodingError)):
+            return cls(message, request=request)  # type: ignore[no-any-return]
+    if type_name == "asyncio.exceptions.CancelledError":
+        return asyncio.CancelledError(message)
+    if type_name == f"{StreamAbandoned.__module__}.{StreamAbandoned.__qualname__}":
+        return StreamAbandoned(message)
+    return error_from_payload(payload)
 
 
 def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes]:
@@ -299,13 +320,14 @@ def _handed_over(h: Harness, module: ModuleType, event: Any, payload: Any, live:
     """What the SDK reads for a written model.response: the recorded error raised again; the live response
     itself when it was recorded as it came (redaction left the payload alone, so its status, headers and JSON
     are the ones a replay hands over; rebuilding it cost ~20 µs a call); else the response the record holds."""
-    if event.payload.get("error"):
-        _raise_recorded_error(event.payload, module, request)
-    if live is not None and event.payload is payload:
+    recorded = event.payload
+    if recorded.get("error"):
+        _raise_recorded_error(recorded, module, request)
+    if live is not None and recorded is payload:
         response = live
     else:
         try:
-            exchange = exchange_from_payload(event.payload, seq=event.seq)
+            exchange = exchange_from_payload(recorded, seq=event.seq)
         except SchemaError as error:
             raise h.unusable_record(error) from None
         response = _response(module, exchange, request)
@@ -316,10 +338,247 @@ def _handed_over(h: Harness, module: ModuleType, event: Any, payload: Any, live:
     return response
 
 
+def _streamed_record(payload: Mapping[str, Any]) -> bool:
+    """Whether a recorded model.response is a stream the transport relayed (``response.http.sse``): a replay
+    hands it over first and writes it when the caller is done reading, as the recording did."""
+    response = payload.get("response")
+    http = response.get("http") if isinstance(response, Mapping) else None
+    return isinstance(http, Mapping) and "sse" in http
+
+
+def _replayed_stream(h: Harness, module: ModuleType, request_event: Any, payload: Any, request: Any) -> Any:
+    """A recorded stream handed over event by event from memory, then its cut; its model.response is written
+    when the caller has read it to its end or closed it (at its recorded turn)."""
+    seq = h.served_seq(request_event)
+    try:
+        exchange = exchange_from_payload(payload, seq=seq)
+        chunks = recorded_events(payload["response"]["http"], seq=seq)
+    except SchemaError as error:
+        raise h.unusable_record(error) from None
+    cut = _recorded_error(payload, module, request) if payload.get("error") else None
+    stream = _replayed_stream_class(module)(chunks, cut, _Closer(h, request_event, payload))
+    response = module.Response(exchange.status, headers=exchange.headers, stream=stream, request=request)
+    return _no_elapsed(response, stream)
+
+
+class _Closer:
+    """Writes a replayed stream's recorded model.response once, sync or async, whichever comes first."""
+
+    def __init__(self, h: Harness, request_event: Any, payload: Any) -> None:
+        self.h, self.request_event, self.payload = h, request_event, payload
+        self.done = False
+
+    def close(self) -> None:
+        if not self.done and not self.h.ended:
+            self.done = True
+            self.h.close_model_exchange(self.request_event, self.payload, recorded=True)
+
+    async def aclose(self) -> None:
+        if not self.done and not self.h.ended:
+            self.done = True
+            await self.h.aclose_model_exchange(self.request_event, self.payload, recorded=True)
+
+
+def _streams(live: Any) -> bool:
+    """Whether a live answer is a server-sent-event stream the SDK is to read as it arrives."""
+    return 200 <= live.status_code < 300 and "text/event-stream" in live.headers.get("content-type", "")
+
+
+class _StreamedExchange:
+    """One streamed answer while it is recorded: its events pass through ``relay``; its model.response is
+    written once, when the stream ends, is cut or is left."""
+
+    def __init__(self, h: Harness, request_event: Any, live: Any) -> None:
+        self.harness = h
+        self.request_event = request_event
+        self.status = live.status_code
+        # what the SDK reads now is what a replay hands it: the headers as the journal will hold them
+        headers = _header_dict(_response_headers(live), IGNORED_RESPONSE_HEADERS)
+        self.handed_headers = h.redactor.redact_value({"headers": headers})["headers"]
+        self.relay = SseRelay(policy_for(h.redactor))
+        self.written = False
+
+    def payload(self, error: BaseException | None) -> dict[str, Any]:
+        summary, stream = self.relay.summary()
+        http = {"status": self.status, "headers": self.handed_headers, **self.relay.record()}
+        payload: dict[str, Any] = {
+            "request_hash": self.request_event.payload["request_hash"],
+            "response": {**summary, "http": http},
+            "stream": stream,
+        }
+        if error is not None:
+            payload["error"] = error_to_payload(error)
+        written = self.harness.redactor.redact(MODEL_RESPONSE, payload).get("response")
+        if not isinstance(written, Mapping) or written.get("http") != http:  # (the stream redactor's fixed point)
+            payload["diagnostics"] = {"stream": "redaction of the whole answer changed what the caller read"}
+        return payload
+
+    def broke(self, error: BaseException, module: ModuleType) -> bytes:
+        """The stream broke with ``error``: the tails to hand over before it is raised. The wire failed (the
+        server closed, a read timed out): what arrived goes; the caller stopped (cancelled): nothing more."""
+        return self.relay.flush() if isinstance(error, (module.TransportError, module.DecodingError)) else b""
+
+    def abandoned(self) -> StreamAbandoned | None:
+        """The error of a stream closed now: None once it said it ended."""
+        if self.relay.final:
+            return None
+        return StreamAbandoned(f"the caller closed the stream after {len(self.relay.events)} event(s), before it ended")
+
+    def end(self, error: BaseException | None) -> None:
+        if not self._ends():
+            self.harness.close_model_exchange(self.request_event, self.payload(error), recorded=False)
+
+    async def aend(self, error: BaseException | None) -> None:
+        if not self._ends():
+            self.harness.close_model_exchange(self.request_event, self.payload(error), recorded=False)
+
+    def _ends(self) -> bool:
+        """Whether the response was written already, or can no longer be (a stream left open and closed by
+        the garbage collector after the run ended: nothing follows run.ended)."""
+        done, self.written = self.written or self.harness.ended, True
+        return done
+
+
+def _relayed(module: ModuleType, exchange: _StreamedExchange, stream: Any, request: Any) -> Any:
+    response = module.Response(
+        exchange.status, headers=list(exchange.handed_headers.items()), stream=stream, request=request
+    )
+    return _no_elapsed(response, stream)
+
+
+def _no_elapsed(response: Any, stream: Any) -> Any:
+    """``response.elapsed`` zero, and zero again when its stream closes (httpx 0.28 sets the live duration
+    then, just before it closes the stream: an input the journal does not hold)."""
+    response.elapsed = ZERO_ELAPSED
+    stream.response = weakref.ref(response)  # (no cycle: a dropped response is freed at once)
+    return response
+
+
+def _zero_elapsed(stream: Any) -> None:
+    response = stream.response() if stream.response is not None else None
+    if response is not None:
+        response.elapsed = ZERO_ELAPSED
+
+
+@functools.cache
+def _live_stream_class(module: ModuleType) -> type:
+    """The sync byte stream that relays a live answer (made once per module)."""
+
+    class LiveStream(module.SyncByteStream):  # type: ignore[name-defined, misc]
+        def __init__(self, exchange: _StreamedExchange, live: Any) -> None:
+            self.exchange = exchange
+            self.live = live
+            self.response: Any = None
+
+        def __iter__(self) -> Iterator[bytes]:
+            exchange, relay = self.exchange, self.exchange.relay
+            try:
+                for chunk in self.live.iter_bytes():
+                    out = relay.feed(chunk)
+                    if out:
+                        yield out
+                tail = relay.finish()
+            except GeneratorExit:
+                raise  # the caller stopped reading: its close() records the cut
+            except BaseException as error:
+                tail = exchange.broke(error, module)
+                exchange.end(error)
+                if tail:
+                    yield tail
+                raise
+            exchange.end(None)
+            if tail:
+                yield tail
+
+        def close(self) -> None:
+            _zero_elapsed(self)
+            try:
+                self.exchange.end(self.exchange.abandoned())
+            finally:
+                self.live.close()
+
+    return LiveStream
+
+
+@functools.cache
+def _live_async_stream_class(module: ModuleType) -> type:
+    """The async byte stream that relays a live answer."""
+
+    class LiveAsyncStream(module.AsyncByteStream):  # type: ignore[name-defined, misc]
+        def __init__(self, exchange: _StreamedExchange, live: Any) -> None:
+            self.exchange = exchange
+            self.live = live
+            self.response: Any = None
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            exchange, relay = self.exchange, self.exchange.relay
+            try:
+                async for chunk in self.live.aiter_bytes():
+                    out = relay.feed(chunk)
+                    if out:
+                        yield out
+                tail = relay.finish()
+            except GeneratorExit:
+                raise  # the caller stopped reading: its aclose() records the cut
+            except BaseException as error:  # CancelledError among them: the caller's task was cancelled
+                tail = exchange.broke(error, module)
+                await exchange.aend(error)
+                if tail:
+                    yield tail
+                raise
+            await exchange.aend(None)
+            if tail:
+                yield tail
+
+        async def aclose(self) -> None:
+            _zero_elapsed(self)
+            try:
+                await self.exchange.aend(self.exchange.abandoned())
+            finally:
+                await self.live.aclose()
+
+    return LiveAsyncStream
+
+
+@functools.cache
+def _replayed_stream_class(module: ModuleType) -> type:
+    """A recorded stream, handed over event by event from memory, sync or async, then its cut."""
+
+    class ReplayedStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined, misc]
+        def __init__(self, chunks: list[bytes], cut: BaseException | None, closer: _Closer) -> None:
+            self.chunks = chunks
+            self.cut = cut
+            self.closer = closer
+            self.response: Any = None
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield from self.chunks
+            self.closer.close()
+            if self.cut is not None:
+                raise self.cut
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in self.chunks:
+                yield chunk
+            await self.closer.aclose()
+            if self.cut is not None:
+                raise self.cut
+
+        def close(self) -> None:
+            _zero_elapsed(self)
+            self.closer.close()
+
+        async def aclose(self) -> None:
+            _zero_elapsed(self)
+            await self.closer.aclose()
+
+    return ReplayedStream
+
+
 @functools.cache
 def _transport_class(module: ModuleType) -> type:
     """The sync transport class for ``module`` (made once: a class per client cost ~0.1 ms a run)."""
-    # Twin of _async_transport_class (httpx's sync and async transports cannot share a body)
+    # httpx's sync and async transports cannot share a body: each exchange below has an async twin
 
     class HarnessTransport(module.BaseTransport):  # type: ignore[name-defined, misc]
         """Records each exchange as model.request/model.response; replays from the journal."""
@@ -332,15 +591,22 @@ def _transport_class(module: ModuleType) -> type:
             h = self.harness
             request.read()
             method, url, headers, body = _request_parts(request)
-            request_event, payload = h.open_model_exchange(recorded_request(method, url, headers, body), parsed=True)
+            request_event, payload = h.open_model_exchange(
+                recorded_request(method, url, headers, body), parsed=True, defer=_streamed_record
+            )
             request_hash = request_event.payload["request_hash"]
             from_source = payload is not None
             live = None
+            if payload is not None and _streamed_record(payload):
+                return _replayed_stream(h, module, request_event, payload, request)
             if payload is None:
                 if self.inner is None:
                     self.inner = module.HTTPTransport(verify=_shared_ssl_context(module))
                 try:
                     live = self.inner.handle_request(request)
+                    if _streams(live):  # its model.response is written when the stream ends
+                        exchange = _StreamedExchange(h, request_event, live)
+                        return _relayed(module, exchange, _live_stream_class(module)(exchange, live), request)
                     try:
                         live.read()
                     finally:
@@ -361,7 +627,6 @@ def _transport_class(module: ModuleType) -> type:
 @functools.cache
 def _async_transport_class(module: ModuleType) -> type:
     """The async transport class for ``module``."""
-    # Twin of _transport_class (httpx's sync and async transports cannot share a body)
 
     class AsyncHarnessTransport(module.AsyncBaseTransport):  # type: ignore[name-defined, misc]
         def __init__(self, h: Harness, inner: Any) -> None:
@@ -378,16 +643,21 @@ def _async_transport_class(module: ModuleType) -> type:
             await request.aread()
             method, url, headers, body = _request_parts(request)
             request_event, payload = await h.aopen_model_exchange(
-                recorded_request(method, url, headers, body), parsed=True
+                recorded_request(method, url, headers, body), parsed=True, defer=_streamed_record
             )
             request_hash = request_event.payload["request_hash"]
             from_source = payload is not None
             live = None
+            if payload is not None and _streamed_record(payload):
+                return _replayed_stream(h, module, request_event, payload, request)
             if payload is None:
                 if self.inner is None:
                     self.inner = module.AsyncHTTPTransport(verify=_shared_ssl_context(module))
                 try:
                     live = await self.inner.handle_async_request(request)
+                    if _streams(live):  # its model.response is written when the stream ends
+                        exchange = _StreamedExchange(h, request_event, live)
+                        return _relayed(module, exchange, _live_async_stream_class(module)(exchange, live), request)
                     try:
                         await live.aread()
                     finally:

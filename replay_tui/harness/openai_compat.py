@@ -11,9 +11,13 @@ model, or as the live model of a ``model-live`` experiment::
 
 Options: ``base_url`` (required), ``model`` (default: the request's ``model``),
 ``api_key_env`` (name of the environment variable holding the key; the key itself
-never goes in a config or a journal), ``stream`` (SSE; the answer is recorded with
-its chunk boundaries), ``timeout_s`` (default 120), ``params`` (sent with every
-request, e.g. ``{temperature = 0}``), ``headers`` (extra request headers).
+never goes in a config or a journal), ``stream`` (SSE: each chunk's text reaches
+``on_chunk`` as it arrives, and the answer is recorded with its chunk boundaries; a
+stream the server ends before ``[DONE]`` or cuts is a ``ConnectionError``, a read
+that waits longer than ``timeout_s`` a ``TimeoutError``), ``timeout_s`` (default 120),
+``params`` (sent with every request, e.g. ``{temperature = 0}``), ``headers`` (extra
+request headers). ``amodel`` reads it without blocking the event loop (``acomplete``:
+the blocking reads run in a worker thread, one chunk at a time).
 
 The harness request (``model``, ``system``, ``messages`` with tool calls as
 ``{id, name, arguments}``, ``tools`` as ``{name, description, parameters}``,
@@ -24,10 +28,13 @@ are shared with the httpx transport. Plain ``urllib``: no HTTP dependency.
 
 from __future__ import annotations
 
+import asyncio
+import http.client
 import os
+import socket
 import urllib.error
 import urllib.request
-from typing import Any, Iterator, Mapping
+from typing import Any, AsyncIterator, Iterable, Iterator, Mapping
 
 import orjson
 
@@ -148,24 +155,66 @@ class OpenAICompatModel(PluginBase):
             self.headers["authorization"] = f"Bearer {key}"
 
     def complete(self, request: Mapping[str, Any]) -> Any:
+        response = self._open(request)
+        if not self.stream:
+            return self._whole(response)
+        return self._stream(response)
+
+    async def acomplete(self, request: Mapping[str, Any]) -> Any:
+        response = await asyncio.to_thread(self._open, request)
+        if not self.stream:
+            return await asyncio.to_thread(self._whole, response)
+        return self._astream(response)
+
+    def _open(self, request: Mapping[str, Any]) -> Any:
         body = chat_completions_body(request, model=self.model, stream=self.stream, params=self.params)
         http_request = urllib.request.Request(self.url, data=orjson.dumps(body), headers=self.headers, method="POST")
         try:
-            response = urllib.request.urlopen(http_request, timeout=self.timeout_s)
+            return urllib.request.urlopen(http_request, timeout=self.timeout_s)
         except urllib.error.HTTPError as error:
             detail = error.read(500).decode("utf-8", "replace")
             raise ModelHTTPError(f"{self.url}: HTTP {error.code}: {detail}", error.code) from None
         except urllib.error.URLError as error:
             raise ConnectionError(f"{self.url}: {error.reason}") from None
-        if not self.stream:
-            with response:
-                return response_from_chat_completion(orjson.loads(response.read()))
-        return self._stream(response)
 
     @staticmethod
-    def _stream(response: Any) -> Iterator[dict[str, Any]]:
+    def _whole(response: Any) -> dict[str, Any]:
+        with response:
+            return response_from_chat_completion(orjson.loads(response.read()))
+
+    def _stream(self, response: Any) -> Iterator[dict[str, Any]]:
         with response:
             try:
-                yield from chat_completion_chunks(sse_events(response))
+                yield from chat_completion_chunks(self._until_done(sse_events(response)))
             except StreamReportedError as error:
                 raise ModelHTTPError(str(error)) from None
+            except (http.client.HTTPException, ConnectionError) as error:  # IncompleteRead: a cut chunked body
+                raise ConnectionError(f"{self.url}: the stream was cut: {error}") from None
+
+    def _until_done(self, events: Iterable[tuple[str | None, str]]) -> Iterator[tuple[str | None, str]]:
+        for event in events:
+            yield event
+            if event[1].strip() == "[DONE]":
+                return
+        raise ConnectionError(f"{self.url}: the server ended the stream before [DONE]")
+
+    async def _astream(self, response: Any) -> AsyncIterator[dict[str, Any]]:
+        chunks = self._stream(response)
+        try:
+            while (chunk := await asyncio.to_thread(next, chunks, _END)) is not _END:
+                yield chunk
+        finally:
+            _wake(response)  # a read still blocked in the worker thread (the caller stopped, or was cancelled)
+
+
+_END: Any = object()
+
+
+def _wake(response: Any) -> None:
+    """Shut the socket of ``response``: a thread blocked reading it returns at once instead of at the timeout."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

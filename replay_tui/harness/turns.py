@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..journal import Event
     from .lanes import Lane
 
-__all__ = ["Pending", "Served", "Turns", "can_block"]
+__all__ = ["Pending", "Reserved", "Served", "Turns", "can_block"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,15 @@ class Pending:
 
 #: The event to write for a recorded observation's payload.
 Served = Callable[[dict[str, Any]], Pending]
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """A recorded observation taken for one call and not written yet: its payload, its seq, and where it is."""
+
+    payload: dict[str, Any]
+    seq: int | None
+    token: Any
 
 
 @runtime_checkable
@@ -85,6 +94,21 @@ class Turns(Protocol):
         write: Callable[[Pending], Event],
     ) -> Awaitable[Event]:
         """``observe`` for a coroutine."""
+        ...
+
+    def reserve(self, kind: str, key: str, request: dict[str, Any], answers: Event | None) -> Reserved:
+        """The recorded observation ``observe`` would write, taken for this call but not written: a streamed
+        answer is handed over first and written when its stream ends (``observe_reserved``)."""
+        ...
+
+    def observe_reserved(self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]) -> Event:
+        """Write a reserved observation at its turn (``observe``'s second half)."""
+        ...
+
+    def aobserve_reserved(
+        self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]
+    ) -> Awaitable[Event]:
+        """``observe_reserved`` for a coroutine."""
         ...
 
 

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..harness.seam import StopRun, is_cancellation
-from ..harness.turns import Pending, Served, can_block
+from ..harness.turns import Pending, Reserved, Served, can_block
 from ..journal.model import OBSERVATION_KINDS
 from .referee import OBSERVATION_KEY, Mismatch, produced_event
 
@@ -161,6 +161,19 @@ class TapeTurns:
         position = self._place_observation(kind, key, answers)
         cancelled = is_cancellation(self.tape.event_at(position).payload)
         return await self._await_turn(position, self._serving(position, served, write), None, awaits_cancel=cancelled)
+
+    def reserve(self, kind: str, key: str, request: dict[str, Any], answers: Event | None) -> Reserved:
+        position = self._place_observation(kind, key, answers)
+        recorded = self.tape.event_at(position)
+        return Reserved(recorded.payload, recorded.seq, position)
+
+    def observe_reserved(self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]) -> Event:
+        position = reserved.token
+        return self._take_turn(position, self._serving(position, served, write), None, False)
+
+    async def aobserve_reserved(self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]) -> Event:
+        position = reserved.token
+        return await self._await_turn(position, self._serving(position, served, write), None)
 
     # -- placing ------------------------------------------------------------------------------------
 

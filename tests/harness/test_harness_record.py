@@ -99,10 +99,11 @@ def test_streamed_output_is_assembled_and_the_boundaries_kept(tmp_path):
     deltas: list[str] = []
     response = harness.model({"model": "m", "messages": []}, on_chunk=deltas.append)
     harness.end_run("ok")
-    assert response["content"] == "Hello, world" and deltas[:3] == ["Hel", "lo, ", "world"]
+    # a token at the end of a chunk waits for the next (it may be part of a secret); the last goes with the end
+    assert response["content"] == "Hello, world" and deltas == ["", "Hello, ", "", "", "", "world"]
     assert response["tool_calls"] == [{"id": "t1", "name": "lookup", "arguments": {"sku": "A-1"}}]
     event = next(e for e in events_of(journal) if e.kind == "model.response")
-    assert event.payload["stream"] == {"chunks": 6, "boundaries": [3, 7, 12, 12, 12, 12]}
+    assert event.payload["stream"] == {"chunks": 6, "boundaries": [0, 7, 7, 7, 7, 12]}
 
     # served from the journal, the same deltas come back from the boundaries
     replay_deltas: list[str] = []

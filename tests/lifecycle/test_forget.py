@@ -193,7 +193,9 @@ TRANSIENT = {
 def test_the_list_of_places_is_the_code_s() -> None:
     """Every place the code writes a journal copy under is one forget searches, or transient by design."""
     code = {path: path.read_text(encoding="utf-8") for path in SOURCE.rglob("*.py")}
-    temp_prefixes = {match for text in code.values() for match in re.findall(r'(?:prefix="|PREFIX = ")(replay-tui-[a-z]+-)"', text)}
+    temp_prefixes = {
+        match for text in code.values() for match in re.findall(r'(?:prefix="|PREFIX = ")(replay-tui-[a-z]+-)"', text)
+    }
     assert temp_prefixes == set(copies.TEMP_PREFIXES) | set(TRANSIENT)
     cache_dirs = {match for text in code.values() for match in re.findall(r'cache_root\(\) / "([a-z]+)"', text)}
     assert cache_dirs == {"objects", "prefixes", "follow"}  # _object_cache, _mirrors, _follow_copies
