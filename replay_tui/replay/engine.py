@@ -30,7 +30,7 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from .entry_point import load_entry_point
-from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
+from .protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
 from .referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .scheduler import TapeTurns
 from .tape import (
@@ -70,6 +70,8 @@ class ReplaySession:
             raise UsageError(f"unknown mode {spec.mode!r}; expected one of {', '.join(MODES)}")
         if spec.from_seq is not None and spec.from_seq < 1:
             raise UsageError(f"--from-seq must be a positive seq, not {spec.from_seq}")
+        if spec.mode == SHUFFLE and (not spec.out or spec.shuffle_seed is None):
+            raise UsageError("a shuffle run writes its own journal: give --out PATH and a seed")
         if spec.mode in EXPERIMENTS and not spec.out:
             raise UsageError(f"a {spec.mode} experiment writes its own journal: give --out PATH")
         if spec.mode == MODEL_LIVE and not spec.model_config:
@@ -120,6 +122,8 @@ class ReplaySession:
         entry = load_entry_point(agent_name)
         if self.spec.mode in EXPERIMENTS:
             return self.run_experiment(journal, first, agent_name)
+        if self.spec.mode == SHUFFLE:
+            return self.run_shuffle(journal, first, agent_name)
         return self.run_strict(journal, first, agent_name, entry)
 
     # -- strict --------------------------------------------------------------------------
@@ -290,6 +294,63 @@ class ReplaySession:
             unused=source.unused(),
             experiment=experiment,
             live_calls=live_calls,
+            last_seq=produced[-1].seq if produced else None,
+        )
+
+    def run_shuffle(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
+        """Everything served from the journal by key, the answers of concurrent calls released in the seed's
+        permuted order (shuffle.py); the agent's events go to the run's own journal, which the parent judges."""
+        from ..harness import HarnessError, JsonlSink, StopRun, UnusableJournal, run_agent
+        from ..harness.replay_support import harness_for_recording
+        from .compare import read_events
+        from .shuffle import ShuffleTurns
+
+        spec = self.spec
+        recorded = read_events(journal)
+        assert spec.shuffle_seed is not None and spec.out is not None  # (checked in __init__)
+        turns = ShuffleTurns(recorded, spec.shuffle_seed)
+        source = KeyedSource(recorded, OBSERVATION_KINDS)  # (turns serve; the source says what is served)
+        sink = CountingSink(
+            JsonlSink(spec.out, run_id=f"{first.run_id}-shuffle-{spec.shuffle_seed}"),
+            lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
+        )
+        stopped: dict[str, Any] | None = None
+        try:
+            harness = harness_for_recording(
+                first, sink=sink, observation_sources={kind: source for kind in OBSERVATION_KINDS}, turns=turns
+            )
+        except HarnessError as error:
+            sink.close()
+            raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
+        try:
+            run_agent(agent_name, harness, recorded_inputs(journal))
+        except UnrecordedCall as missing:
+            stopped = {"kind": missing.kind, "key": missing.key, "request": missing.request}
+        except UnusableJournal as unusable:
+            raise unusable.error.located(path=spec.journal) from None
+        except StopRun as other:
+            stopped = {"kind": None, "key": None, "request": None, "message": str(other)}
+        finally:
+            sink.close()
+        with open_journal(spec.out) as produced_journal:
+            produced = read_events(produced_journal)
+        status = "unrecorded_call" if stopped and stopped.get("kind") else "match"
+        summary = f"seed {spec.shuffle_seed}: {turns.groups} group(s) of concurrent calls permuted"
+        experiment = {
+            "mode": SHUFFLE,
+            "identical": status == "match",
+            "summary": summary,
+            "stopped": stopped,
+            "first_difference": None,
+            "first_decision": None,
+            "first_live_observation": None,
+            "alignment": {"groups": turns.groups, "skipped": len(turns.skipped)},
+        }
+        return self.result(
+            status,
+            sink.count,
+            len(recorded),
+            experiment=experiment,
             last_seq=produced[-1].seq if produced else None,
         )
 

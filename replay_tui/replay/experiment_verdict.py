@@ -79,7 +79,7 @@ def pair_report(journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> 
 
     produced = None
     if pair.b is not None:
-        produced = _as_produced(pair.b)
+        produced = as_produced(pair.b)
     seq = pair.a.seq if pair.a is not None else pair.b.seq
     if pair.a is None:
         reason = f"the new run has a {pair.kind} the recording does not"
@@ -142,11 +142,11 @@ def judge_experiment(
         experiment["summary"] = claim if experiment["identical"] else f"{claim}; {experiment['summary']}"
         experiment["identical"] = False
         verdict.status = "diverged" if verdict.status == "match" else verdict.status
-        verdict.divergence = build_report(recorded, seq, reason, _as_produced(event))
+        verdict.divergence = build_report(recorded, seq, reason, as_produced(event))
     return verdict
 
 
-def _as_produced(event: Event) -> dict[str, Any]:
+def as_produced(event: Event) -> dict[str, Any]:
     return {
         "kind": event.kind,
         "step_id": event.step_id,

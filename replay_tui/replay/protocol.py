@@ -100,9 +100,14 @@ MESSAGE_TYPES = frozenset({HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR, 
 ISOLATIONS = ("auto", "bwrap", "namespaces", "guard-only")
 
 #: Replay modes. ``strict`` and ``new-code`` serve every observation from the journal
-#: in order; the other two make one group of dependencies live.
-STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE = "strict", "new-code", "model-live", "tools-live"
-MODES = (STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE)
+#: in order; ``model-live`` and ``tools-live`` make one group of dependencies live; ``shuffle``
+#: serves everything from the journal with the completion order of concurrent calls permuted.
+STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE, SHUFFLE = "strict", "new-code", "model-live", "tools-live", "shuffle"
+MODES = (STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE, SHUFFLE)
+#: Modes with something live (the broker, the allowed hosts).
+LIVE_MODES = (MODEL_LIVE, TOOLS_LIVE)
+#: Modes whose verdict the parent makes from the journal the child wrote, not from the events it streamed.
+JOURNAL_JUDGED_MODES = (MODEL_LIVE, TOOLS_LIVE, SHUFFLE)
 
 # Error kinds.
 AGENT_IMPORT, AGENT_CRASH, JOURNAL_ERROR, USAGE_ERROR, INTERNAL_ERROR = (
@@ -275,6 +280,7 @@ class ReplaySpec:
     verify_hash_chain: bool = True  # the parent verifies the chain before the child starts
     fail_on_unused_events: bool = False
     out: str | None = None  # experiment journal
+    shuffle_seed: int | None = None  # shuffle mode: the seed of the permuted completion order
     model_config: str | None = None  # live model plugin config (model-live)
     tools_config: str | None = None  # live tool plugin config (tools-live)
     allow_hosts: list[str] = field(default_factory=list)
