@@ -32,6 +32,7 @@ import orjson
 
 from ..journal import Event, Journal, JournalError
 from ..journal.describe import is_timeout
+from ..journal.levels import request_view
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,
@@ -438,8 +439,7 @@ class StatsCollector:
         return model
 
     def _model_request(self, event: Event) -> None:
-        request = event.payload.get("request")
-        name = request.get("model") if isinstance(request, dict) else None
+        name = request_view(event.payload).get("model")  # (an info journal keeps only its summary)
         name = name if isinstance(name, str) and name else "(unnamed)"
         self._model(name).calls += 1
         if len(self._pending) >= _PENDING_REQUESTS_CAP:

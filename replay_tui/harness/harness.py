@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import threading
 import time
 from contextvars import ContextVar
@@ -25,6 +26,7 @@ from ..journal import Event, JournalError, call_key_of
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.errors import SchemaError, missing
 from ..journal.hashing import sha256_hex
+from ..journal.levels import TRACE, info_request, info_response
 
 # Twin of journal/describe.py's and replay/report.py's imports (the kind names each uses; an import list)
 from ..journal.model import (
@@ -103,6 +105,8 @@ class Harness:
         run_info: RunInfo | None = None,
         turns: Turns | None = None,
         on_journal_error: str = "fail",
+        level: str = TRACE,
+        trace_flag: str | None = None,
     ) -> None:
         if snapshot_every < 1:
             raise HarnessError("snapshot_every must be at least 1")
@@ -142,6 +146,10 @@ class Harness:
         # A journal that cannot be written: "fail" stops the run (RecordingFailed, raised again at every later
         # call), "continue" goes on with an UnrecordedSink (see unrecorded.py).
         self.on_journal_error = on_journal_error
+        # What a model call keeps (journal/levels.py); ``trace_flag``: a file whose existence turns trace on
+        # from the next model call, for a running session that needs it
+        self.level = level
+        self.trace_flag = trace_flag
         self._failed: RecordingFailed | None = None
         self.unrecorded: BaseException | None = None  # why the run went on unrecorded
         # replay: the responses open_model_exchange wrote (or took, to write when their stream ends), by request
@@ -560,7 +568,7 @@ class Harness:
             handed = self._hand_recorded_chunks(reserved, on_chunk)
             return self._model_outcome(self._write_reserved(request_event, reserved), None if handed else on_chunk)
         raised: list[BaseException] = []  # the caller's own error while streaming: raised once the answer is written
-        payload = self._live_model(request_event.payload["request_hash"], normalized, on_chunk, raised)
+        payload = self._at_level(self._live_model(request_event.payload["request_hash"], normalized, on_chunk, raised))
         response_event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
         if raised:
             raise raised[0]
@@ -594,7 +602,7 @@ class Harness:
                 if not isinstance(error, Exception):  # the caller's task cancelled before the answer began
                     raised.append(error)
                 payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
-        event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
+        event = self._emit(MODEL_RESPONSE, self._at_level(payload), step_id=self.step_id, parent=request_event.event_id)
         if raised:
             raise raised[0]
         return self._model_outcome(event, on_chunk)
@@ -615,10 +623,23 @@ class Harness:
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
         request_json = canonical_json_of_parsed(payload["request"])
         payload["request_hash"] = request_hash = sha256_hex(request_json)
+        if not self.tracing():  # info: the hash and a summary (journal/levels.py)
+            payload = info_request(payload)
+            return payload, normalized, canonical_json_of_parsed(payload), LANE_CURSOR
         # the payload's canonical JSON from the request's, which is hashed anyway ("request" sorts before
         # "request_hash"; a hash needs no escaping): the writer splices it in, not serializing the request again
         payload_json = b'{"request":%s,"request_hash":"%s"}' % (request_json, request_hash.encode("ascii"))
         return payload, normalized, payload_json, LANE_CURSOR
+
+    def tracing(self) -> bool:
+        """Whether this model call is recorded at ``trace`` (the run's level, or its trace flag file is there)."""
+        if self.level == TRACE:
+            return True
+        return self.trace_flag is not None and os.path.exists(self.trace_flag)
+
+    def _at_level(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A live model.response payload as this run's level keeps it."""
+        return payload if self.tracing() else info_response(payload)
 
     def _emit_model_request(self, request: Mapping[str, Any], *, parsed: bool = False) -> tuple[Event, dict[str, Any]]:
         payload, normalized, payload_json, parent = self._model_request_parts(request, parsed)
@@ -711,7 +732,11 @@ class Harness:
         stream = payload.get("stream")
         if not stream:
             return [content]
-        boundaries = stream.get("boundaries")
+        if not isinstance(stream, Mapping):
+            raise self.unusable_record(SchemaError("payload.stream", "the stream record, an object", stream, seq=seq))
+        if "boundaries" not in stream:  # kept at info level: the text in one chunk
+            return [content]
+        boundaries: list[int] = stream["boundaries"]
         if not _fit(boundaries, len(content)):
             error = SchemaError("payload.stream.boundaries", _CHUNK_BOUNDARIES, boundaries, seq=seq)
             raise self.unusable_record(error)
@@ -1015,7 +1040,11 @@ class Harness:
             if isinstance(served, _Deferred):
                 return self._write_reserved(request_event, served.reserved, served.step_id)
         return self._emit(
-            MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id, redact=not recorded
+            MODEL_RESPONSE,
+            payload if recorded else self._at_level(payload),
+            step_id=self.step_id,
+            parent=request_event.event_id,
+            redact=not recorded,
         )
 
     async def aclose_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:

@@ -84,7 +84,8 @@ PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
         ("initial_state", _ANY, True),
     ),
     INPUT_RECEIVED: (("role", _STR, True), ("content", _ANY, True), ("context", _ANY, False)),
-    MODEL_REQUEST: (("request_hash", _HASH, True), ("request", _OBJECT, True)),
+    # the request, or at level info its summary (journal/levels.py): one of the two (check_event)
+    MODEL_REQUEST: (("request_hash", _HASH, True), ("request", _OBJECT, False), ("summary", _OBJECT, False)),
     MODEL_RESPONSE: (
         ("request_hash", _HASH, True),
         ("response", _OBJECT_OR_NULL, True),
@@ -219,6 +220,9 @@ def check_event(obj: Any) -> None:
         if test is None:
             raise UnknownKindError("kind", "one of " + ", ".join(sorted(KINDS)), obj["kind"], seq=obj["seq"])
         _explain_payload(obj)
+    if kind == MODEL_REQUEST and "request" not in obj["payload"] and "summary" not in obj["payload"]:
+        expected = "an object (required for model.request; an info journal keeps payload.summary instead)"
+        raise SchemaError("payload.request", expected, missing(), seq=obj["seq"])
     event_hash = obj.get("event_hash")
     if event_hash is not None and not (
         type(event_hash) is str and len(event_hash) == 71 and event_hash.startswith("sha256:")
