@@ -538,7 +538,8 @@ class Harness:
         if source is None:
             return self._emit(kind, live(), step_id=step, parent=parent)
         if self.turns is not None:
-            return self.turns.observe(kind, key, request, answers, self._served(kind, step, parent), self._write)
+            reserved = self.turns.reserve(kind, key, request, answers)
+            return self.turns.observe_reserved(reserved, self._served(kind, step, parent), self._write)
         return self._emit(kind, source.observe(kind, key, request), step_id=step, parent=parent, redact=False)
 
     async def _aobserve(
@@ -548,7 +549,8 @@ class Harness:
         source = self.sources[kind]
         step = self.step_id
         if self.turns is not None:
-            return await self.turns.aobserve(kind, key, request, answers, self._served(kind, step, parent), self._write)
+            reserved = self.turns.reserve(kind, key, request, answers)
+            return await self.turns.aobserve_reserved(reserved, self._served(kind, step, parent), self._write)
         return self._emit(kind, source.observe(kind, key, request), step_id=step, parent=parent, redact=False)
 
     def _served(self, kind: str, step_id: str | None, parent: str | None) -> Callable[[dict[str, Any]], Pending]:

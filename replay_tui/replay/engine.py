@@ -234,7 +234,7 @@ class ReplaySession:
     # -- experiments -----------------------------------------------------------------------
 
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
-        from ..harness import ConfigError, JsonlSink, StopRun, UnusableJournal, build_harness, load_config, run_agent
+        from ..harness import ConfigError, JsonlSink, build_harness, load_config
         from .compare import read_events
         from .experiment_verdict import summarize_experiment
 
@@ -251,7 +251,6 @@ class ReplaySession:
             JsonlSink(spec.out, run_id=f"{first.run_id}-{spec.mode}"),  # type: ignore[arg-type]
             lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
         )
-        stopped: dict[str, Any] | None = None
         try:
             recording = build_harness(
                 config,
@@ -267,14 +266,7 @@ class ReplaySession:
             Path(spec.out).unlink()  # type: ignore[arg-type]  # nothing was written: leave no empty journal
             raise UsageError(str(error)) from None
         with recording:
-            try:
-                run_agent(agent_name, recording.harness, recorded_inputs(journal))
-            except UnrecordedCall as missing:
-                stopped = {"kind": missing.kind, "key": missing.key, "request": missing.request}
-            except UnusableJournal as unusable:
-                raise unusable.error.located(path=spec.journal) from None
-            except StopRun as other:
-                stopped = {"kind": None, "key": None, "request": None, "message": str(other)}
+            stopped = self.run_to_its_end(agent_name, recording.harness, journal)
         with open_journal(spec.out) as produced_journal:  # type: ignore[arg-type]
             produced = read_events(produced_journal)
         experiment = summarize_experiment(spec.mode, recorded, produced, served, stopped)
@@ -300,7 +292,7 @@ class ReplaySession:
     def run_shuffle(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
         """Everything served from the journal by key, the answers of concurrent calls released in the seed's
         permuted order (shuffle.py); the agent's events go to the run's own journal, which the parent judges."""
-        from ..harness import HarnessError, JsonlSink, StopRun, UnusableJournal, run_agent
+        from ..harness import HarnessError, JsonlSink
         from ..harness.replay_support import harness_for_recording
         from .compare import read_events
         from .shuffle import ShuffleTurns
@@ -314,7 +306,6 @@ class ReplaySession:
             JsonlSink(spec.out, run_id=f"{first.run_id}-shuffle-{spec.shuffle_seed}"),
             lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
         )
-        stopped: dict[str, Any] | None = None
         try:
             harness = harness_for_recording(
                 first, sink=sink, observation_sources={kind: source for kind in OBSERVATION_KINDS}, turns=turns
@@ -323,13 +314,7 @@ class ReplaySession:
             sink.close()
             raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
         try:
-            run_agent(agent_name, harness, recorded_inputs(journal))
-        except UnrecordedCall as missing:
-            stopped = {"kind": missing.kind, "key": missing.key, "request": missing.request}
-        except UnusableJournal as unusable:
-            raise unusable.error.located(path=spec.journal) from None
-        except StopRun as other:
-            stopped = {"kind": None, "key": None, "request": None, "message": str(other)}
+            stopped = self.run_to_its_end(agent_name, harness, journal)
         finally:
             sink.close()
         with open_journal(spec.out) as produced_journal:
@@ -353,6 +338,21 @@ class ReplaySession:
             experiment=experiment,
             last_seq=produced[-1].seq if produced else None,
         )
+
+    def run_to_its_end(self, agent_name: str, harness: Any, journal: Journal) -> dict[str, Any] | None:
+        """Run the agent on the recorded inputs, writing its own journal (an experiment, a shuffle run); what
+        stopped it (a call the journal never recorded, another stop), or None when it ended."""
+        from ..harness import StopRun, UnusableJournal, run_agent
+
+        try:
+            run_agent(agent_name, harness, recorded_inputs(journal))
+        except UnrecordedCall as missing:
+            return {"kind": missing.kind, "key": missing.key, "request": missing.request}
+        except UnusableJournal as unusable:
+            raise unusable.error.located(path=self.spec.journal) from None
+        except StopRun as other:
+            return {"kind": None, "key": None, "request": None, "message": str(other)}
+        return None
 
     def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
         from .experiment_verdict import pair_report

@@ -92,14 +92,13 @@ def pair_report(journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> 
     return build_report(journal, seq, reason, produced, expected=pair.a)
 
 
-def judge_experiment(
-    mode: str, recorded: Journal, produced_path: str, stopped: dict[str, Any] | None
-) -> ExperimentVerdict:
-    """Verify and compare the journal the child wrote against the parent's own recording."""
+def read_child_journal(
+    recorded: Journal, produced_path: str, where: str
+) -> tuple[list[Event], list[Event], tuple[int, str] | None] | ExperimentVerdict:
+    """The recorded events, the events of the journal a child wrote (it must verify), and its first false state
+    claim; or the failed verdict that says why it cannot be read."""
     from .compare import read_events
-    from .report import build_report
 
-    where = "the experiment journal the child wrote"
     try:
         verification = verify_journal(produced_path)
     except (JournalError, OSError) as error:
@@ -114,8 +113,26 @@ def judge_experiment(
         recorded_events = read_events(recorded)
         with deep_enough():
             false_state = first_false_state(produced)
-            experiment = summarize_experiment(mode, recorded_events, produced, SERVED_KINDS[mode], stopped)
     except (JournalError, OSError, RecursionError) as error:
+        return ExperimentVerdict("failed", error=f"{where} cannot be compared: {error}")
+    return recorded_events, produced, false_state
+
+
+def judge_experiment(
+    mode: str, recorded: Journal, produced_path: str, stopped: dict[str, Any] | None
+) -> ExperimentVerdict:
+    """Verify and compare the journal the child wrote against the parent's own recording."""
+    from .report import build_report
+
+    where = "the experiment journal the child wrote"
+    read = read_child_journal(recorded, produced_path, where)
+    if isinstance(read, ExperimentVerdict):
+        return read
+    recorded_events, produced, false_state = read
+    try:
+        with deep_enough():
+            experiment = summarize_experiment(mode, recorded_events, produced, SERVED_KINDS[mode], stopped)
+    except RecursionError as error:
         return ExperimentVerdict("failed", error=f"{where} cannot be compared: {error}")
     first_pair = experiment.pop("_first_pair")
     live_calls = [

@@ -137,31 +137,6 @@ class TapeTurns:
         position = self._place(pending)
         return await self._await_turn(position, lambda: write(replace(pending, position=position)), pending)
 
-    def observe(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        position = self._place_observation(kind, key, answers)
-        return self._take_turn(position, self._serving(position, served, write), None, False)
-
-    async def aobserve(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        position = self._place_observation(kind, key, answers)
-        cancelled = is_cancellation(self.tape.event_at(position).payload)
-        return await self._await_turn(position, self._serving(position, served, write), None, awaits_cancel=cancelled)
-
     def reserve(self, kind: str, key: str, request: dict[str, Any], answers: Event | None) -> Reserved:
         position = self._place_observation(kind, key, answers)
         recorded = self.tape.event_at(position)
@@ -173,7 +148,8 @@ class TapeTurns:
 
     async def aobserve_reserved(self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]) -> Event:
         position = reserved.token
-        return await self._await_turn(position, self._serving(position, served, write), None)
+        cancelled = is_cancellation(reserved.payload)
+        return await self._await_turn(position, self._serving(position, served, write), None, awaits_cancel=cancelled)
 
     # -- placing ------------------------------------------------------------------------------------
 

@@ -96,28 +96,6 @@ class ShuffleTurns:
     async def awrite(self, pending: Pending, write: Callable[[Pending], Event]) -> Event:
         return self._wrote(write(pending))
 
-    def observe(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        return self.observe_reserved(self.reserve(kind, key, request, answers), served, write)
-
-    async def aobserve(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        return await self.aobserve_reserved(self.reserve(kind, key, request, answers), served, write)
-
     def reserve(self, kind: str, key: str, request: dict[str, Any], answers: Event | None) -> Reserved:
         from .tape import UnrecordedCall
 

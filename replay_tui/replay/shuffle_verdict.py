@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..journal import Event, Journal, JournalError, open_journal, verify_journal
-from ..journal.depth import deep_enough
+from ..journal import Event, Journal
 from ..journal.model import MODEL_REQUEST, RUN_ENDED, TOOL_CALL
-from .experiment_verdict import ExperimentVerdict, as_produced
+from .experiment_verdict import ExperimentVerdict, as_produced, read_child_journal
 from .protocol import SHUFFLE
-from .state_book import first_false_state
 
 #: What the agent decides: the calls it makes, and how its run ends.
 _DECISIONS = frozenset({MODEL_REQUEST, TOOL_CALL, RUN_ENDED})
@@ -54,26 +52,13 @@ def compare_decisions(recorded: list[Event], produced: list[Event]) -> dict[str,
 
 def judge_shuffle(recorded: Journal, produced_path: str, stopped: dict[str, Any] | None) -> ExperimentVerdict:
     """Verify and compare the journal a shuffle run wrote against the parent's own recording."""
-    from .compare import read_events
     from .report import build_report
 
     where = "the shuffle run's journal the child wrote"
-    try:
-        verification = verify_journal(produced_path)
-    except (JournalError, OSError) as error:
-        return ExperimentVerdict("failed", error=f"{where} cannot be read: {error}")
-    if not verification.ok:
-        fault = verification.fault
-        detail = f"seq {fault.seq}: {fault.message}" if fault is not None else "its hash chain is broken"
-        return ExperimentVerdict("failed", error=f"{where} does not verify ({detail})")
-    try:
-        with open_journal(produced_path) as produced_journal:
-            produced = read_events(produced_journal)
-        recorded_events = read_events(recorded)
-        with deep_enough():
-            false_state = first_false_state(produced)
-    except (JournalError, OSError, RecursionError) as error:
-        return ExperimentVerdict("failed", error=f"{where} cannot be compared: {error}")
+    read = read_child_journal(recorded, produced_path, where)
+    if isinstance(read, ExperimentVerdict):
+        return read
+    recorded_events, produced, false_state = read
     if false_state is not None:
         seq, reason = false_state
         return ExperimentVerdict("failed", error=f"{where} makes a false state claim at seq {seq}: {reason}")
