@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..journal.collector import collector_paused
+from ..journal.files import check_readable_path
 from ..journal.hashing import file_sha256
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
@@ -78,8 +79,9 @@ def import_trace(
 ) -> list[ImportedJournal]:
     """Convert ``src`` into ``out``; raises TraceImportError on bad input (nothing is left behind)."""
     path = Path(src)
+    check_readable_path(path, "trace")  # a FIFO or a device: a JournalOpenError naming what it is
     if not path.is_file():
-        raise TraceImportError(str(path), None, "a trace file (no such file)")
+        raise TraceImportError(str(path), None, f"a trace file ({'a directory' if path.is_dir() else 'no such file'})")
     chosen = detect_format(path) if format == "auto" else format
     if chosen == JOURNAL:
         raise TraceImportError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import os
+import stat
 import threading
 from array import array
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import orjson
 from . import dialects
 from .duplicate_keys import find_duplicate_key
 from .errors import DuplicateKeyError, JournalError, JournalOpenError, MalformedLineError
+from .files import not_regular
 from .model import Event, validate_event
 from .progress import CancelCheck, ProgressCallback
 from .segments import DEFAULT_MAX_LINE_BYTES, Segment
@@ -89,10 +91,24 @@ def check_duplicate_keys(obj: dict[str, Any], data: bytes, *, path: str | None, 
 
 
 def list_shards(directory: Path) -> list[Path]:
-    """Shard files of a directory journal; a shard caught mid-gzip is taken once."""
-    names = {p.name for p in directory.iterdir() if p.is_file() and p.name.endswith(SHARD_SUFFIXES)}
+    """Shard files of a directory journal; a shard caught mid-gzip is taken once. A shard that is no
+    regular file (a FIFO, a symlink to a device) is refused, naming it, rather than left out unsaid."""
+    names = {p.name for p in directory.iterdir() if p.name.endswith(SHARD_SUFFIXES) and _is_shard_file(p)}
     chosen = [n for n in names if not (n.endswith(".gz") and n[:-3] in names)]
     return [directory / n for n in sorted(chosen)]
+
+
+def _is_shard_file(path: Path) -> bool:
+    """A regular file (through symlinks); False for a directory or what vanished; anything else raises."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISDIR(mode):
+        return False
+    if not stat.S_ISREG(mode):
+        raise not_regular(path, mode)
+    return True
 
 
 class Journal:

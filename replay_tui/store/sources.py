@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from ..journal.errors import JournalOpenError
+from ..journal.files import check_readable_path, open_regular_binary
 from ..journal.hashing import file_sha256
 from . import storage
 
@@ -74,6 +76,7 @@ def resolve_source(argument: str) -> ResolvedSource:
         fetched = storage.fetch(argument)
         return replace(resolve_source(str(fetched.local)), argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()
+    check_readable_path(path)  # a FIFO, a device, a socket: refused here, for every command and the app
     if not path.is_file() or _starts_with_a_v1_event(path):
         return ResolvedSource(argument, path, (path,))
     # Only now the importers (their package loads the builders): opening a journal never pays for them.
@@ -111,9 +114,9 @@ def _starts_with_a_v1_event(path: Path) -> bool:
     """The cheap case first: a first line holding a schema-v1 event's own fields is a journal
     (``detect_format`` would say so too); anything else goes to the importers' detection."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular_binary(path) as handle:
             head = handle.read(FIRST_LINE_BYTES)
-    except OSError:
+    except (OSError, JournalOpenError):
         return False
     line, newline, _ = head.partition(b"\n")
     if not newline:
