@@ -149,7 +149,7 @@ def _cached(target: Path) -> list[Path] | None:
                 return None
             if file_sha256(journal) != entry.get("sha256"):
                 return None
-        except OSError:
+        except (OSError, JournalOpenError):  # gone, or no longer a regular file: imported again
             return None
         journals.append(journal)
     return journals
