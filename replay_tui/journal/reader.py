@@ -138,7 +138,14 @@ class Journal:
             shards = list_shards(self.path)
             if not shards and not self.allow_empty:
                 raise JournalOpenError("directory holds no journal shards (*.jsonl or *.jsonl.gz)", path=str(self.path))
-            segments = [Segment(p, self.max_line_bytes) for p in shards]
+            segments: list[Segment] = []
+            try:
+                for shard in shards:
+                    segments.append(Segment(shard, self.max_line_bytes))
+            except JournalError:
+                for segment in segments:  # the shards opened before the one refused
+                    segment.close()
+                raise
             segments.sort(key=self._first_seq_of)
             self.segments = segments
         else:
@@ -158,6 +165,20 @@ class Journal:
         self._expansion: array[int] | None = array("Q") if self.dialect == dialects.TYPE_DATA else None
         self._expanded_lines = 0
         self._event_cache = lru_cache(maxsize=self._cache_size)(self._load_event)
+
+    def _reopen(self) -> None:
+        """Open the path again (it was replaced or truncated). If what is there now cannot be opened (a FIFO
+        put in its place, a file gone), the journal stays as it was, its shards still open and readable, and
+        the JournalError says why: follow mode shows it, the view keeps what it showed."""
+        before = dict(self.__dict__)
+        try:
+            self._open()
+        except JournalError:
+            self.__dict__.update(before)
+            raise
+        for segment in before["segments"]:
+            segment.close()
+        self.index()
 
     def _first_seq_of(self, segment: Segment) -> int:
         try:
@@ -240,9 +261,7 @@ class Journal:
             for segment in self.segments:
                 change = segment.replaced_or_truncated()
                 if change:
-                    self.close()
-                    self._open()
-                    self.index()
+                    self._reopen()
                     return RefreshResult(new_events=len(self), reset=change)
             new_shards = 0
             if self.is_directory:

@@ -137,6 +137,8 @@ def test_a_followed_journal_replaced_by_a_fifo_is_refused_on_refresh(tmp_path: P
     journal.index()
     path.unlink()
     os.mkfifo(path)
+    events = len(journal)
     with pytest.raises(JournalOpenError, match="is a FIFO"):
         journal.refresh()  # follow mode's reopen: refused, not blocked (the follower shows it as a notice)
+    assert len(journal) == events and journal.event(events - 1).kind == "run.ended"  # what it showed still reads
     journal.close()
