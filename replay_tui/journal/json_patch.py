@@ -14,9 +14,9 @@ everything else is shared with the input, so a patch costs what it touches, not 
 (which ``jsonpatch.apply_patch(..., in_place=False)`` made). ``copy`` shares the copied value too:
 nothing is ever changed in place that this patch did not make.
 
-Where RFC 6902 and the ``jsonpatch`` package differ, the RFC is followed: ``copy`` and ``move`` from
-the root work, ``test`` compares JSON values (``true`` is not ``1``), ``move`` into its own child is
-refused under an array too; a patch is a list (never JSON text to parse).
+Where RFC 6902 and the ``jsonpatch`` package differ, the RFC is followed: ``copy`` from the root and
+``add`` at the root of any document work, ``test`` compares JSON values (``true`` is not ``1``), ``move``
+into its own child is refused under an array too; a patch is a list (never JSON text to parse).
 """
 
 from __future__ import annotations

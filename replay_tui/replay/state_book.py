@@ -42,7 +42,6 @@ class StateBook:
 
     def transition(self, payload: dict[str, Any]) -> str | None:
         """Apply the produced patch; the state it builds must hash to the transition's after_hash."""
-        # Twin of replay/state_book.py:StateBook.snapshot in shape (two claims, each checked by hash)
         try:
             before = self.current_hash()
         except _UNHASHABLE as error:
@@ -74,7 +73,6 @@ class StateBook:
 
     def snapshot(self, payload: dict[str, Any]) -> str | None:
         """A snapshot must be the state the patches built, by hash."""
-        # Twin of replay/state_book.py:StateBook.transition in shape (two claims, each checked by hash)
         try:
             current = self.current_hash()
         except _UNHASHABLE as error:
