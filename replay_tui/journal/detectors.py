@@ -499,21 +499,22 @@ def _entropy_floor(length: int) -> float:
 
 def random_part(token: str) -> str | None:
     """The part of a candidate token that looks random, or None."""
-    found = _random_part_bits(token)
-    return None if found is None else found[0]
+    return next((part for _, part, _ in _random_parts(token)), None)
 
 
-def _random_part_bits(token: str) -> tuple[str, float] | None:
-    """The part of a candidate token that looks random and its bits per character, or None."""
+def _random_parts(token: str) -> Iterator[tuple[int, str, float]]:
+    """(offset, part, bits per character) of each part of a candidate token that looks random: the token, or
+    of a dotted name, URL or file path (base64 has no '.') each part between dots and slashes. Every part,
+    not the first alone: redaction left the others, and a scan of what it wrote found them."""
     if "." in token or "//" in token:
-        # dotted names, URLs and file paths (base64 has no '.'): judge the parts, not the whole
-        for part in re.split(r"[./]+", token):
-            bits = _randomness(part) if len(part) >= ENTROPY_MIN_CHARS else None
+        for part in re.finditer(r"[^./]+", token):
+            bits = _randomness(part.group()) if part.end() - part.start() >= ENTROPY_MIN_CHARS else None
             if bits is not None:
-                return part, bits
-        return None
+                yield part.start(), part.group(), bits
+        return
     bits = _randomness(token)
-    return None if bits is None else (token, bits)
+    if bits is not None:
+        yield 0, token, bits
 
 
 def looks_random(token: str) -> bool:
@@ -831,12 +832,15 @@ def find_secrets(text: str, key: str | None = None, *, first: bool = False, dept
             if base64_hit is not None:
                 hits.append(Hit(candidate.start(), candidate.end(), "base64", f"decodes to {base64_hit.detector}"))
             else:
-                found = _random_part_bits(token)
-                if found is None:
+                found = False
+                for offset, part, bits in _random_parts(token):
+                    start = candidate.start() + offset
+                    hits.append(Hit(start, start + len(part), "entropy", f"{bits:.1f} bits/char"))
+                    found = True
+                    if first:
+                        return hits
+                if not found:
                     continue
-                part, bits = found
-                start = candidate.start() + token.index(part)
-                hits.append(Hit(start, start + len(part), "entropy", f"{bits:.1f} bits/char"))
             if first:
                 return hits
     return hits

@@ -30,6 +30,10 @@ def _hex(count: int) -> str:
     return "".join(secrets.choice("0123456789abcdef") for _ in range(count))
 
 
+def _urlsafe(count: int) -> str:
+    return "".join(secrets.choice(_ALNUM + "-_") for _ in range(count))
+
+
 def _b64(count: int) -> str:
     return "".join(secrets.choice(_ALNUM + "+/") for _ in range(count))
 
@@ -95,7 +99,7 @@ def shapes() -> list[tuple[str, str, str]]:
     # tokens longer than the entropy rule's 512 characters
     plant("STS session token (origin)", "session {} end", "IQoJb3JpZ2luX2VjE" + _b64(800) + "==")
     plant("STS session token (er/aws)", "session {} end", "FwoGZXIvYXdzE" + _b64(600))
-    plant("Google OAuth access token", "Authorization header for gcs: {} ok", "ya29.a0" + _b64(700).replace("+", "-"))
+    plant("Google OAuth access token", "Authorization header for gcs: {} ok", "ya29.a0" + _urlsafe(700))
     return found
 
 
