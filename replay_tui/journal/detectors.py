@@ -852,7 +852,8 @@ def _format_hits(text: str, lowered: str, first: bool) -> list[Hit]:
     streams = [
         _format_matches(index, fmt, pattern, text)
         for index, fmt, gate, pattern in compiled().formats
-        if (gate is not None and gate.search(text)) or any(literal in lowered for literal in fmt.folded)
+        if (gate is not None and gate.search(text))
+        or (fmt.folded and any(literal in lowered for literal in fmt.folded))
     ]
     hits, position = [], 0
     for start, _index, end, secret_start, secret_end, name in heapq.merge(*streams):
