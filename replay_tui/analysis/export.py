@@ -93,6 +93,11 @@ class ChainLink:
     state_changes: tuple[StateChange, ...]
     state_status: str
 
+    @property
+    def state_problem(self) -> bool:
+        """The state could not be rebuilt here (a patch that does not apply, or builds too much)."""
+        return self.state_status.startswith("problem: ")
+
 
 @dataclass(frozen=True)
 class FailurePoint:

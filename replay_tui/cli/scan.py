@@ -7,12 +7,11 @@ and nothing was found in the rest.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ..analysis.secrets import scan_journal
 from ..journal import open_journal
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json, print_text
+from .common import EXIT_FAILED, incomplete_exit, print_json, print_text
 from .stats import stderr_progress
 
 
@@ -47,10 +46,4 @@ def run(args: argparse.Namespace) -> int:
         print_text(report.to_text())
     if not report.clean:
         return EXIT_FAILED
-    if report.unreadable:
-        if not args.json:
-            print(
-                f"replay-tui: {report.unreadable} line(s) could not be read, so the scan is incomplete", file=sys.stderr
-            )
-        return EXIT_USAGE
-    return EXIT_OK
+    return incomplete_exit(report.unreadable, "the scan is incomplete", quiet=args.json)

@@ -303,7 +303,7 @@ class ReplaySession:
         turns = ShuffleTurns(recorded, spec.shuffle_seed)
         source = KeyedSource(recorded, OBSERVATION_KINDS)  # (turns serve; the source says what is served)
         sink = CountingSink(
-            JsonlSink(spec.out, run_id=f"{first.run_id}-shuffle-{spec.shuffle_seed}"),
+            JsonlSink(spec.out, run_id=f"{first.run_id}-{SHUFFLE}"),
             lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
         )
         try:
