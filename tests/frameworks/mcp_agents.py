@@ -95,3 +95,84 @@ async def raw_session(h: Harness, task: Mapping[str, Any], *, approve: bool = Tr
 async def raw_session_declining(h: Harness, task: Mapping[str, Any]) -> Any:
     """``raw_session`` whose elicitation callback answers differently (one line changed)."""
     return await raw_session(h, task, approve=False)
+
+
+# -- the frameworks ---------------------------------------------------------------------------------------
+
+
+def openai_client(h: Harness | None, base_url: str) -> Any:
+    """The model client: the harness's (recorded) in a run, a plain one in the unrecorded twin."""
+    if h is not None:
+        return async_openai_client(h, base_url)
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(base_url=base_url, api_key="replay-tui-placeholder-key", max_retries=0)
+
+
+async def agents_sdk(h: Harness | None, task: Mapping[str, Any]) -> str:
+    """The Agents SDK's MCP example: an agent with ``mcp_servers``, the server entered around the run."""
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
+    from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
+
+    from replay_tui.harness.frameworks.agents_sdk import run_recorded
+
+    spec = task["server"]
+    server: Any = (
+        MCPServerStreamableHttp(name="crm", params={"url": spec["url"]})
+        if "url" in spec
+        else MCPServerStdio(name="crm", params={"command": spec["command"], "args": spec["args"], "env": spec["env"]})
+    )
+    async with server:
+        agent = Agent(name="CRM desk", instructions="Answer with the CRM tools.", mcp_servers=[server])
+        if h is not None:
+            result = await run_recorded(h, agent, task["question"], base_url=task["base_url"], model=MODEL)
+        else:  # what run_recorded runs, without the harness
+            set_tracing_disabled(True)
+            model = OpenAIChatCompletionsModel(model=MODEL, openai_client=openai_client(None, task["base_url"]))
+            config = RunConfig(model=model, tracing_disabled=True, trace_include_sensitive_data=False)
+            result = await Runner.run(agent, task["question"], run_config=config, max_turns=10)
+    return str(result.final_output)
+
+
+async def pydantic_ai(h: Harness | None, task: Mapping[str, Any]) -> str:
+    """PydanticAI's MCP example: an ``MCPToolset`` among the agent's toolsets; the server samples the agent's
+    model through it (``sampling_model``)."""
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=openai_client(h, task["base_url"])))
+    spec = task["server"]
+    client: Any = spec["url"] if "url" in spec else StdioTransport(spec["command"], spec["args"], env=spec["env"])
+    toolset = MCPToolset(client, id="crm", sampling_model=model)
+    agent = Agent(model, toolsets=[toolset], instructions="Answer with the CRM tools.")
+    result = await agent.run(task["question"])
+    return str(result.output)
+
+
+async def langgraph(h: Harness | None, task: Mapping[str, Any]) -> str:
+    """langchain-mcp-adapters' example: the client's tools in a LangChain agent graph, run with ``ainvoke``."""
+    from langchain.agents import create_agent
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_openai import ChatOpenAI
+
+    from replay_tui.harness.httpx_transport import async_http_client
+
+    spec = task["server"]
+    connection: Any = (
+        {"transport": "streamable_http", "url": spec["url"]}
+        if "url" in spec
+        else {"transport": "stdio", "command": spec["command"], "args": spec["args"], "env": spec["env"]}
+    )
+    client = MultiServerMCPClient({"crm": connection})
+    record_mcp(client)  # names the server "crm" in the journal
+    tools = await client.get_tools()
+    http = {"http_async_client": async_http_client(h)} if h is not None else {}
+    model = ChatOpenAI(
+        model=MODEL, base_url=task["base_url"], api_key="replay-tui-placeholder-key", max_retries=0, **http
+    )
+    graph = create_agent(model, tools)
+    state = await graph.ainvoke({"messages": [{"role": "user", "content": task["question"]}]})
+    return str(state["messages"][-1].text)
