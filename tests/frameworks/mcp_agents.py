@@ -134,7 +134,7 @@ async def agents_sdk(h: Harness | None, task: Mapping[str, Any]) -> str:
     return str(result.final_output)
 
 
-async def pydantic_ai(h: Harness | None, task: Mapping[str, Any]) -> str:
+async def pydantic_ai(h: Harness | None, task: Mapping[str, Any], *, sampling: bool = True) -> str:
     """PydanticAI's MCP example: an ``MCPToolset`` among the agent's toolsets; the server samples the agent's
     model through it (``sampling_model``)."""
     from fastmcp.client.transports import StdioTransport
@@ -146,7 +146,7 @@ async def pydantic_ai(h: Harness | None, task: Mapping[str, Any]) -> str:
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=openai_client(h, task["base_url"])))
     spec = task["server"]
     client: Any = spec["url"] if "url" in spec else StdioTransport(spec["command"], spec["args"], env=spec["env"])
-    toolset = MCPToolset(client, id="crm", sampling_model=model)
+    toolset = MCPToolset(client, id="crm", sampling_model=model) if sampling else MCPToolset(client, id="crm")
     agent = Agent(model, toolsets=[toolset], instructions="Answer with the CRM tools.")
     result = await agent.run(task["question"])
     return str(result.output)
@@ -176,3 +176,19 @@ async def langgraph(h: Harness | None, task: Mapping[str, Any]) -> str:
     graph = create_agent(model, tools)
     state = await graph.ainvoke({"messages": [{"role": "user", "content": task["question"]}]})
     return str(state["messages"][-1].text)
+
+
+async def pydantic_ai_without_sampling(h: Harness, task: Mapping[str, Any]) -> str:
+    """``pydantic_ai`` with its toolset built without ``sampling_model`` (one line changed)."""
+    return await pydantic_ai(h, task, sampling=False)
+
+
+async def stops_in_a_task_group(h: Harness, task: Any) -> None:
+    """A replay's stop raised in a task of a task group (as an MCP client's receive loop would raise it)."""
+    from replay_tui.harness import StopRun
+
+    async def stopped() -> None:
+        raise StopRun("the replay stopped here")
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(stopped())

@@ -22,6 +22,7 @@ ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "confirm": [{"action": "refund"}],
     "where_am_i": [{}],
     "broken": [{}],
+    "server_pid": [{}],
 }
 
 

@@ -36,8 +36,11 @@ server = FastMCP("crm-tools", log_level="WARNING")
 def log(**record: Any) -> None:
     path = os.environ.get("MCP_TEST_LOG")
     if path:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"pid": os.getpid(), **record}) + "\n")
+        try:
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"pid": os.getpid(), **record}) + "\n")
+        except OSError:  # (a sandbox where nothing may be written: the server runs on)
+            pass
 
 
 @server.tool()
@@ -46,6 +49,12 @@ async def lookup(query: str, limit: int = 2) -> dict[str, Any]:
     log(event="call", tool="lookup")
     found = [{"id": "C-7", "name": "Acme GmbH", "tier": "gold"}, {"id": "C-9", "name": "Acme Ltd", "tier": "silver"}]
     return {"query": query, "matches": found[:limit], "total": 2}
+
+
+@server.tool()
+async def server_pid() -> str:
+    """Which process answers (a live server's answer differs from a recorded one)."""
+    return f"pid {os.getpid()}"
 
 
 @server.tool()

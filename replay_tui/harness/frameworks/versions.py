@@ -64,5 +64,5 @@ def _release(version: str) -> tuple[int, ...] | None:
 
 
 def _extra_of(distribution: str) -> str:
-    extras = {"openai-agents": "agents-sdk", "pydantic-ai-slim": "pydantic-ai", "fastmcp-slim": "pydantic-ai,mcp"}
+    extras = {"openai-agents": "agents-sdk", "pydantic-ai-slim": "pydantic-ai"}
     return extras.get(distribution, "mcp" if "mcp" in distribution else "langgraph")

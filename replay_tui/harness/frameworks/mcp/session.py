@@ -192,18 +192,25 @@ class RecordedSession:
         if self.stopped is not None:
             raise self.stopped
         message = wire.read(item)
-        try:
-            if message.kind == "request":
+        if message.kind == "request":  # (sent from the agent's own flow: a replay's stop ends it there)
+            try:
                 await self._request(message, item)
-            elif message.kind in ("response", "error"):
+            except StopRun as stop:
+                self._stop(stop)
+                raise
+            return
+        try:
+            if message.kind in ("response", "error"):
                 await self._reply(message, item)
             elif message.method == "notifications/cancelled":
                 await self._cancelled(message, item)
             else:
                 await self._one_way(tool_name(self.server, f"notify {message.method}", None), message.params, item)
         except StopRun as stop:
+            # sent from the client's receive loop: raised there it would end the client's task group (an exception
+            # group the run cannot tell from a crash). The client is told its server is gone instead, and the
+            # stop is raised when the transport closes; the agent's next harness call raises it sooner.
             self._stop(stop)
-            raise
 
     async def _request(self, message: wire.Message, item: SessionMessage) -> None:
         assert message.method is not None
@@ -484,8 +491,8 @@ async def _replayed(h: Harness, server: str, connect: OpenToolCall) -> AsyncIter
         stopped = session.stopped or (outcome if isinstance(outcome, StopRun) else None)
         if stopped is None and not isinstance(raised, StopRun):
             await h.aclose_tool_call(connect, _no_live)  # (written when recorded, whatever the client raised)
-        elif stopped is not None and raised is None:
-            raise stopped  # (the framework made the replay's stop a tool error: it is the run's end still)
+        elif stopped is not None and not isinstance(raised, StopRun):
+            raise stopped  # (what the client made of its server going away is not the run's end: the stop is)
 
 
 async def _raise(error: BaseException) -> None:
