@@ -972,11 +972,15 @@ class Harness:
     def _reserve_response(self, request_event: Event) -> Reserved:
         """The recorded answer to ``request_event``, taken for it: in a strict replay not written until its
         turn; served by key (an experiment: no recorded order to keep) it is written at once."""
-        key = request_event.payload["request_hash"]
+        return self._take(MODEL_RESPONSE, request_event.payload["request_hash"], request_event, self.step_id)
+
+    def _take(self, kind: str, key: str, answers: Event, step_id: str | None) -> Reserved:
+        """The recorded ``kind`` observation answering ``answers``, taken for it (``_reserve_response``,
+        ``_take_tool_result``)."""
         if self.turns is not None:
-            return self.turns.reserve(MODEL_RESPONSE, key, request_event.payload, request_event)
-        payload = self.sources[MODEL_RESPONSE].observe(MODEL_RESPONSE, key, request_event.payload)
-        event = self._write(self._served(MODEL_RESPONSE, self.step_id, request_event.event_id)(payload))
+            return self.turns.reserve(kind, key, answers.payload, answers)
+        payload = self.sources[kind].observe(kind, key, answers.payload)
+        event = self._write(self._served(kind, step_id, answers.event_id)(payload))
         return Reserved(event.payload, event.seq, event)
 
     def _write_reserved(self, request_event: Event, reserved: Reserved, step_id: str | None = None) -> Event:
@@ -1094,12 +1098,7 @@ class Harness:
     def _take_tool_result(self, call_event: Event) -> Reserved:
         """The recorded tool.result of ``call_event``, taken for it: in a strict replay written at its turn by
         ``aclose_tool_call``; served by key (an experiment) it is written at once."""
-        key = call_event.payload["call_key"]
-        if self.turns is not None:
-            return self.turns.reserve(TOOL_RESULT, key, call_event.payload, call_event)
-        payload = self.sources[TOOL_RESULT].observe(TOOL_RESULT, key, call_event.payload)
-        event = self._write(self._served(TOOL_RESULT, call_event.step_id, call_event.event_id)(payload))
-        return Reserved(event.payload, event.seq, event)
+        return self._take(TOOL_RESULT, call_event.payload["call_key"], call_event, call_event.step_id)
 
     def record_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
         """Make ``state`` (a framework's own state: graph channels, run context) the run state and

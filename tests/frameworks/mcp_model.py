@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from fixtures.agents import loopback_llm
 
 ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "lookup": [{"query": "Acme", "limit": 1}],
@@ -60,11 +62,8 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": "done: " + " | ".join(outputs)}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, *args: Any) -> None:
-        pass
+class _Handler(loopback_llm._Handler):
+    server: _Server  # type: ignore[assignment]
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -82,12 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
             ],
             "usage": {"prompt_tokens": 30, "completion_tokens": 8, "total_tokens": 38},
         }
-        data = json.dumps(document).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._send(200, document)
 
 
 class _Server(ThreadingHTTPServer):

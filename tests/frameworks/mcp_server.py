@@ -30,8 +30,6 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import SamplingMessage, TextContent
 from pydantic import BaseModel
 
-server = FastMCP("crm-tools", log_level="WARNING")
-
 
 def log(**record: Any) -> None:
     path = os.environ.get("MCP_TEST_LOG")
@@ -43,7 +41,6 @@ def log(**record: Any) -> None:
             pass
 
 
-@server.tool()
 async def lookup(query: str, limit: int = 2) -> dict[str, Any]:
     """Find customers whose name starts with the query."""
     log(event="call", tool="lookup")
@@ -51,13 +48,11 @@ async def lookup(query: str, limit: int = 2) -> dict[str, Any]:
     return {"query": query, "matches": found[:limit], "total": 2}
 
 
-@server.tool()
 async def server_pid() -> str:
     """Which process answers (a live server's answer differs from a recorded one)."""
     return f"pid {os.getpid()}"
 
 
-@server.tool()
 async def slow_echo(text: str, delay: float = 0.3) -> str:
     """Say the text back after a while."""
     start = time.time()
@@ -66,7 +61,6 @@ async def slow_echo(text: str, delay: float = 0.3) -> str:
     return f"echo: {text}"
 
 
-@server.tool()
 async def count_down(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
     """Count down, reporting progress."""
     log(event="call", tool="count_down")
@@ -76,7 +70,6 @@ async def count_down(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
     return f"counted down from {steps}"
 
 
-@server.tool()
 async def ask_model(question: str, ctx: Context) -> str:  # type: ignore[type-arg]
     """Ask the client's model a question."""
     log(event="call", tool="ask_model")
@@ -92,7 +85,6 @@ class Approval(BaseModel):
     note: str = ""
 
 
-@server.tool()
 async def confirm(action: str, ctx: Context) -> str:  # type: ignore[type-arg]
     """Ask the user to approve an action."""
     log(event="call", tool="confirm")
@@ -102,7 +94,6 @@ async def confirm(action: str, ctx: Context) -> str:  # type: ignore[type-arg]
     return f"{action}: {answer.action}"
 
 
-@server.tool()
 async def where_am_i(ctx: Context) -> str:  # type: ignore[type-arg]
     """The client's roots."""
     log(event="call", tool="where_am_i")
@@ -110,11 +101,21 @@ async def where_am_i(ctx: Context) -> str:  # type: ignore[type-arg]
     return ", ".join(str(root.uri) for root in roots.roots)
 
 
-@server.tool()
 async def broken() -> str:
     """Always fails."""
     log(event="call", tool="broken")
     raise ValueError("the CRM is down")
+
+
+TOOLS = (lookup, server_pid, slow_echo, count_down, ask_model, confirm, where_am_i, broken)
+
+
+def build_server() -> FastMCP:
+    """A new server with every tool (a FastMCP's HTTP session manager runs once: each HTTP server gets its own)."""
+    built = FastMCP("crm-tools", log_level="WARNING")
+    for tool in TOOLS:
+        built.tool()(tool)
+    return built
 
 
 class HTTPServer:
@@ -127,7 +128,7 @@ class HTTPServer:
         import uvicorn
 
         self.requests = 0
-        app = server.streamable_http_app()
+        app = build_server().streamable_http_app()
 
         async def counted(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] == "http":
@@ -155,4 +156,4 @@ class HTTPServer:
 
 if __name__ == "__main__":
     log(event="start")
-    server.run("stdio")
+    build_server().run("stdio")
