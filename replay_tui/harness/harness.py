@@ -999,11 +999,15 @@ class Harness:
     def _reserve_response(self, request_event: Event) -> Reserved:
         """The recorded answer to ``request_event``, taken for it: in a strict replay not written until its
         turn; served by key (an experiment: no recorded order to keep) it is written at once."""
-        key = request_event.payload["request_hash"]
+        return self._take(MODEL_RESPONSE, request_event.payload["request_hash"], request_event, self.step_id)
+
+    def _take(self, kind: str, key: str, answers: Event, step_id: str | None) -> Reserved:
+        """The recorded ``kind`` observation answering ``answers``, taken for it (``_reserve_response``,
+        ``_take_tool_result``)."""
         if self.turns is not None:
-            return self.turns.reserve(MODEL_RESPONSE, key, request_event.payload, request_event)
-        payload = self.sources[MODEL_RESPONSE].observe(MODEL_RESPONSE, key, request_event.payload)
-        event = self._write(self._served(MODEL_RESPONSE, self.step_id, request_event.event_id)(payload))
+            return self.turns.reserve(kind, key, answers.payload, answers)
+        payload = self.sources[kind].observe(kind, key, answers.payload)
+        event = self._write(self._served(kind, step_id, answers.event_id)(payload))
         return Reserved(event.payload, event.seq, event)
 
     def _write_reserved(self, request_event: Event, reserved: Reserved, step_id: str | None = None) -> Event:
@@ -1089,8 +1093,43 @@ class Harness:
     ) -> Any:
         """``record_tool_call`` for async tools; concurrent calls run concurrently, each result written when it
         arrives."""
+        call = await self.aopen_tool_call(name, arguments, call_id=call_id)
+        return await self.aclose_tool_call(call, lambda: live(call.arguments))
+
+    async def aopen_tool_call(
+        self, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None, take_result: bool = False
+    ) -> OpenToolCall:
+        """``arecord_tool_call`` in two halves, for a recorder whose call and result are written from different
+        places (an MCP request: its tool.call when the client sends it, its tool.result when the answer comes):
+        the tool.call, written now (at its turn in a strict replay). ``take_result``: a replay also takes the
+        recorded tool.result for this call now, without writing it, and hands over its payload (``recorded``),
+        for a call whose answer holds what the caller needs before the result is written (what an MCP server
+        sent during a session, written when it closes), as a streamed model answer is taken. Close it with
+        ``aclose_tool_call``."""
         call_event, copy = await self._atool_call(name, arguments, call_id, registered=False)
-        return await self._await_tool_result(call_event, lambda: self._run_live_async(call_event, lambda: live(copy)))
+        taken = self._take_tool_result(call_event) if take_result and TOOL_RESULT in self.sources else None
+        return OpenToolCall(call_event, copy, taken)
+
+    async def aclose_tool_call(self, call: OpenToolCall, live: Callable[[], Awaitable[Any]]) -> Any:
+        """The tool.result of an ``aopen_tool_call``: ``await live()`` while recording (its error recorded and
+        raised), the recorded one in a replay (at its turn; ``live`` not called). Returns the result as
+        recorded, or raises the recorded error; a cancelled wait is recorded as ``arecord_tool_call`` does."""
+        taken = call.taken
+        if taken is None:
+            run_live = lambda: self._run_live_async(call.event, live)  # noqa: E731
+            return await self._await_tool_result(call.event, run_live)
+        if isinstance(taken.token, Event):
+            event = taken.token  # (served by key, written when it was taken)
+        else:
+            assert self.turns is not None
+            served = self._served(TOOL_RESULT, call.event.step_id, call.event.event_id)
+            event = await self.turns.aobserve_reserved(taken, served, self._write)
+        return _raise_or_return(event.payload)
+
+    def _take_tool_result(self, call_event: Event) -> Reserved:
+        """The recorded tool.result of ``call_event``, taken for it: in a strict replay written at its turn by
+        ``aclose_tool_call``; served by key (an experiment) it is written at once."""
+        return self._take(TOOL_RESULT, call_event.payload["call_key"], call_event, call_event.step_id)
 
     def record_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
         """Make ``state`` (a framework's own state: graph channels, run context) the run state and
@@ -1174,6 +1213,21 @@ class Harness:
         if expected is not None and kind in self.sources and not expected.test(value):  # (a live value is ours)
             raise self.unusable_record(SchemaError("payload.value", expected.description, value, seq=event.seq))
         return value
+
+
+@dataclass(frozen=True)
+class OpenToolCall:
+    """A tool call whose tool.call is written and whose tool.result is not yet (``aopen_tool_call``):
+    ``arguments`` is the tool's own copy; ``taken``, in a replay asked to, the recorded result taken for it."""
+
+    event: Event
+    arguments: Any
+    taken: Reserved | None = None
+
+    @property
+    def recorded(self) -> dict[str, Any] | None:
+        """The recorded tool.result payload taken for this call (a replay), else None (recording)."""
+        return self.taken.payload if self.taken is not None else None
 
 
 @dataclass(frozen=True)
