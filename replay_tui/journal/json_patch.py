@@ -210,7 +210,8 @@ class _Applier:
         elif op == "remove":
             self._remove(path)
         elif op == "replace":
-            self._remove(path, replacing=True)
+            # a member keeps its place among its siblings (as jsonpatch and every JSON reader show it)
+            self._remove(path, replacing=True, keep_place=True)
             self._add(path, operation["value"], "the new value", replacing=True)
         elif op == "test":
             self._test(path, operation["value"])
@@ -265,7 +266,7 @@ class _Applier:
             parent.insert(index, value)
         self.size = grown
 
-    def _remove(self, path: list[str], *, replacing: bool = False) -> None:
+    def _remove(self, path: list[str], *, replacing: bool = False, keep_place: bool = False) -> None:
         if not path:
             if replacing:
                 return  # replace "" is the new value as the document
@@ -276,7 +277,11 @@ class _Applier:
             if last not in parent:
                 raise _Conflict(f"there is no member {quoted(last)} to {'replace' if replacing else 'remove'}")
             self.size -= self._member_size(last, parent[last])
-            del parent[last]
+            if keep_place:
+                parent[last] = None  # its value leaves now; the add that follows sets the new one in this place
+                self.size += self._member_size(last, None)
+            else:
+                del parent[last]
         else:
             index = _index(parent, last, path)
             self.size -= 1 + self._value_size(parent[index])

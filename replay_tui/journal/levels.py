@@ -32,6 +32,14 @@ LEVELS = (INFO, TRACE)
 _TOP = frozenset({"model", "messages", "system", "tools", "params", "headers"})
 
 
+def recorded_level(run_started: Mapping[str, Any]) -> str:
+    """The level a journal was recorded at, from its ``run.started`` payload. A journal written before
+    levels existed kept everything: ``trace``."""
+    harness = run_started.get("harness")
+    level = harness.get("level") if isinstance(harness, Mapping) else None
+    return level if level in LEVELS else TRACE
+
+
 def summarize_request(request: Mapping[str, Any]) -> dict[str, Any]:
     """The ``summary`` an ``info`` journal keeps of a normalized model request."""
     messages = request.get("messages")

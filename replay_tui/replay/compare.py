@@ -26,6 +26,7 @@ from typing import Any, Iterable, Literal, Sequence
 from ..journal import Event, Journal, JournalError, canonical_json
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.collector import collector_paused
+from ..journal.levels import recorded_level
 from ..journal.model import (
     MODEL_REQUEST,
     MODEL_RESPONSE,
@@ -324,7 +325,7 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
     """Which run-setup fields of run.started differ (agent, environment.*, harness.*)."""
     if not a_events or not b_events or a_events[0].kind != RUN_STARTED or b_events[0].kind != RUN_STARTED:
         return []
-    a, b = a_events[0].payload, b_events[0].payload
+    a, b = _with_level(a_events[0].payload), _with_level(b_events[0].payload)
     found: list[str] = []
     for name in sorted(SETUP_FIELDS):
         a_value, b_value = a.get(name), b.get(name)
@@ -337,6 +338,14 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
         elif not _same_json(a_value, b_value):
             found.append(name)
     return found
+
+
+def _with_level(run_started: dict[str, Any]) -> dict[str, Any]:
+    """``run.started`` with its level said, so a journal written before levels compares as ``trace``."""
+    harness = run_started.get("harness")
+    if not isinstance(harness, dict):
+        return run_started
+    return {**run_started, "harness": {**harness, "level": recorded_level(run_started)}}
 
 
 def _same_json(a: Any, b: Any) -> bool:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..journal import Event, Journal, open_journal
 from ..journal.dialects import V1
+from ..journal.levels import recorded_level
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_RESPONSE,
@@ -260,6 +261,7 @@ class ReplaySession:
                 observation_sources={kind: source for kind in served},
                 extensions=live,
                 environment=first.payload.get("environment") or {},
+                level=recorded_level(first.payload),  # the experiment keeps what the recording kept
             )
         except ConfigError as error:
             sink.close()

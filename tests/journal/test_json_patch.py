@@ -88,8 +88,15 @@ def test_what_it_builds_agrees_with_jsonpatch(case: tuple[Any, list[dict[str, An
     else:
         built = apply_patch(document, patch)
         assert built.state == expected
+        assert orjson.dumps(built.state) == orjson.dumps(expected)  # members in the same order: a replace keeps place
         assert abs(built.size - len(orjson.dumps(expected))) <= 4 * len(patch) + 4  # a comma per change at most
     assert document == before  # never changed in place, whatever the patch did
+
+
+def test_a_replaced_member_keeps_its_place() -> None:
+    """The state views show members in the journal's order: a replace must not move the member to the end."""
+    built = apply_patch({"a": 0, "errors": 0, "z": 0}, [{"op": "replace", "path": "/errors", "value": 1}])
+    assert list(built.state) == ["a", "errors", "z"]
 
 
 def test_where_the_rfc_and_jsonpatch_differ_the_rfc_is_followed() -> None:
