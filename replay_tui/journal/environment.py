@@ -58,6 +58,58 @@ def code_revision(directory: Path) -> dict[str, Any]:
     return {"vcs": "git", "commit": commit, "dirty": any(not line.startswith("#") for line in lines)}
 
 
+def process_code_revision(directory: Path) -> dict[str, Any]:
+    """``code_revision`` once per process and checkout, while the checkout's ``HEAD`` and index stay as they
+    were: a service records every session with the code it imported, and each session ran ``git status``
+    (a child process, about 5 ms of CPU) to say so again. A commit, a checkout or a change staged since is
+    seen; a file edited and not staged is not (the modules a running process imported do not change with it)."""
+    stamp = _git_stamp(directory)
+    if stamp is None:  # not a checkout git can be asked about cheaply: ask git every time, as before
+        return code_revision(directory)
+    return dict(_cached_code_revision(str(directory.resolve()), stamp))
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_code_revision(directory: str, stamp: tuple[Any, ...]) -> dict[str, Any]:
+    return code_revision(Path(directory))
+
+
+def _git_stamp(directory: Path) -> tuple[Any, ...] | None:
+    """What changes when a checkout's commit or index does: the modification times of its git directory's
+    ``HEAD``, index and packed refs, and of the branch ``HEAD`` names. None when no git directory is found."""
+    try:
+        folder = directory.resolve()
+        for candidate in (folder, *folder.parents):
+            dot_git = candidate / ".git"
+            if dot_git.is_dir():
+                git_dir = common = dot_git
+                break
+            if dot_git.is_file():  # a worktree: "gitdir: PATH", its refs in the common directory
+                text = dot_git.read_text().strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                git_dir = (candidate / text[len("gitdir:") :].strip()).resolve()
+                common_file = git_dir / "commondir"
+                common = (git_dir / common_file.read_text().strip()).resolve() if common_file.is_file() else git_dir
+                break
+        else:
+            return None
+        head = (git_dir / "HEAD").read_text().strip()
+        stamps: list[Any] = [str(git_dir), head]
+        paths = [git_dir / "HEAD", git_dir / "index", common / "packed-refs"]
+        if head.startswith("ref:"):
+            paths.append(common / head[len("ref:") :].strip())
+        for path in paths:
+            try:
+                info = path.stat()
+                stamps.append((info.st_mtime_ns, info.st_size, info.st_ino))
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
+    except OSError:
+        return None
+
+
 def lockfile_hash(directory: Path) -> dict[str, Any]:
     """Hash of the first lockfile found upwards from ``directory``; without one, of the
     installed distributions (name==version, sorted)."""
@@ -243,7 +295,7 @@ def fingerprint(
     plugins: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     return {
-        "code_revision": code_revision(base_dir),
+        "code_revision": process_code_revision(base_dir),
         "runtime": runtime(),
         "lockfile_hash": lockfile_hash(base_dir),
         "prompt_bundle_hash": prompt_bundle_hash([Path(p) for p in prompt_bundle], base_dir),

@@ -159,3 +159,63 @@ def test_code_revision_of_a_dirty_checkout_and_of_one_without_commits(tmp_path):
     assert code_revision(tmp_path)["dirty"] is False
     (tmp_path / "agent.py").write_text("x = 2\n")
     assert code_revision(tmp_path) == {"vcs": "git", "commit": head, "dirty": True}
+
+
+def test_a_process_asks_git_once_per_checkout_until_its_head_or_index_changes(tmp_path):
+    """A service's sessions share the code revision their process imported; a commit or a staged change since
+    is seen at once."""
+    from replay_tui.journal import environment
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q")
+    (tmp_path / "agent.py").write_text("x = 1\n")
+    git("add", "agent.py")
+    git("commit", "-q", "-m", "first")
+    first = environment.process_code_revision(tmp_path)
+    assert first == environment.code_revision(tmp_path) and first["dirty"] is False
+    hits = environment._cached_code_revision.cache_info().hits
+    assert environment.process_code_revision(tmp_path) == first
+    assert environment._cached_code_revision.cache_info().hits == hits + 1  # no git this time
+    (tmp_path / "agent.py").write_text("x = 2\n")
+    git("add", "agent.py")
+    assert environment.process_code_revision(tmp_path) == {"vcs": "git", "commit": first["commit"], "dirty": True}
+    git("commit", "-q", "-m", "second")
+    second = environment.process_code_revision(tmp_path)
+    assert second["commit"] != first["commit"] and second == environment.code_revision(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".git").write_text("not a gitdir line\n")  # no git directory found: git is asked, as before
+    assert environment.process_code_revision(outside) == environment.code_revision(outside)
+
+
+def test_the_code_revision_of_a_worktree_follows_its_own_head(tmp_path):
+    from replay_tui.journal import environment
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+        )
+
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "agent.py").write_text("x = 1\n")
+    git(main, "add", "agent.py")
+    git(main, "commit", "-q", "-m", "first")
+    git(main, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
+    side = tmp_path / "side"
+    before = environment.process_code_revision(side)
+    (side / "agent.py").write_text("x = 3\n")
+    git(side, "commit", "-q", "-am", "on the side")
+    after = environment.process_code_revision(side)
+    assert after == environment.code_revision(side) and after["commit"] != before["commit"]
