@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..journal import Event
@@ -28,14 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["Pending", "Reserved", "Served", "Turns", "can_block"]
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     """An event the harness is about to write (payload redacted).
 
     ``finalize``, when given, makes the payload at the moment the event is written (a snapshot's state, a
     framework state's transition from the state before it): a replay may write it later than it was asked
     for, and ``payload`` then holds only what places it (``after_hash``). ``lane``: the flow it came from
-    (what its own consequences hang from). ``position``: where a replay placed it on the tape."""
+    (what its own consequences hang from). ``position``: where a replay placed it on the tape
+    (``pending._replace(position=...)``). A tuple: every recorded event makes one, and a frozen dataclass's
+    ``__init__`` cost three times as much."""
 
     kind: str
     payload: dict[str, Any]

@@ -92,10 +92,12 @@ class ReplaySession:
     # -- entry ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
+        self.channel.phase("engine")
         journal = Journal(self.spec.journal)
         total_bytes = max(journal.known_bytes(), 1)
         journal.index(progress=lambda done, _: self.channel.progress("load", done, total_bytes, None))
         total = len(journal)
+        self.channel.phase("journal_index")
         if self.spec.verify_hash_chain:
             self.channel.progress("verify", 0, total, None, force=True)
             from ..journal import verify_journal  # only when asked: the runner verifies in the parent instead
@@ -119,8 +121,11 @@ class ReplaySession:
             raise UsageError(f"--from-seq {self.spec.from_seq} is past the end of the journal (last seq {last_seq})")
         agent_name = self.spec.agent or first.payload["agent"]
         if self.spec.wait_for_go:
+            self.channel.phase("journal_checks")
             await_go()
+            self.channel.phase("wait_for_go")
         entry = load_entry_point(agent_name)
+        self.channel.phase("agent_import")
         if self.spec.mode in EXPERIMENTS:
             return self.run_experiment(journal, first, agent_name)
         if self.spec.mode == SHUFFLE:
@@ -170,6 +175,7 @@ class ReplaySession:
         if resume is not None:
             restore_causal_cursor(harness, journal, resume)
         self.keep_agent_error(harness)
+        self.channel.phase("tape_and_harness")
         loop_started, loop_cpu = time.perf_counter(), time.process_time()
         try:
             run_agent(agent_name, harness, inputs, resume_from=resume)
@@ -182,6 +188,7 @@ class ReplaySession:
         finally:
             sink.close()
             self.loop = (time.perf_counter() - loop_started, time.process_time() - loop_cpu)
+            self.channel.phase("agent_run")
         if divergence is None and isinstance(tape.stopped, Divergence):
             divergence = tape.stopped
         self.channel.progress("replay", tape.consumed, to_consume, tape.last_seq, force=True)

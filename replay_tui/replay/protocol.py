@@ -41,7 +41,8 @@ type             fields
                  ``verification`` (verify report or null), ``elapsed_s``,
                  ``replay_s``, ``replay_cpu_s``, ``events_per_s``,
                  ``first_event_cpu_s``, ``child_cpu_s`` (the child's own CPU
-                 figures, informational), ``out``
+                 figures, informational), ``phases`` (optional: each step of
+                 the child's start-up and run, ``{cpu_s, wall_s}``), ``out``
                  (journal written, or null), ``experiment`` {mode, identical,
                  summary, stopped, first_difference, first_decision,
                  first_live_observation, alignment} or null, ``live_calls``
@@ -246,8 +247,9 @@ MESSAGE_SHAPES: dict[str, Record] = {
             "last_seq": _SEQ,
             "first_event_cpu_s": _SECONDS,
             "child_cpu_s": Number(),
+            "phases": MapOf(Record({"cpu_s": Number(), "wall_s": Number()}), 16, SHORT_TEXT),
         },
-        optional=frozenset({"resumed_from_snapshot", "state_checks", "observations_served", "last_seq"}),
+        optional=frozenset({"resumed_from_snapshot", "state_checks", "observations_served", "last_seq", "phases"}),
     ),
     ERROR: Record(
         {

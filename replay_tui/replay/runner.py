@@ -128,6 +128,7 @@ class ReplayOutcome:
     first_event_s: float | None = None  # spawn to the first event the agent produced
     first_event_cpu_s: float | None = None  # the child's CPU from exec to its first event (stable under load)
     child_cpu_s: float | None = None  # the child's CPU in all, as it reports it (informational)
+    child_phases: dict[str, dict[str, float]] | None = None  # each step of the child, as it reports it (benches)
     elapsed_s: float | None = None  # whole child run, from start-up to result
     replay_s: float | None = None  # the replay loop alone
     replay_cpu_s: float | None = None  # CPU seconds of the replay loop (stable under machine load)
@@ -858,6 +859,7 @@ class ReplayRunner:
         for name in names:
             if name in message:
                 setattr(outcome, name, message[name])
+        outcome.child_phases = message.get("phases")
         outcome.live_calls = list(message.get("live_calls") or [])
         if message.get("last_seq") is not None and self.spec.mode in JOURNAL_JUDGED_MODES:
             outcome.last_seq = message["last_seq"]
