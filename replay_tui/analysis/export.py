@@ -192,7 +192,6 @@ def is_error_event(event: Event) -> bool:
 
 
 def view_of(event: Event, mask: Callable[[Any], Any]) -> EventView:
-    # Twin of cli/replay.py:_spec in shape only (keyword arguments of two unrelated records)
     payload = mask(event.logical_payload())
     text, cut = _json_text(payload, PAYLOAD_CHARS)
     return EventView(

@@ -155,7 +155,6 @@ class Timeline:
         return {name: values[:length] for name, values in self.series.items()}
 
 
-# Twin of analysis/stats.py:ModelStats in shape (counters of two different things, each with its to_json)
 @dataclass
 class ToolStats:
     name: str
@@ -179,7 +178,6 @@ class ToolStats:
         }
 
 
-# Twin of analysis/stats.py:ToolStats in shape (counters of two different things, each with its to_json)
 @dataclass
 class ModelStats:
     name: str
@@ -250,7 +248,6 @@ def _span_ms(start: str, end: str) -> float | None:
     return (last - first).total_seconds() * 1000.0
 
 
-# Twin of journal/verify.py:Fault in shape only (dataclass field lists; nothing to share)
 @dataclass
 class RunStats:
     """Everything the stats CLI prints and the stats screen shows."""
@@ -589,8 +586,6 @@ def collect_stats(
     return stats
 
 
-# Twin of analysis/secrets.py:scan_journal (the journal-wide wrapper of a different event loop; the shared part,
-# the skipped lines, lives in journal/skipped.py)
 def compute_stats(
     journal: Journal,
     *,

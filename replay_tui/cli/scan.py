@@ -16,7 +16,6 @@ from .stats import stderr_progress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    # Twin of cli/replay.py:configure in shape (argparse option declarations, nothing to share)
     parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of one line per finding")
     parser.add_argument(

@@ -18,7 +18,6 @@ import orjson
 from .errors import JournalError
 from .levels import request_view
 
-# Twin of replay/report.py's and harness/harness.py's imports (the kind names each uses; an import list)
 from .model import (
     CLOCK_READ,
     INPUT_RECEIVED,
@@ -104,8 +103,6 @@ def _patch_text(patch: list[Any], shown: int) -> str:
 
 
 def _short(kind: str, payload: dict[str, Any]) -> str:
-    # Twin of journal/describe.py:_report (one-line wording, short hashes and no prose, against the report's
-    # sentences: the same kinds in the same order; keep the two in step when a kind is added)
     if kind == RUN_STARTED:
         return f"agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:
@@ -151,7 +148,6 @@ def _short(kind: str, payload: dict[str, Any]) -> str:
 
 
 def _report(kind: str, payload: dict[str, Any]) -> str:
-    # Twin of journal/describe.py:_short (the same kinds worded as the incident report's sentences)
     if kind == RUN_STARTED:
         return f"run started: agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:

@@ -73,7 +73,6 @@ _SEAL_SPEC: PayloadSpec = (
     ("signature", _STR, True),
 )
 
-# Twin of analysis/annotations.py:_FIELDS in shape; its entries are twins of each other too (a data table)
 PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
     RUN_STARTED: (
         ("agent", _STR, True),
