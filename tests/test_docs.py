@@ -4,7 +4,6 @@ that matches its sections, and its quick start runs the tests the way CI does.""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -25,15 +24,9 @@ PENDING = {
 
 
 def _documents() -> list[Path]:
-    """README.md and every Markdown file the repository tracks beside the code (snapshots excepted)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return sorted({REPO / name for name in listed if "__snapshots__" not in name and (REPO / name).exists()})
+    """README.md and every Markdown file beside the code, the fixtures, the themes and the tests (snapshots excepted)."""
+    beside = (path for top in ("replay_tui", "fixtures", "themes", "tests") for path in (REPO / top).rglob("*.md"))
+    return [README, *sorted(path for path in beside if "__snapshots__" not in path.parts)]
 
 
 DOCUMENTS = _documents()
