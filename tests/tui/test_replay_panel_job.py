@@ -10,7 +10,8 @@ from replay_helpers import panel_of, record_wobbly, slow_wobbly, wait_for_replay
 from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.replay.runner import Progress
-from replay_tui.tui.widgets.replay_panel import ReplayChildStarted, ReplayProgressed, step_reports
+from replay_tui.tui.controllers.replay import step_reports
+from replay_tui.tui.messages import ReplayChildStarted, ReplayProgressed
 
 
 @pytest.mark.asyncio
@@ -34,10 +35,10 @@ async def test_the_strip_shows_isolation_phase_and_seq_while_the_child_runs(
         await wait_until(pilot, lambda: " · seq " in panel.line.text, what="a matched seq")
         assert " events · seq " in panel.line.text
         await pilot.press("escape")
-        panel = await wait_for_replay(pilot, timeout_s=15)
-        outcome = panel.last.outcome
+        replays = await wait_for_replay(pilot, timeout_s=15)
+        outcome = replays.last.outcome
         assert outcome.status == "cancelled" and outcome.isolation is not None
-        assert not panel.running and panel.child_pid is None
+        assert not replays.running and replays.run is None and replays.child_pid is None
 
 
 def test_a_pending_progress_message_is_replaced_by_the_next() -> None:
