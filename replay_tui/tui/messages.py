@@ -26,17 +26,21 @@ class ControllerMessage(Message):
     """A message for one of the main screen's controllers (see ``controllers/``)."""
 
 
+class ReplacedByNext(Message):
+    """A progress report: a newer one of its kind (the next message) makes this one, still in the
+    queue, pointless."""
+
+    def can_replace(self, message: Message) -> bool:
+        return type(message) is type(self)
+
+
 @dataclass
-class IndexProgress(Message):
+class IndexProgress(ReplacedByNext):
     """More of the journal is indexed; ``events`` are readable now."""
 
     events: int
     done_bytes: int
     total_bytes: int
-
-    def can_replace(self, message: Message) -> bool:
-        """A newer count (the next message) makes this one, still in the queue, pointless."""
-        return isinstance(message, IndexProgress)
 
 
 @dataclass
@@ -156,14 +160,10 @@ class SecretsScanned(Message):
 
 
 @dataclass
-class ReplayProgressed(ControllerMessage):
+class ReplayProgressed(ControllerMessage, ReplacedByNext):
     """The replay child's latest step (the jobs runner throttles them)."""
 
     progress: Progress
-
-    def can_replace(self, message: Message) -> bool:
-        """A newer step (the next message) makes this one, still in the queue, pointless."""
-        return isinstance(message, ReplayProgressed)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.replay.runner import Progress
 from replay_tui.tui.controllers.replay import step_reports
-from replay_tui.tui.messages import ReplayChildStarted, ReplayProgressed
+from replay_tui.tui.messages import IndexProgress, ReplayChildStarted, ReplayProgressed
 
 
 @pytest.mark.asyncio
@@ -45,6 +45,9 @@ def test_a_pending_progress_message_is_replaced_by_the_next() -> None:
     older = ReplayProgressed(Progress("replay", 1, 10, 1))
     assert older.can_replace(ReplayProgressed(Progress("replay", 2, 10, 2)))
     assert not older.can_replace(ReplayChildStarted("namespaces"))
+    index = IndexProgress(10, 100, 1000)  # the same rule serves the index's counts, each for its own kind
+    assert index.can_replace(IndexProgress(20, 200, 1000)) and not index.can_replace(older)
+    assert not older.can_replace(index)
 
 
 def test_each_count_report_posts_the_latest_step() -> None:
