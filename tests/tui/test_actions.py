@@ -109,3 +109,16 @@ async def test_a_rebound_key_works_and_the_help_and_palette_say_so(incident_path
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         assert "ctrl+e" in help_text(app.user_keymap)
+
+
+def test_a_message_two_controllers_claim_is_refused() -> None:
+    from replay_tui.tui.controllers import routes
+    from replay_tui.tui.messages import JumpTo
+
+    class Claims:
+        def handlers(self):  # type: ignore[no-untyped-def]
+            return {JumpTo: lambda message: None}
+
+    assert list(routes(Claims())) == [JumpTo]
+    with pytest.raises(ValueError, match="JumpTo is handled by two controllers"):
+        routes(Claims(), Claims())
