@@ -16,7 +16,7 @@ from ..journal.safe_text import safe, safe_line
 from . import clipboard
 from .actions import action_callback, bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
-from .screens.main import MainScreen
+from .screens.main import MainScreen, OpenOptions
 from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
 
 THEME_CYCLE = ("dark", "light", "high-contrast")
@@ -30,7 +30,6 @@ class ReplayApp(App[None]):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = bindings_for("app")  # the keys live in tui/actions.py
 
-    # Twin of tui/screens/main.py:MainScreen.__init__ in shape (the options the app hands down to the screen)
     def __init__(
         self,
         journal: Journal,
@@ -47,9 +46,7 @@ class ReplayApp(App[None]):
         if self.user_keymap:
             self.set_keymap(self.user_keymap)
         self.journal = journal
-        self.replay_agent = replay_agent  # entry point `r` replays with (None: as recorded)
-        self.start_seq = start_seq
-        self.follow = follow
+        self.options = OpenOptions(start_seq=start_seq, follow=follow, replay_agent=replay_agent)
         self.input_clock = UserInputClock()
         for bundled in bundled_themes().values():
             self.register_theme(bundled.theme)
@@ -65,13 +62,7 @@ class ReplayApp(App[None]):
         await super().on_event(event)
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(
-            self.journal,
-            start_seq=self.start_seq,
-            follow=self.follow,
-            input_clock=self.input_clock,
-            replay_agent=self.replay_agent,
-        )
+        return MainScreen(self.journal, self.options, input_clock=self.input_clock)
 
     @property
     def main(self) -> MainScreen:

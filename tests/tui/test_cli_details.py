@@ -61,7 +61,7 @@ def test_the_bundled_demo_replays_with_the_packaged_agent(monkeypatch: pytest.Mo
     seen: dict[str, object] = {}
 
     def fake_run(self) -> None:  # type: ignore[no-untyped-def]
-        seen["agent"] = self.replay_agent
+        seen["agent"] = self.options.replay_agent
         seen["journal"] = self.journal.path
 
     monkeypatch.setattr("replay_tui.tui.app.ReplayApp.run", fake_run)

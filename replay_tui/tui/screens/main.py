@@ -13,6 +13,7 @@ messages it registered, so no screen method forwards either.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -66,32 +67,31 @@ PROGRESS_EVERY_S = 0.1
 SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
 
 
+@dataclass(frozen=True)
+class OpenOptions:
+    """How the app was asked to open a journal (the command line's options the screen acts on)."""
+
+    start_seq: int | None = None
+    follow: bool = False
+    replay_agent: str | None = None  # the entry point `r` replays with (None: as recorded)
+
+
 class MainScreen(Screen[None]):
     """The debugger; replay, finding, follow, bookmarks and export are its controllers (see ``controllers/``)."""
 
     BINDINGS = bindings_for("screen")  # the keys live in tui/actions.py
 
-    # Twin of tui/app.py:ReplayApp.__init__ and analysis/causal.py:CausalIndex.children in shape only
-    # (keyword parameter lists; the app hands its options down to this screen)
-    def __init__(
-        self,
-        journal: Journal,
-        *,
-        start_seq: int | None = None,
-        follow: bool = False,
-        input_clock: UserInputClock | None = None,
-        replay_agent: str | None = None,
-    ) -> None:
+    def __init__(self, journal: Journal, options: OpenOptions, *, input_clock: UserInputClock | None = None) -> None:
         super().__init__()
         self.journal = journal
         self.input_clock = input_clock or UserInputClock()
         self.history = StateHistory(journal)
         self.causal = CausalIndex(journal)
-        self.start_seq = start_seq
-        self.follow_at_start = follow
+        self.start_seq = options.start_seq
+        self.follow_at_start = options.follow
         # --follow without --seq opens at the end and sticks to it
-        self._open_at_end = follow and start_seq is None
-        self.replay_agent = replay_agent
+        self._open_at_end = options.follow and options.start_seq is None
+        self.replay_agent = options.replay_agent
         self.last_state: StateAt | None = None
         self.indexing = True
         self.index_seconds: float | None = None
@@ -118,7 +118,6 @@ class MainScreen(Screen[None]):
         yield ReplayPanel(id="replay-panel")
         yield StatusBar(id="status")
 
-    # Twins: timeline, causal_tree, status, header and replay_panel are one query_one each (shape only)
     @property
     def timeline(self) -> Timeline:
         return self.query_one(Timeline)

@@ -151,7 +151,6 @@ class PresenterScreen(Screen[int | None]):
             self.page = page
             self.show_page()
 
-    # Twin of tui/widgets/json_view.py:JsonView.action_cursor_down.. (key actions, each one line over _go)
     def action_next(self) -> None:
         if self.page == len(self.bookmarks) - 1:
             self.notify("last bookmark (escape goes back to the debugger)", timeout=2)

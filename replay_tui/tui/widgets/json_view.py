@@ -341,7 +341,6 @@ class JsonView(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
         self.refresh()
 
-    # Twin of tui/screens/presenter.py:PresenterScreen.action_next.. (key actions, each one line over _move)
     def action_cursor_down(self) -> None:
         self._move(self.cursor + 1)
 
