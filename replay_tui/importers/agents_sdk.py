@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from .errors import TraceImportError, not_json
+from .format import Format, Head, ImportedJournal, Input
 from .messages import (
     from_openai_chat,
     last_user_text,
@@ -33,6 +34,9 @@ from .messages import (
 )
 from .plain import TextBudget, plain_record, shown
 from .records import EndRecord, InputRecord, ModelRecord, NoteRecord, Record, ToolRecord
+from .runs import Run, write_runs
+
+NAME = "openai-agents"
 
 BOOKKEEPING = frozenset({"turn", "task"})
 NO_CONTENT = "no message content captured (the Agents SDK exports only the id of a Responses API call)"
@@ -286,3 +290,41 @@ def _note_text(kind: Any, data: Mapping[str, Any]) -> str:
         return f"guardrail {data.get('name')}" + (" triggered" if data.get("triggered") else " passed")
     name = data.get("name")
     return f"{kind} {name}" if name else str(kind)
+
+
+def sniff(head: Head) -> bool:
+    """A ``trace`` or ``trace.span`` object first (or the backend's ``{"data": [...]}`` batch)."""
+    record = head.record
+    if record is None:
+        return False
+    return record.get("object") in ("trace", "trace.span") or (
+        isinstance(record.get("data"), list) and "type" not in record
+    )
+
+
+def import_agents(source: Input, out: Path) -> list[ImportedJournal]:
+    """One journal per trace of the export (a directory ``out`` of them when there are several)."""
+    path = source.path
+    digest = source.digest()
+    runs: list[Run] = []
+    budget = TextBudget()  # shared by every trace of the file
+    for trace_id, entry in traces(path).items():
+        if not entry["spans"]:
+            continue
+        trace = entry["trace"] or {}
+        detail = {"trace_id": trace_id, "workflow_name": trace.get("workflow_name"), "group_id": trace.get("group_id")}
+        spans = TraceRecords(path, entry["spans"], budget)
+        started = spans.spans[0][1].get("started_at")
+        runs.append(
+            Run(
+                f"trace-{trace_id}",
+                f"agents-{digest[:12]}-{len(runs) + 1}",
+                list(spans.records()),
+                detail,
+                started_at=str(started).replace("+00:00", "Z") if started else None,
+            )
+        )
+    return write_runs(path, out, NAME, digest, runs, source.joined)
+
+
+FORMAT = Format(NAME, sniff, import_agents, joinable=True)

@@ -39,18 +39,7 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from ..journal.writer import JournalWriter, SplicedEvent, rfc3339_second, utc_now
-
-# Twin of importers/inspect_log.py's imports (the record types both use; an import list)
-from .records import (
-    EndRecord,
-    Fidelity,
-    InputRecord,
-    ModelRecord,
-    NoteRecord,
-    Record,
-    StateRecord,
-    ToolRecord,
-)
+from .records import EndRecord, Fidelity, InputRecord, ModelRecord, NoteRecord, Record, StateRecord, ToolRecord
 
 IMPORTER_VERSION = "1"
 #: Imported runs take no snapshots: a replay of them must not expect any.

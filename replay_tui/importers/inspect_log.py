@@ -20,19 +20,13 @@ from typing import Any
 import orjson
 
 from .errors import TraceImportError, not_json
+from .format import Format, Head, ImportedJournal, Input
 from .messages import message
 from .plain import TextBudget, plain_json, plain_record, shown
+from .records import EndRecord, InputRecord, ModelRecord, NoteRecord, Record, StateRecord, ToolRecord
+from .runs import Run, write_runs
 
-# Twin of importers/builder.py's imports (the record types both use; an import list)
-from .records import (
-    EndRecord,
-    InputRecord,
-    ModelRecord,
-    NoteRecord,
-    Record,
-    StateRecord,
-    ToolRecord,
-)
+NAME = "inspect"
 
 ZSTD = 93  # the zip compression method of current .eval logs
 ATTACHMENT = "attachment://"
@@ -368,3 +362,56 @@ def _note_text(kind: Any, event: Mapping[str, Any]) -> str:
         detail = event.get("data") if kind == "info" else (event.get("message") or {}).get("message")
         return f"{kind}: {detail}"
     return str(kind)
+
+
+#: Inspect writes its JSON logs indented by two: the log's own ``eval`` block, at the top level.
+_TOP_LEVEL_EVAL = re.compile(rb'\n  "eval": \{')
+
+
+def sniff(head: Head) -> bool:
+    """An ``.eval`` zip (its header or its samples), or a JSON log: ``eval`` at the top level of the first record,
+    or (pretty-printed) a document that starts with ``version`` and holds that block."""
+    if head.zip_names:
+        return "header.json" in head.zip_names or any(
+            name.startswith(("_journal/", "samples/")) for name in head.zip_names
+        )
+    if head.record is not None:
+        return isinstance(head.record.get("eval"), dict)
+    return head.document_key == b"version" and _TOP_LEVEL_EVAL.search(head.text) is not None
+
+
+def import_inspect(source: Input, out: Path) -> list[ImportedJournal]:
+    """One journal per sample and epoch (a directory ``out`` of them when there are several)."""
+    path = source.path
+    digest = source.digest()
+    runs: list[Run] = []
+    budget = TextBudget()  # shared by every sample: attachments can repeat one text in each
+    for where, sample, log in samples(path):
+        records, initial_state = sample_records(path, where, sample, budget)
+        spec = log.get("eval") or {}
+        sample_id, epoch = sample.get("id"), sample.get("epoch")
+        detail = {
+            "member": where,
+            "sample_id": sample_id,
+            "epoch": epoch,
+            "task": spec.get("task"),
+            "eval_id": spec.get("eval_id"),
+            "model": spec.get("model"),
+        }
+        started = str(sample.get("started_at") or "").replace("+00:00", "Z") or None
+        runs.append(
+            Run(
+                f"sample-{sample_id}-epoch-{epoch}",
+                f"inspect-{digest[:12]}-{sample_id}-{epoch}",
+                records,
+                detail,
+                initial_state=initial_state,
+                started_at=started,
+            )
+        )
+    if not runs:
+        raise TraceImportError(str(path), None, "at least one sample in the Inspect AI log")
+    return write_runs(path, out, NAME, digest, runs)
+
+
+FORMAT = Format(NAME, sniff, import_inspect)

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..journal.files import open_regular_binary
-from .detect import OPENAI_AGENTS, OTLP
 from .errors import TraceImportError
+from .format import Format
+from .registry import format_named
 
-#: Formats whose files are one record per line, so that files of one trace join by their lines.
-JOINABLE = (OTLP, OPENAI_AGENTS)
 _BLOCK = 1 << 20
 _LINE = re.compile(r"line (\d+)")
 
@@ -88,9 +87,10 @@ class Joined:
         return TraceImportError(str(self.sources[-1]), error.record, error.expected)
 
 
-def refuse_unjoinable(sources: list[Path], formats: list[str | None]) -> None:
-    """Raise TraceImportError unless every source is of one joinable format, one record per line."""
-    if len(set(formats)) != 1 or formats[0] not in JOINABLE:
+def refuse_unjoinable(sources: list[Path], formats: list[str | None]) -> Format:
+    """The one joinable format (``Format.joinable``) of every source, one record per line; else TraceImportError."""
+    known = format_named(formats[0]) if len(set(formats)) == 1 else None
+    if known is None or not known.joinable:
         found = ", ".join(f"{source.name}: {fmt or 'no known format'}" for source, fmt in zip(sources, formats))
         raise TraceImportError(
             " + ".join(map(str, sources)),
@@ -108,3 +108,4 @@ def refuse_unjoinable(sources: list[Path], formats: list[str | None]) -> None:
                 "one record per line (as an exporter writes them), so its lines can follow another file's; this file "
                 "is one JSON document over several lines: import it alone",
             )
+    return known

@@ -32,9 +32,13 @@ from ..journal.http_shape import (
 from ..journal.model_response import response_summary
 from ..journal.sse import StreamReportedError, assemble_stream, sse_events, stream_chunks
 from .errors import TraceImportError
+from .format import Format, Head, ImportedJournal, Input
 from .messages import parse_arguments
 from .plain import MAX_YAML_VALUES, TextBudget, plain_json, plain_record, shown
 from .records import EndRecord, ModelRecord, Record, ToolRecord
+from .runs import Run, write_runs
+
+NAME = "vcr"
 
 MODEL_PATHS = ("/chat/completions", "/responses", "/messages")
 #: Credentials: dropped on import (the organisation and project ids too: they name the account).
@@ -272,3 +276,24 @@ def _stream(text: str, path: Path, where: str) -> tuple[dict[str, Any], dict[str
         raise TraceImportError(
             str(path), where, f"server-sent events whose data lines are JSON objects ({error})"
         ) from None
+
+
+def sniff(head: Head) -> bool:
+    """A YAML cassette (an ``interactions:`` key at the start of a line), or vcrpy's JSON serializer's
+    (``interactions`` and ``version`` in the first record, or a pretty-printed document that starts with them)."""
+    if head.record is not None:
+        return isinstance(head.record.get("interactions"), list) and "version" in head.record
+    if head.is_json:
+        return head.document_key == b"interactions"
+    return not head.is_zip and (head.text.startswith(b"interactions:") or b"\ninteractions:" in head.data)
+
+
+def import_vcr(source: Input, out: Path) -> list[ImportedJournal]:
+    """One journal: the cassette's interactions in order."""
+    digest = source.digest()
+    records = list(cassette_records(source.path))
+    detail = {"interactions": len(records) - 1}
+    return write_runs(source.path, out, NAME, digest, [Run("cassette", f"vcr-{digest[:12]}", records, detail)])
+
+
+FORMAT = Format(NAME, sniff, import_vcr)

@@ -8,7 +8,7 @@ copied with fresh trace and span ids and times, 1,000 spans per OTLP/JSON reques
 import runs in its own child process (``replay-tui import``), so its peak RSS is measured alone.
 
 Targets: >= 50,000 spans/s and peak RSS <= 300 MB. The file is imported twice, side by side: by
-one reader (``otlp.MAX_WORKERS = 1``) and with pass one shared by worker processes (the default for a
+one reader (``parallel.MAX_WORKERS = 1``) and with pass one shared by worker processes (the default for a
 file this big). The machine is shared, so each rate is given twice: by wall time and by CPU time (the
 import's own plus its workers': what the import costs), with the load average; beside them the CPU
 time of a bare ``orjson`` parse of the same file (the floor any importer pays; its ratio to the
@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from replay_tui.importers import otlp
+from replay_tui.importers.otlp import parallel
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "fixtures" / "imports" / "weather.otlp.jsonl"
@@ -83,21 +83,22 @@ def _write(out, request: dict, spans: list[dict]) -> None:  # type: ignore[no-un
 
 IMPORT = """
 import resource, sys, time
-from replay_tui.importers import import_trace, otlp
+from replay_tui.importers import import_trace
+from replay_tui.importers.otlp import parallel, trace
 import orjson
-otlp.MAX_WORKERS = int(sys.argv[3])
-read = otlp.OtlpTrace.__init__
+parallel.MAX_WORKERS = int(sys.argv[3])
+read = trace.OtlpTrace.__init__
 passed = []
 def timed(self, *arguments, **options):  # pass one's end: pass two (sort, link, chain, write) is the rest
     read(self, *arguments, **options)
     passed.append(time.perf_counter())
-otlp.OtlpTrace.__init__ = timed
+trace.OtlpTrace.__init__ = timed
 piped = []
-class Piped(otlp.PipedWriter):  # pass two written by the kept worker (only while a CPU is free)
+class Piped(trace.PipedWriter):  # pass two written by the kept worker (only while a CPU is free)
     def __init__(self, *arguments):
         piped.append(1)
         super().__init__(*arguments)
-otlp.PipedWriter = Piped
+trace.PipedWriter = Piped
 started, cpu = time.perf_counter(), time.process_time()
 [result] = import_trace(sys.argv[1], sys.argv[2])
 seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
@@ -136,7 +137,7 @@ def _import(source: Path, out: Path, workers: int) -> dict[str, float]:
         "parse_cpu": parse_cpu,
         "pass_two": pass_two,
         "piped": piped,
-        "workers_used": 0 if worker_cpu == 0 else min(workers, otlp.usable_cpus()),
+        "workers_used": 0 if worker_cpu == 0 else min(workers, parallel.usable_cpus()),
     }
 
 

@@ -17,8 +17,10 @@ from typing import Any
 import orjson
 import pytest
 
-from replay_tui.importers import TraceImportError, import_trace, otlp
+from replay_tui.importers import TraceImportError, import_trace
 from replay_tui.importers.builder import json_hash, prepare, rfc3339_of_nanos
+from replay_tui.importers.otlp import parallel
+from replay_tui.importers.otlp.trace import OtlpTrace
 from replay_tui.importers.records import ModelRecord, ToolRecord
 from replay_tui.journal import JournalWriter
 from replay_tui.journal.canonical import canonical_json
@@ -177,7 +179,7 @@ def _many_runs(path: Path, runs: int, *, logs_last: bool) -> None:
 
 
 def _import_with(workers: int, trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
-    monkeypatch.setattr(otlp, "_worker_count", lambda path: workers)
+    monkeypatch.setattr(parallel, "worker_count", lambda path: workers)
     import_trace(trace, out)
     return out.read_bytes()
 
@@ -193,7 +195,7 @@ def test_workers_write_the_journal_one_reader_writes(
     assert shared == alone
     events = events_of(tmp_path / "three.jsonl")
     assert sum(event["kind"] == "model.request" for event in events) == 14
-    assert len(otlp._chunks(trace, 3)) == 3
+    assert len(parallel._chunks(trace, 3)) == 3
 
 
 @pytest.mark.parametrize(
@@ -225,19 +227,19 @@ def test_a_worker_that_dies_leaves_the_file_to_one_reader(tmp_path: Path, monkey
     _many_runs(trace, 4, logs_last=True)
     alone = _import_with(1, trace, tmp_path / "one.jsonl", monkeypatch)
     failures = []
-    read_in_parallel = otlp.OtlpTrace._read_in_parallel
+    read_in_parallel = parallel.read_in_parallel
 
-    def watched(trace: otlp.OtlpTrace, workers: int) -> None:
+    def watched(trace: OtlpTrace, workers: int) -> None:
         try:
             read_in_parallel(trace, workers)
         # a worker that died before it was sent its runs of lines is a broken pipe (OSError), one that died
         # later a failed exit: which one depends on the scheduler (under load the worker is dead before the write)
-        except (OSError, otlp._WorkersFailed) as failure:
+        except (OSError, parallel.WorkersFailed) as failure:
             failures.append(failure)
             raise
 
-    monkeypatch.setattr(otlp.OtlpTrace, "_read_in_parallel", watched)
+    monkeypatch.setattr(parallel, "read_in_parallel", watched)
     # the workers' interpreter cannot start
-    monkeypatch.setattr(otlp, "_worker_environment", lambda: {**os.environ, "PYTHONHOME": str(tmp_path / "none")})
+    monkeypatch.setattr(parallel, "_worker_environment", lambda: {**os.environ, "PYTHONHOME": str(tmp_path / "none")})
     assert _import_with(3, trace, tmp_path / "three.jsonl", monkeypatch) == alone
     assert failures

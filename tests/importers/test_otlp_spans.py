@@ -1,4 +1,4 @@
-"""Pass one's fast path (``otlp_spans``, msgspec structs) reduces a line of plain spans as the checked path
+"""Pass one's fast path (``otlp/fast_spans.py``, msgspec structs) reduces a line of plain spans as the checked path
 does: the journal is the same bytes with it and without it, and any other line goes the checked way."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from replay_tui.importers import TraceImportError, import_trace, otlp
+from replay_tui.importers import TraceImportError, import_trace
+from replay_tui.importers.otlp import decode
+from replay_tui.importers.otlp import lines as otlp_lines
 
 from .test_fast_paths import FIXTURE, _many_runs
 
@@ -31,15 +33,15 @@ def default_recursion_limit() -> Iterator[None]:
 
 def test_a_raised_recursion_limit_turns_the_fast_path_off() -> None:
     line = FIXTURE.read_bytes().splitlines()[0]
-    assert otlp._FAST_SPANS is not None and otlp._FAST_SPANS(line, 1) is not None
+    assert otlp_lines.FAST_SPANS is not None and otlp_lines.FAST_SPANS(line, 1) is not None
     sys.setrecursionlimit(5000)  # msgspec would nest deeper than orjson: the checked path decides
-    assert otlp._FAST_SPANS(line, 1) is None
+    assert otlp_lines.FAST_SPANS(line, 1) is None
 
 
 def _both_ways(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes]:
     import_trace(trace, tmp_path / "fast.jsonl")
     with monkeypatch.context() as patched:
-        patched.setattr(otlp, "_FAST_SPANS", None)
+        patched.setattr(otlp_lines, "FAST_SPANS", None)
         import_trace(trace, tmp_path / "checked.jsonl")
     return (tmp_path / "fast.jsonl").read_bytes(), (tmp_path / "checked.jsonl").read_bytes()
 
@@ -100,12 +102,12 @@ def test_the_fast_path_writes_the_checked_path_s_journal(
 
 
 def test_plain_lines_take_the_fast_path_and_others_do_not() -> None:
-    assert otlp._FAST_SPANS is not None
+    assert otlp_lines.FAST_SPANS is not None
     spans_line = FIXTURE.read_bytes().splitlines()[0]
-    reduced = otlp._FAST_SPANS(spans_line, 3)
+    reduced = otlp_lines.FAST_SPANS(spans_line, 3)
     assert reduced is not None and len(reduced) == 4 and {span["line"] for span in reduced} == {3}
     request = orjson.loads(spans_line)
-    checked = [otlp.OtlpTrace._reduce(None, span, 3) for span, _scope in otlp._spans(request)]  # type: ignore[arg-type]
+    checked = [decode.reduce_span(span, 3) for span, _scope in decode.spans_of(request)]  # type: ignore[arg-type]
     assert reduced == checked
     logs_line = FIXTURE.read_bytes().splitlines()[1]
     hostile = [
@@ -119,7 +121,7 @@ def test_plain_lines_take_the_fast_path_and_others_do_not() -> None:
         b'{"resourceSpans":[{"resource":{"x":"\xff"},"scopeSpans":[]}]}',  # invalid UTF-8 in a field not read
         b'{"resourceSpans":[{"resource":{"x":' + b"[" * 1500 + b"]" * 1500 + b"}}]}",  # nested too deep
     ]
-    assert all(otlp._FAST_SPANS(line, 1) is None for line in hostile)
+    assert all(otlp_lines.FAST_SPANS(line, 1) is None for line in hostile)
 
 
 def test_invalid_utf8_and_deep_nesting_are_named_as_ever(tmp_path: Path) -> None:
@@ -142,8 +144,8 @@ def test_bad_input_names_the_same_line_with_the_fast_path(tmp_path: Path, monkey
     lines[3] = lines[3].replace(b'"startTimeUnixNano":"', b'"startTimeUnixNano":"99', 1)
     trace.write_bytes(b"\n".join(lines) + b"\n")
     messages = []
-    for fast in (otlp._FAST_SPANS, None):
-        monkeypatch.setattr(otlp, "_FAST_SPANS", fast)
+    for fast in (otlp_lines.FAST_SPANS, None):
+        monkeypatch.setattr(otlp_lines, "FAST_SPANS", fast)
         with pytest.raises(TraceImportError) as error:
             import_trace(trace, tmp_path / "out.jsonl")
         messages.append(str(error.value))

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from replay_tui import importers
-from replay_tui.importers import TraceImportError, otlp
+from replay_tui.importers import TraceImportError, importing
+from replay_tui.importers.otlp import parallel
 from replay_tui.journal import JournalOpenError
 
 from .test_fast_paths import _import_with, _many_runs
@@ -27,10 +27,10 @@ def test_many_small_runs_claimed_by_turns_write_what_one_reader_writes(
     trace = tmp_path / "runs.otlp.jsonl"
     _many_runs(trace, 9, logs_last=True)
     alone = _import_with(1, trace, tmp_path / "one.jsonl", monkeypatch)
-    monkeypatch.setattr(otlp, "CHUNK_BYTES", 1500)  # about a line per run: every reader claims several
-    assert len(otlp._chunks(trace, -(-trace.stat().st_size // 1500))) > 2 * workers
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 1500)  # about a line per run: every reader claims several
+    assert len(parallel._chunks(trace, -(-trace.stat().st_size // 1500))) > 2 * workers
     claimed: list[list[int]] = []
-    read_chunks = otlp.read_chunks
+    read_chunks = parallel.read_chunks
 
     def watched(path: str, chunks: list[tuple[int, int, int]], claims: str, spool: object) -> object:
         waited = time.monotonic() + 60
@@ -40,10 +40,10 @@ def test_many_small_runs_claimed_by_turns_write_what_one_reader_writes(
         claimed.append([index for index, _state in found])
         return found, size
 
-    monkeypatch.setattr(otlp, "read_chunks", watched)  # this process's reads (the workers run their own)
+    monkeypatch.setattr(parallel, "read_chunks", watched)  # this process's reads (the workers run their own)
     assert _import_with(workers, trace, tmp_path / "shared.jsonl", monkeypatch) == alone
     [own] = claimed
-    total = len(otlp._chunks(trace, -(-trace.stat().st_size // 1500)))
+    total = len(parallel._chunks(trace, -(-trace.stat().st_size // 1500)))
     assert own == sorted(own) and 0 not in own and len(own) < total  # the workers read the first run, at least
 
 
@@ -56,7 +56,7 @@ def test_the_first_bad_line_wins_whoever_reads_it(tmp_path: Path, monkeypatch: p
     trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
     messages = []
     for workers in (1, 2, 3):
-        monkeypatch.setattr(otlp, "CHUNK_BYTES", 1500)
+        monkeypatch.setattr(parallel, "CHUNK_BYTES", 1500)
         with pytest.raises(TraceImportError) as error:
             _import_with(workers, trace, tmp_path / f"{workers}.jsonl", monkeypatch)
         messages.append(str(error.value))
@@ -81,7 +81,7 @@ def test_one_document_over_many_lines_is_read_alone_and_the_workers_end(
         return started[-1]
 
     alone = _import_with(1, document, tmp_path / "alone.jsonl", monkeypatch)
-    monkeypatch.setattr(otlp.subprocess, "Popen", kept)
+    monkeypatch.setattr(parallel.subprocess, "Popen", kept)
     assert _import_with(2, document, tmp_path / "two.jsonl", monkeypatch) == alone
     assert started and all(process.returncode is not None for process in started)
 
@@ -89,18 +89,18 @@ def test_one_document_over_many_lines_is_read_alone_and_the_workers_end(
 def test_the_source_is_hashed_while_pass_one_reads_it(tmp_path: Path) -> None:
     trace = tmp_path / "runs.otlp.jsonl"
     _many_runs(trace, 2, logs_last=False)
-    hashed = importers._HashedMeanwhile(trace, None)
+    hashed = importing.HashedMeanwhile(trace, None)
     assert hashed.result() == hashlib.sha256(trace.read_bytes()).hexdigest()
-    assert importers._HashedMeanwhile(trace, "known").result() == "known"
+    assert importing.HashedMeanwhile(trace, "known").result() == "known"
     big = tmp_path / "big"
     with open(big, "wb") as handle:
         handle.truncate(1 << 34)  # 16 GiB of holes: minutes to hash, unless stopped
-    hashed = importers._HashedMeanwhile(big, None)
+    hashed = importing.HashedMeanwhile(big, None)
     hashed.stop()
     hashed._thread.join(timeout=30)
     assert not hashed._thread.is_alive()
     with pytest.raises(JournalOpenError, match="gone: no such file"):  # files are opened as journals are
-        importers._HashedMeanwhile(tmp_path / "gone", None).result()
+        importing.HashedMeanwhile(tmp_path / "gone", None).result()
 
 
 def test_each_reader_counts_the_lines_it_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +114,7 @@ def test_each_reader_counts_the_lines_it_skips(tmp_path: Path, monkeypatch: pyte
         spoiled[bad - 1] = spoiled[bad - 1][:40]
         trace.write_text("\n".join(spoiled) + "\n", encoding="utf-8")
         for workers in (2, 3):
-            monkeypatch.setattr(otlp, "CHUNK_BYTES", 1500)
+            monkeypatch.setattr(parallel, "CHUNK_BYTES", 1500)
             with pytest.raises(TraceImportError) as error:
                 _import_with(workers, trace, tmp_path / "out.jsonl", monkeypatch)
             assert f": line {bad}: a complete OTLP/JSON request" in str(error.value)

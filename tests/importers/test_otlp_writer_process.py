@@ -12,15 +12,18 @@ from typing import Any
 
 import pytest
 
-from replay_tui.importers import import_trace, otlp, writer_process
+from replay_tui.importers import import_trace
 from replay_tui.importers.builder import local_writer
+from replay_tui.importers.otlp import parallel, writer_process
+from replay_tui.importers.otlp import trace as otlp_trace
+from replay_tui.importers.otlp.trace import OtlpTrace
 from replay_tui.journal.canonical import canonical_string
 from replay_tui.journal.writer import SplicedEvent
 
 from .test_fast_paths import _import_with, _many_runs
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVE = "import sys; from replay_tui.importers.writer_process import serve; sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))"
+SERVE = "import sys; from replay_tui.importers.otlp.writer_process import serve; sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))"
 
 
 class _Watched(writer_process.PipedWriter):
@@ -45,8 +48,8 @@ class _Watched(writer_process.PipedWriter):
 @pytest.fixture
 def watched(monkeypatch: pytest.MonkeyPatch) -> type[_Watched]:
     monkeypatch.setattr(_Watched, "made", [])
-    monkeypatch.setattr(otlp, "PipedWriter", _Watched)
-    monkeypatch.setattr(otlp, "cpu_free", lambda: True)  # whatever the machine's load
+    monkeypatch.setattr(otlp_trace, "PipedWriter", _Watched)
+    monkeypatch.setattr(parallel, "cpu_free", lambda: True)  # whatever the machine's load
     monkeypatch.setattr(writer_process, "BATCH_EVENTS", 7)  # many frames, some mid-record
     return _Watched
 
@@ -112,9 +115,9 @@ def test_bad_input_found_in_pass_one_ends_the_kept_worker(tmp_path: Path, monkey
         started.append(process)
         return process
 
-    monkeypatch.setattr(otlp.subprocess, "Popen", kept)
-    monkeypatch.setattr(otlp, "_worker_count", lambda path: 2)
-    monkeypatch.setattr(otlp.OtlpTrace, "_settle_fidelity", lambda self: 1 / 0)  # fails after pass one
+    monkeypatch.setattr(parallel.subprocess, "Popen", kept)
+    monkeypatch.setattr(parallel, "worker_count", lambda path: 2)
+    monkeypatch.setattr(OtlpTrace, "_settle_fidelity", lambda self: 1 / 0)  # fails after pass one
     with pytest.raises(ZeroDivisionError):
         import_trace(trace, tmp_path / "out.jsonl")
     assert started and all(process.returncode is not None for process in started)
@@ -206,6 +209,6 @@ def test_with_no_cpu_free_this_process_writes(
     trace = tmp_path / "runs.otlp.jsonl"
     _many_runs(trace, 3, logs_last=False)
     alone = _import_with(1, trace, tmp_path / "one.jsonl", monkeypatch)
-    monkeypatch.setattr(otlp, "cpu_free", lambda: False)
+    monkeypatch.setattr(parallel, "cpu_free", lambda: False)
     assert _import_with(2, trace, tmp_path / "two.jsonl", monkeypatch) == alone
     assert not watched.made

@@ -1,6 +1,6 @@
-"""A worker process of the OTLP import's pass one: ``python -m replay_tui.importers.otlp_worker``.
+"""A worker process of the OTLP import's pass one: ``python -m replay_tui.importers.otlp.worker``.
 
-It reads the runs of whole lines it claims (``otlp.read_chunks``; argv: the file, the claims folder, its
+It reads the runs of whole lines it claims (``parallel.read_chunks``; argv: the file, the claims folder, its
 spool; stdin: every run, one line of JSON), spools their entries to its file, and writes what it found, pickled,
 to stdout (a ``writer_process`` frame). Then it is the journal's writer, if the import sends it pass two
 (``writer_process.serve``), or it ends with its input. A plain module run in a fresh interpreter, not
@@ -17,7 +17,8 @@ import sys
 def main(argv: list[str]) -> int:
     import orjson
 
-    from .otlp import SPOOL_BUFFER, read_chunks
+    from .parallel import read_chunks
+    from .trace import SPOOL_BUFFER
     from .writer_process import send_frame, serve
 
     path, claims, spool_path = argv

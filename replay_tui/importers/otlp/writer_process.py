@@ -25,9 +25,9 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import IO
 
-from ..journal.canonical import canonical_string
-from ..journal.writer import SplicedEvent
-from .builder import local_writer
+from ...journal.canonical import canonical_string
+from ...journal.writer import SplicedEvent
+from ..builder import local_writer
 
 #: Events per frame: big enough that a frame's cost is nothing beside its events', small enough that two fit
 #: in the pipe (``PIPE_BYTES``) and the memory stays bounded (a frame is about half a megabyte).

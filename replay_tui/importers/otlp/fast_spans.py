@@ -1,10 +1,10 @@
 """Pass one's fast path: a line of OTLP/JSON spans decoded straight into typed structs (msgspec), then
-into the reduced spans ``OtlpTrace._reduce`` makes, without the dict of dicts a JSON parser builds.
+into the reduced spans ``decode.reduce_span`` makes, without the dict of dicts a JSON parser builds.
 
 Only the plain shape takes this path: spans without log records, strings where OTLP puts strings, an
 ``AnyValue`` with no key OTLP does not define. Anything else (a wrong type, a missing field, a line that
 is not JSON, a value out of range) answers None and the line is read again by the checked path
-(``otlp._line_requests``), so bad input gets the one error message it always got. Values other than
+(``lines.line_requests``), so bad input gets the one error message it always got. Values other than
 strings are parsed by orjson from their raw JSON, as the checked path parses them, and converted by the
 same ``any_value``. One difference is left: a number too big for a float (``1e400``) in a field the import
 never reads (a resource attribute, a span's links) is skipped here, where orjson refuses the line.
@@ -17,6 +17,8 @@ from sys import getrecursionlimit
 from typing import Any
 
 import orjson
+
+from .decode import any_value, gen_ai_events, int_value, nanos, operation
 
 try:
     import msgspec
@@ -69,17 +71,9 @@ if msgspec is not None:
         resourceLogs: Raw | UnsetType = UNSET
 
 
-def reader(
-    reduce_value: Callable[[dict[str, Any]], Any],
-    reduce_int: Callable[[Any], Any],
-    nanos: Callable[[Any, str], int],
-    operation: Callable[[str, dict[str, Any]], str],
-    reduce_events: Callable[[Any], list[dict[str, Any]]],
-) -> Callable[[bytes, int], list[Reduced] | None] | None:
+def reader() -> Callable[[bytes, int], list[Reduced] | None] | None:
     """``spans(line, number)``: the line's reduced spans, or None for the checked path; None without msgspec.
-    The checked path's own helpers do the rest (their one home): ``reduce_value`` is ``otlp.any_value``,
-    ``reduce_int`` its rule for an ``intValue`` (``otlp.int_value``), ``nanos`` ``otlp._nanos``, ``operation``
-    ``otlp._operation``, ``reduce_events`` ``otlp._gen_ai_events``."""
+    The checked path's own helpers (``decode``: their one home) convert the values."""
     if msgspec is None:
         return None
 
@@ -94,16 +88,16 @@ def reader(
                 try:
                     parsed = orjson.loads(memoryview(raw))
                     if field == "intValue":
-                        return reduce_int(parsed)
+                        return int_value(parsed)
                     if field == "doubleValue" or field == "boolValue":
                         return parsed  # as any_value answers them
-                    return reduce_value({field: parsed})
+                    return any_value({field: parsed})
                 except Exception:  # noqa: BLE001 (the error names every key: made below, from all of them)
                     break
         found = {
             field: orjson.loads(memoryview(raw)) for field in fields if (raw := getattr(value, field)) is not UNSET
         }
-        return reduce_value(found)
+        return any_value(found)
 
     def spans(line: bytes, number: int) -> list[Reduced] | None:
         if getrecursionlimit() > ORJSON_DEPTH:
@@ -127,7 +121,7 @@ def reader(
         return reduced
 
     def reduce_span(span: Span, number: int) -> Reduced:
-        """``OtlpTrace._reduce`` of the span: the same keys and values."""
+        """``decode.reduce_span`` of the span: the same keys and values (``test_otlp_spans`` holds them together)."""
         if not span.spanId:
             raise ValueError("no spanId")  # the checked path names the span
         attrs: dict[str, Any] = {}
@@ -135,7 +129,7 @@ def reader(
             value = item.value
             text = value.stringValue
             attrs[item.key] = text if text is not UNSET else value_of(value)
-        events = reduce_events(orjson.loads(memoryview(span.events))) if span.events is not UNSET else []
+        events = gen_ai_events(orjson.loads(memoryview(span.events))) if span.events is not UNSET else []
         status = (orjson.loads(memoryview(span.status)) if span.status is not UNSET else None) or {}
         if type(status) is not dict:
             raise ValueError("a status that is not an object")
