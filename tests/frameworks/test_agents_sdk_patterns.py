@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -51,16 +52,31 @@ def _program_output(program: Callable[..., Any], task: dict[str, Any]) -> Any:
     return asyncio.run(result) if inspect.isawaitable(result) else result
 
 
-def record_beside_plain(
-    server: LoopbackOpenAI, program: Callable[..., Any], entry: str, task: dict[str, Any], journal: Path
-) -> tuple[Any, list[bytes], RunOutcome, list[bytes]]:
-    """(plain output, the bodies it sent, the recording's outcome, the bodies the recording sent)."""
+def recorded_like_plain(
+    server: LoopbackOpenAI,
+    program: Callable[..., Any],
+    entry: str,
+    task: dict[str, Any],
+    journal: Path,
+    *,
+    in_order: bool = True,
+) -> tuple[Any, RunOutcome]:
+    """Run ``program`` unrecorded, then record ``entry`` (the same program inside ``recording``): the model got
+    the same request bodies, byte for byte (``in_order``: in the same order; else the same ones, for requests
+    the program sends at once). (plain output, the recording's outcome); ``server.requests`` holds the
+    recording's."""
     plain = _program_output(program, task)
     plain_bodies = [request.raw for request in server.requests]
     server.reset()
     outcome = record_run(CONFIG, entry, [task], journal=journal, run_id=journal.stem)
     assert outcome.status == "ok", outcome.error
-    return plain, plain_bodies, outcome, [request.raw for request in server.requests]
+    recorded_bodies = [request.raw for request in server.requests]
+    assert plain_bodies
+    if in_order:
+        assert recorded_bodies == plain_bodies
+    else:
+        assert Counter(recorded_bodies) == Counter(plain_bodies)
+    return plain, outcome
 
 
 def replays_with_nothing_live(
@@ -127,10 +143,11 @@ def test_tool_values_reach_the_model_as_the_sdk_sends_them_in_every_run_form(
 ) -> None:
     task = weather_task(weather_server, markers)
     journal = tmp_path / f"{entry}.jsonl"
-    plain, plain_bodies, outcome, recorded_bodies = record_beside_plain(
+    plain, outcome = recorded_like_plain(
         weather_server, program, f"tests.frameworks.sdk_weather:{entry}", task, journal
     )
-    assert recorded_bodies == plain_bodies and len(plain_bodies) == 3  # byte for byte, key order too
+    recorded_bodies = [request.raw for request in weather_server.requests]
+    assert len(recorded_bodies) == 3  # byte for byte as unrecorded, key order too
     if isinstance(plain, dict):  # streamed: the same text; held-back tails may cut deltas elsewhere (STREAMING.md)
         plain, output = (
             {**plain, "deltas": "".join(plain["deltas"])},
@@ -226,15 +243,22 @@ def test_chat_completions_record_when_the_program_chooses_them(
 ) -> None:
     task = weather_task(weather_server, markers)
     journal = tmp_path / "chat.jsonl"
-    _plain, plain_bodies, _outcome, recorded_bodies = record_beside_plain(
+    recorded_like_plain(
         weather_server, sdk_weather.main_chat, "tests.frameworks.sdk_weather:recorded_chat", task, journal
     )
-    assert recorded_bodies == plain_bodies
     assert {request.path for request in weather_server.requests} == {"/v1/chat/completions"}
     replays_with_nothing_live(journal, weather_server, markers)
 
 
 # -- agents as tools, handoff objects, guardrails, parallel runs -----------------------------------------
+
+
+def translate_task(server: LoopbackOpenAI, markers: Path) -> dict[str, Any]:
+    return {
+        "question": "Translate 'Good morning' to Spanish and French.",
+        "base_url": server.url,
+        "markers": str(markers),
+    }
 
 
 @pytest.fixture
@@ -249,16 +273,12 @@ def test_agents_as_tools_record_their_runs_and_replay(
     team_server: LoopbackOpenAI, markers: Path, tmp_path: Path
 ) -> None:
     sdk_team_model.DELAYS.update({"spanish_agent": 0.3})
-    task = {
-        "question": "Translate 'Good morning' to Spanish and French.",
-        "base_url": team_server.url,
-        "markers": str(markers),
-    }
+    task = translate_task(team_server, markers)
     journal = tmp_path / "translate.jsonl"
-    plain, plain_bodies, outcome, recorded_bodies = record_beside_plain(
-        team_server, sdk_team.translate, "tests.frameworks.sdk_team:recorded_translate", task, journal
+    plain, outcome = recorded_like_plain(
+        team_server, sdk_team.translate, "tests.frameworks.sdk_team:recorded_translate", task, journal, in_order=False
     )
-    assert Counter(recorded_bodies) == Counter(plain_bodies) and outcome.output == plain
+    assert outcome.output == plain
     assert most_in_flight(team_server.intervals) == 2  # the two translators, called at once, run at once
     recorded = events(journal)
     by_id = {event.event_id: event for event in recorded}
@@ -300,10 +320,9 @@ def test_handoff_objects_record_their_callbacks_and_the_next_agents_tools(
     and puts the context as they left it, so the program ends with the recorded flight number."""
     task = {"question": "I want to change my seat please", "base_url": team_server.url, "markers": str(markers)}
     journal = tmp_path / "airline.jsonl"
-    plain, plain_bodies, outcome, recorded_bodies = record_beside_plain(
+    plain, outcome = recorded_like_plain(
         team_server, sdk_team.airline, "tests.frameworks.sdk_team:recorded_airline", task, journal
     )
-    assert recorded_bodies == plain_bodies
     assert outcome.output["agent"] == plain["agent"] == "Seat Booking Agent"
     flight = outcome.output["context"]["flight_number"]
     assert flight.startswith("FLT-") and outcome.output["context"]["seat_number"] == "12A"
@@ -325,10 +344,9 @@ def test_guardrails_run_beside_the_model_call_and_replay(
     questions = ["What's the capital of California?", "Can you solve for x: 2x + 5 = 11"]
     task = {"questions": questions, "base_url": team_server.url, "markers": str(markers)}
     journal = tmp_path / "guarded.jsonl"
-    plain, plain_bodies, outcome, recorded_bodies = record_beside_plain(
-        team_server, sdk_team.guarded, "tests.frameworks.sdk_team:recorded_guarded", task, journal
+    plain, outcome = recorded_like_plain(
+        team_server, sdk_team.guarded, "tests.frameworks.sdk_team:recorded_guarded", task, journal, in_order=False
     )
-    assert Counter(recorded_bodies) == Counter(plain_bodies)
     assert outcome.output == plain == ["Sacramento.", "Sorry, I can't help you with your math homework."]
     assert most_in_flight(team_server.intervals) == 2  # the guardrail's agent beside the agent's own call
     steps = Counter(event.step_id for event in _payloads(journal, "model.request"))
@@ -424,7 +442,6 @@ def test_a_tool_marked_as_running_agents_records_them_and_replays(markers: Path,
 def _record_cli(
     entry: str, task: dict[str, Any], journal: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    import json
 
     return subprocess.run(
         [
@@ -487,3 +504,53 @@ def test_the_prompt_cache_key_the_sdk_draws_per_run_is_recorded(markers: Path, t
         key = server.requests[-1].body["prompt_cache_key"]
         assert key == "agents-sdk:run:" + draw.payload["value"].replace("-", "")
         replays_with_nothing_live(journal, server, markers)
+
+
+def test_sessions_of_a_service_record_the_sdk_runs_each_in_its_own_journal(
+    weather_server: LoopbackOpenAI, markers: Path, tmp_path: Path
+) -> None:
+    """Three sessions at once in one event loop (``record_session``): ``with recording():`` takes each session's
+    harness (``current_harness()``), and each journal replays to a match."""
+    from replay_tui.harness import record_session
+
+    async def serve(number: int) -> Any:
+        task = weather_task(weather_server, markers)
+        async with record_session(
+            CONFIG,
+            directory=tmp_path,
+            session_id=f"s{number}",
+            agent="tests.frameworks.sdk_weather:recorded",
+            input=task,
+        ) as h:
+            return await h.session.run()
+
+    async def service() -> list[Any]:
+        return await asyncio.gather(*(serve(number) for number in range(3)))
+
+    answers = asyncio.run(service())
+    assert len(set(answers)) == 1 and answers[0].startswith("Tokyo now:")
+    assert len(weather_server.requests) == 9
+    for number in range(3):
+        journal = tmp_path / f"s{number}"
+        assert [event.kind for event in events(journal)].count("model.request") == 3
+        replays_with_nothing_live(journal, weather_server, markers)
+
+
+def test_agents_as_tools_stream_inside_a_streamed_run(
+    team_server: LoopbackOpenAI, markers: Path, tmp_path: Path
+) -> None:
+    from . import sdk_streamed_team
+
+    task = translate_task(team_server, markers)
+    journal = tmp_path / "streamed-team.jsonl"
+    plain, outcome = recorded_like_plain(
+        team_server,
+        sdk_streamed_team.main,
+        "tests.frameworks.sdk_streamed_team:recorded",
+        task,
+        journal,
+        in_order=False,
+    )
+    assert outcome.output == plain and "french_agent:raw_response_event" in outcome.output["sub_events"]
+    assert all(request.body["stream"] for request in team_server.requests)
+    replays_with_nothing_live(journal, team_server, markers)

@@ -473,6 +473,7 @@ class _Run:
         self.calls: dict[str, tuple[str, Any]] = {}  # tool name -> (call id, arguments) of the last response
         self.handed: set[str] = set()  # agents handed over to by a Handoff object, which recorded it
         self.written: dict[str, Any] | None = None  # the part of the run state written last
+        self.usage = {"requests": 0, "input_tokens": 0, "output_tokens": 0}  # of this run's own answers
         self.session = SessionWatch(session) if session is not None else None
 
     def options(self, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -506,19 +507,20 @@ class _Run:
 
     async def record_state(self, context: Any) -> None:
         """Write this run's part of the run state (``runs.NAME``) if it changed: runs beside it (parallel runs, a
-        guardrail's agent, agent tools called at once) write their own parts, each in its turn."""
-        usage = context.usage
+        guardrail's agent, agent tools called at once) write their own parts, each in its turn.
+
+        A part holds only what its own flow made, so a replay writes it alike whatever the other flows did
+        meanwhile: the usage of its own answers (the SDK sums an agent tool's into its caller's), and for a
+        top-level run the run context, read between turns, when none of its tools is running (a nested run
+        shares its caller's context with tools that may be running beside it)."""
         part: dict[str, Any] = {
             "agent": self.agent,
             "turn": self.turn,
             "handoffs": list(self.handoffs),
-            "context": _json_view(context.context),
-            "usage": {
-                "requests": usage.requests,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-            },
+            "usage": dict(self.usage),
         }
+        if self.parent is None:
+            part["context"] = _json_view(context.context)
         if self.session is not None:
             part["session"] = await self.session.view()
         if part == self.written:
@@ -526,6 +528,10 @@ class _Run:
         self.written = part
         self.name_step()
         await self.h.arecord_state_member(("runs", self.label), part)
+
+    def add_usage(self, usage: Any) -> None:
+        for name in self.usage:
+            self.usage[name] += getattr(usage, name, 0) or 0
 
     # -- tools ----------------------------------------------------------------------------------------
 
@@ -670,6 +676,7 @@ class _Hooks(RunHooks[Any]):
             await self.user.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        self.run.add_usage(response.usage)
         self.run.calls = {
             item.name: (item.call_id, _arguments(item.arguments))
             for item in response.output
@@ -689,7 +696,8 @@ class _Hooks(RunHooks[Any]):
             await self.user.on_tool_start(context, agent, tool)
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
-        await self.run.record_state(context)
+        # (no state here: the other tools of the turn may be running; what a tool did to the context is in its
+        # result, and in the run state from the next turn on)
         if self.user is not None:
             await self.user.on_tool_end(context, agent, tool, result)
 
