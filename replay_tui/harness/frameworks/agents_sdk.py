@@ -90,11 +90,6 @@ _ORIGIN: ContextVar[str | None] = ContextVar("replay_tui_agents_sdk_origin", def
 #: The recorded tool whose body is running here (a run started in it could not be replayed).
 _LEAF_TOOL: ContextVar[str | None] = ContextVar("replay_tui_agents_sdk_leaf_tool", default=None)
 
-#: The MCP recorder's hook (``set_mcp_server_recorder``): called with the harness and each MCP server of
-#: an agent a recorded run reaches, once per recording, before the run.
-_mcp_server_recorder: Callable[[Harness, Any], None] | None = None
-
-
 # -- the public API -------------------------------------------------------------------------------------
 
 
@@ -108,6 +103,7 @@ def recording(h: Harness | None = None) -> Iterator[None]:
     harness = h if h is not None else current_harness()
     set_tracing_disabled(True)  # the SDK's trace upload would send the run to OpenAI, unrecorded
     _install_runner()
+    _route_mcp()
     token = _RECORDING.set(_Recording(harness))
     try:
         yield
@@ -122,14 +118,6 @@ def runs_agents(tool: FunctionTool) -> FunctionTool:
     ``Agent.as_tool`` tools need no mark."""
     setattr(tool, _RUNS_AGENTS, True)
     return tool
-
-
-def set_mcp_server_recorder(recorder: Callable[[Harness, Any], None] | None) -> None:
-    """The seam for the MCP recorder: ``recorder(h, server)`` makes one MCP server (an agent's
-    ``mcp_servers`` entry) record and replay through ``h``. Without one, a recorded run whose agent has MCP
-    servers fails with ``UnrecordableCall`` (their calls would go out unrecorded, and run live in replay)."""
-    global _mcp_server_recorder
-    _mcp_server_recorder = recorder
 
 
 async def run_recorded(
@@ -168,6 +156,7 @@ def _openai_client(**options: Any) -> Any:
 
 
 _install_lock = threading.Lock()
+_mcp_routed = False
 
 
 def _install_runner() -> None:
@@ -178,6 +167,21 @@ def _install_runner() -> None:
         if not isinstance(current, _RecordingRunner):
             sdk_run.set_default_agent_runner(_RecordingRunner(current))  # type: ignore[arg-type]
         _draw_grouping_ids_through_the_harness()
+
+
+def _route_mcp() -> None:
+    """Route the SDK's MCP servers' transports through the MCP recorder (mcp.md), once per process: the sessions
+    an agent's ``mcp_servers`` open in a recorded run are recorded at the MCP seam, and a replay answers them
+    from the journal without starting a server. Without the ``mcp`` package there are no MCP servers to route."""
+    global _mcp_routed
+    with _install_lock:
+        if _mcp_routed:
+            return
+        with contextlib.suppress(ImportError):
+            from .mcp import install
+
+            install()
+        _mcp_routed = True
 
 
 def _draw_grouping_ids_through_the_harness() -> None:
@@ -305,7 +309,6 @@ class _Recording:
         self._top_level = 0
         self._clients: dict[int, tuple[Any, Any]] = {}  # id(user's client) -> (it, its copy on the transport)
         self._models: dict[int, tuple[Any, Any]] = {}  # id(user's model) -> (it, its recorded copy)
-        self._mcp_servers: set[int] = set()
         self._problems: list[str] = []
         self._lock = threading.Lock()  # run_sync from several threads
 
@@ -382,21 +385,16 @@ class _Recording:
             _patch_guardrail(checking_output, "output_guardrail")
 
     def _prepare_mcp(self, agent: Agent[Any]) -> None:
-        servers = list(getattr(agent, "mcp_servers", None) or ())
-        if not servers:
-            return
-        if _mcp_server_recorder is None:
-            names = ", ".join(repr(getattr(server, "name", type(server).__name__)) for server in servers)
-            raise UnrecordableCall(
-                f"agent {agent.name!r} uses MCP servers ({names}) and no MCP recorder is installed: their calls "
-                "would go out unrecorded and run live in a replay"
-            )
-        for server in servers:
-            with self._lock:
-                new = id(server) not in self._mcp_servers
-                self._mcp_servers.add(id(server))
-            if new:
-                _mcp_server_recorder(self.h, server)
+        """Each MCP server of the agent must talk through a session the MCP recorder records or replays for this
+        harness (its tools are the SDK's own, left as they are: their calls are recorded at that session, once)."""
+        for server in getattr(agent, "mcp_servers", None) or ():
+            problem = _unrecorded_mcp_server(server, self.h)
+            if problem is not None:
+                name = getattr(server, "name", type(server).__name__)
+                raise UnrecordableCall(
+                    f"agent {agent.name!r}: the MCP server {name!r} ({type(server).__name__}) {problem}: its calls "
+                    "would go out unrecorded and run live in a replay"
+                )
 
     # -- models ------------------------------------------------------------------------------------------
 
@@ -840,6 +838,26 @@ def _patch_provider(provider: Any) -> None:
 
     provider.get_model = dispatch
     setattr(provider, _ORIGINAL, get_model)
+
+
+def _unrecorded_mcp_server(server: Any, h: Harness) -> str | None:
+    """Why ``server``'s calls would not be recorded through ``h``, or None: a server not connected yet has no
+    session (the SDK refuses to list its tools, alike in record and replay)."""
+    if not hasattr(server, "session"):
+        return "keeps no mcp.ClientSession the recorder can see"
+    if server.session is None:
+        return None
+    from .mcp import recording_harness
+
+    recorded_by = recording_harness(server.session)
+    if recorded_by is h:
+        return None
+    if recorded_by is not None:
+        return "was connected in another recorded run"
+    return (
+        "was connected outside the recorded run (connect it inside, with `async with server:` around the run) or "
+        "over a transport the MCP recorder does not route (stdio and streamable HTTP are routed)"
+    )
 
 
 async def _not_run(_copy: Any) -> Any:
