@@ -367,8 +367,10 @@ def test_parallel_runs_keep_their_own_steps_and_state(
     sdk_team_model.DELAYS.update({"spanish_agent": 0.3})
     task = {"question": "Good morning!", "base_url": team_server.url, "markers": str(markers)}
     journal = tmp_path / "parallel.jsonl"
-    outcome = record_run(CONFIG, "tests.frameworks.sdk_team:recorded_parallel", [task], journal=journal)
-    assert outcome.status == "ok", outcome.error
+    plain, outcome = recorded_like_plain(
+        team_server, sdk_team.parallel, "tests.frameworks.sdk_team:recorded_parallel", task, journal, in_order=False
+    )
+    assert outcome.output == plain
     assert most_in_flight(team_server.intervals) == 3  # the three runs of asyncio.gather, at once
     recorded = events(journal)
     assert Counter(e.step_id for e in recorded if e.kind == "model.request") == Counter(
