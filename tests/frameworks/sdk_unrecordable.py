@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, AsyncIterator, Mapping
 
 from agents import Agent, LocalShellTool, Model, ModelResponse, Runner, function_tool, set_default_openai_client
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServer
 from openai import AsyncOpenAI
 
 from replay_tui.harness import Harness
@@ -56,10 +56,33 @@ async def local_shell(h: Harness, task: Mapping[str, Any]) -> str:
         return await _run(task, shell)
 
 
+class HomeMadeMCPServer(MCPServer):
+    """An MCP server of the user's own, talking to whatever it likes: no mcp.ClientSession the recorder sees."""
+
+    name = "files"
+
+    async def connect(self) -> None:
+        pass
+
+    async def cleanup(self) -> None:
+        pass
+
+    async def list_tools(self, run_context: Any = None, agent: Any = None) -> list[Any]:
+        raise AssertionError("never called: the recording fails first")
+
+    async def call_tool(self, tool_name: str, arguments: Any, meta: Any = None) -> Any:
+        raise AssertionError("never called")
+
+    async def list_prompts(self) -> Any:
+        raise AssertionError("never called")
+
+    async def get_prompt(self, name: str, arguments: Any = None) -> Any:
+        raise AssertionError("never called")
+
+
 async def mcp_server(h: Harness, task: Mapping[str, Any]) -> str:
-    server = MCPServerStdio(params={"command": "false"}, name="files")
     with recording(h):
-        return await _run(task, Agent(name="Files", instructions="Use the files.", mcp_servers=[server]))
+        return await _run(task, Agent(name="Files", instructions="Use the files.", mcp_servers=[HomeMadeMCPServer()]))
 
 
 class HomeMadeModel(Model):

@@ -415,7 +415,7 @@ def expert_policy(turn: Turn) -> Reply:
     [
         ("nested_in_tool", "function tool 'ask_expert' runs an agent (Runner.run) in its body"),
         ("local_shell", "the LocalShellTool 'local_shell' runs on this machine"),
-        ("mcp_server", "agent 'Files' uses MCP servers ('files')"),
+        ("mcp_server", "agent 'Files': the MCP server 'files' (HomeMadeMCPServer) keeps no mcp.ClientSession"),
         ("home_made_model", "the model HomeMadeModel"),
         ("outside_the_block", "Runner call of agent 'Expert' outside `with recording(h):`"),
     ],
