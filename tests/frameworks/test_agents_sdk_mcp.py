@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import set_tracing_disabled
 
 pytest.importorskip("mcp.server.fastmcp", reason="the MCP recorder is tested on the mcp package's FastMCP server")
 
@@ -41,7 +42,9 @@ def crm_policy(turn: Turn) -> Reply:
 
 @pytest.fixture
 def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenAI]:
+    """The agent's model; recording needs the client's key, and the unrecorded run uploads no trace."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    set_tracing_disabled(True)
     with LoopbackOpenAI(crm_policy) as server:
         yield server
 
