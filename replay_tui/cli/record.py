@@ -100,11 +100,18 @@ def _record(args: argparse.Namespace, inputs: list[Any], out: Path) -> int:
         HarnessError,
         record_run,
     )
+    from ..harness.frameworks.common import missing_key_problem
 
     try:
         outcome = record_run(args.config, args.agent, inputs, journal=out, run_id=args.run_id)
     except (ConfigError, HarnessError, ImportError, AttributeError, ValueError) as error:
-        print_text(f"replay-tui record: {type(error).__name__}: {error}", error=True)
+        problem = missing_key_problem(error)
+        said = f"{problem} ({type(error).__name__}: {error})" if problem else f"{type(error).__name__}: {error}"
+        print_text(f"replay-tui record: {said}", error=True)
+        return EXIT_USAGE
+    problem = missing_key_problem(outcome.error) if outcome.error is not None else None
+    if problem is not None:  # the model's client had no key: a setup problem, not the agent's
+        print_text(f"replay-tui record: {problem}; the run is recorded as failed in {out}", error=True)
         return EXIT_USAGE
     status = outcome.status
     said = f"recorded {outcome.last_seq} events to {out} (run {status})"

@@ -165,6 +165,10 @@ def resolve_attr(reference: str, *, what: str = "object") -> Any:
         target: Any = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"cannot import module {module_name!r} for {what} {reference!r}: {error}") from None
+    except Exception as error:  # the module failed as it was imported (a client built without its key)
+        raise ValueError(
+            f"cannot import module {module_name!r} for {what} {reference!r}: {type(error).__name__}: {error}"
+        ) from None
     for part in attr.split("."):
         try:
             target = getattr(target, part)

@@ -1157,6 +1157,42 @@ class Harness:
             STATE_TRANSITION, payload, step_id=step, parent=parent, reduce=False, redact=False, finalize=finalize
         )
 
+    async def arecord_state_member(self, path: Sequence[str], value: Any, *, cause: Event | None = None) -> Event:
+        """Set one member of the framework state (``path``: the keys to it from the top) to ``value``, the rest
+        of the state as it is when the transition is written. Flows that run at once (parallel agent runs) each
+        keep their own member, and none writes back another's older one: ``record_state`` takes the whole state
+        at the call, which a flow that calls first while its turn comes later cannot know. A strict replay places
+        the transition by its member and the member's value (``member``, ``member_hash``), so its turn does not
+        depend on what the other flows wrote before it; its hashes are judged when it is written."""
+        try:
+            given = orjson.dumps(value)
+        except TypeError as error:
+            raise HarnessError(f"framework state is not JSON: {error}") from None
+        member = self.redactor.redact_value(orjson.loads(_canonical_or_error(orjson.loads(given), "framework state")))
+        keys = [str(key) for key in path]
+        placing = {
+            "member": "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in keys),  # a JSON Pointer
+            "member_hash": state_hash(member),
+        }
+        if cause is None and self._last_event is None:
+            raise HarnessError("record_state needs an event to hang from: start the run first")
+
+        def transition() -> dict[str, Any]:  # from the state as it is when written
+            caused_by = cause or self._last_event
+            assert caused_by is not None  # (checked above; the run's events only grow)
+            after = _with_member(self.tracker.state, keys, member)
+            after_hash = state_hash(after)
+            made = Transition(self.tracker.hash, after_hash, diff(self.tracker.state, after))
+            self.tracker.state, self.tracker.hash = after, after_hash
+            self._last_framework_state = None  # (``record_state``'s "the same bytes as last time" no longer holds)
+            return {**self._transition_payload(caused_by, made), **placing}
+
+        step = self.step_id or (cause.step_id if cause is not None else None)
+        parent = cause.event_id if cause is not None else LAST_EVENT
+        return await self._aemit(
+            STATE_TRANSITION, placing, step_id=step, parent=parent, reduce=False, redact=False, finalize=transition
+        )
+
     def _framework_state(
         self, state: Any, cause: Event | None
     ) -> tuple[dict[str, Any], str, Callable[[], dict[str, Any]]] | None:
@@ -1421,6 +1457,15 @@ def normalize_request(request: Mapping[str, Any]) -> dict[str, Any]:
     except TypeError as error:
         raise HarnessError(f"model request is not JSON: {error}") from None
     return _drop_top_level_nulls(value)
+
+
+def _with_member(state: Any, keys: Sequence[str], member: Any) -> Any:
+    """A copy of ``state`` with the member at ``keys`` set to ``member`` (objects made on the way as needed)."""
+    if not keys:
+        return member
+    copied = dict(state) if isinstance(state, dict) else {}
+    copied[keys[0]] = _with_member(copied.get(keys[0]), keys[1:], member)
+    return copied
 
 
 def _drop_top_level_nulls(value: Any) -> dict[str, Any]:

@@ -70,9 +70,12 @@ def _responses_api(body: Mapping[str, Any], strict: bool) -> dict[str, Any]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for item in (_mapping(entry) for entry in _list(body.get("output"))):
-        if item.get("type") == "message":
-            parts = (_mapping(part) for part in _list(item.get("content")))
-            texts += [_text(part.get("text")) for part in parts if part.get("type") == "output_text"]
+        if item.get("type") == "message":  # its text, and a refusal's text (as a stream's deltas carry both)
+            for part in (_mapping(entry) for entry in _list(item.get("content"))):
+                if part.get("type") == "output_text":
+                    texts.append(_text(part.get("text")))
+                elif part.get("type") == "refusal":
+                    texts.append(_text(part.get("refusal")))
         elif item.get("type") == "function_call":
             calls.append(_call(item.get("call_id"), item.get("name"), item.get("arguments"), strict))
     return _summary("".join(texts) or None, calls, body.get("status"), body.get("usage"))

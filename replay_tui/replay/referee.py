@@ -54,10 +54,14 @@ KEY_FIELDS: dict[str, tuple[str, ...]] = {
     RUN_ENDED: ("status", "output"),
     RUN_STARTED: ("initial_state",),
 }
-#: The key fields a produced event is placed by, where not all of ``KEY_FIELDS`` (``Cursor.place``): a
-#: framework state's transition is made from the state when it is written, so only its after_hash is known
-#: before its turn; a snapshot's state too (placed by kind alone).
-PLACED_BY: dict[str, tuple[str, ...]] = {STATE_TRANSITION: ("after_hash",), STATE_SNAPSHOT: ()}
+#: The key fields a produced event is placed by, where not all of ``KEY_FIELDS`` (``Cursor.place``; only those
+#: the produced event has): a framework state's transition is made from the state when it is written, so only
+#: its after_hash is known before its turn, and for one that sets a member of the state
+#: (``Harness.arecord_state_member``) only that member and its value; a snapshot's state too (by kind alone).
+PLACED_BY: dict[str, tuple[str, ...]] = {
+    STATE_TRANSITION: ("after_hash", "member", "member_hash"),
+    STATE_SNAPSHOT: (),
+}
 #: The field an observation is looked up by.
 OBSERVATION_KEY = {MODEL_RESPONSE: "request_hash", TOOL_RESULT: "call_key", CLOCK_READ: "source", RANDOM_DRAW: "source"}
 

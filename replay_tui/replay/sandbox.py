@@ -81,6 +81,31 @@ ENV_ALLOWLIST = (
     "PYTHONPYCACHEPREFIX",
 )
 
+#: The API keys the common model SDKs read when a client is built (openai, anthropic, PydanticAI's
+#: providers, LangChain's chat models): a replay child gets a clearly fake value for each one not passed
+#: on purpose (``--pass-env``), so an agent module that builds its client at import loads, and sends nothing.
+PLACEHOLDER_CREDENTIAL = "replay-tui-placeholder-not-a-key"
+PLACEHOLDER_CREDENTIAL_VARIABLES = (
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "CO_API_KEY",
+    "COHERE_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "XAI_API_KEY",
+    "CEREBRAS_API_KEY",
+    "MOONSHOTAI_API_KEY",
+    "NEBIUS_API_KEY",
+    "HF_TOKEN",
+)
+
 # Layer names, as the report shows them.
 NETWORK_NAMESPACE = "network namespace"
 PID_NAMESPACE = "PID namespace (own /proc)"
@@ -180,9 +205,12 @@ class SandboxReport:
 
 
 def child_environment(source: dict[str, str], pass_env: Iterable[str], scratch: str) -> dict[str, str]:
-    """The allowlisted environment: no API key reaches the agent unless passed on purpose."""
+    """The allowlisted environment: no API key reaches the agent unless passed on purpose; the common SDKs'
+    key variables hold ``PLACEHOLDER_CREDENTIAL`` instead (never the parent's value)."""
     allowed = set(ENV_ALLOWLIST) | set(pass_env)
     env = {name: value for name, value in source.items() if name in allowed or name.startswith("LC_")}
+    for name in PLACEHOLDER_CREDENTIAL_VARIABLES:
+        env.setdefault(name, PLACEHOLDER_CREDENTIAL)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(HOME=scratch, TMPDIR=scratch, PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
     return env

@@ -64,7 +64,7 @@ def test_agents_sdk_turns_handoff_and_run_context() -> None:
     handoff_result = next(e for e in recorded if e.kind == "tool.result" and e.parent_event_id == handoff.event_id)
     first_analyst_request = next(e for e in recorded if e.kind == "model.request" and "CRM analyst" in e.step_id)
     assert first_analyst_request.parent_event_id == handoff_result.event_id  # the handoff caused the new turn
-    final = _replayed_states(recorded)[-1][1]
+    final = _replayed_states(recorded)[-1][1]["runs"]["run-01"]  # the run's part of the run state
     assert final["agent"] == "CRM analyst" and final["turn"] == 4
     assert final["handoffs"] == [{"from": "Triage", "to": "CRM analyst", "turn": "1"}]
     assert final["context"] == {"team": "ops", "region": "EU"}

@@ -27,6 +27,8 @@ from replay_tui.replay.runner import CRASHED, FAILED, MATCH, ReplayOutcome, Repl
 from replay_tui.replay.sandbox import (
     ALL_LAYERS,
     KEYRINGS_HIDDEN,
+    PLACEHOLDER_CREDENTIAL,
+    PLACEHOLDER_CREDENTIAL_VARIABLES,
     bwrap_path,
     child_environment,
     namespace_inode,
@@ -320,7 +322,11 @@ def test_the_environment_is_an_allowlist():
     }
     env = child_environment(source, ["MINE"], "/tmp/scratch")
     assert env["HOME"] == "/tmp/scratch" and env["MINE"] == "z" and env["LC_ALL"] == "C"
-    assert "OPENAI_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    # the SDKs' key variables hold a placeholder, never the parent's value; one passed on purpose is kept
+    assert env["OPENAI_API_KEY"] == env["ANTHROPIC_API_KEY"] == PLACEHOLDER_CREDENTIAL
+    assert set(PLACEHOLDER_CREDENTIAL_VARIABLES) <= set(env) and "sk-x" not in env.values()
+    assert child_environment(source, ["OPENAI_API_KEY"], "/tmp/scratch")["OPENAI_API_KEY"] == "sk-x"
 
 
 def test_no_verify_hash_chain_is_said_in_the_report(journal):

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from .glue import install, is_mcp_tool, name_connections
-from .session import MCPServerError, recorded_transport
+from .session import MCPServerError, recorded_transport, recording_harness
 
-__all__ = ["MCPServerError", "install", "is_mcp_tool", "record_mcp", "recorded_transport"]
+__all__ = ["MCPServerError", "install", "is_mcp_tool", "record_mcp", "recorded_transport", "recording_harness"]
 
 DISTRIBUTIONS = ("mcp",)
 

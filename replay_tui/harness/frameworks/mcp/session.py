@@ -391,6 +391,13 @@ class RecordedSession:
         self.to_client.close()
 
 
+def recording_harness(client_session: Any) -> Harness | None:
+    """The harness a ``ClientSession`` records or replays through (its write stream is a ``recorded_transport``'s),
+    None for a session on a live transport: a framework recorder refuses a session opened outside its run."""
+    writes = getattr(client_session, "_write_stream", None)
+    return writes._session.h if isinstance(writes, _ClientWrites) else None
+
+
 def _error_object(error: Exception) -> dict[str, Any]:
     """The JSON-RPC error the client gets for a recorded error: the server's own (``MCPServerError``'s JSON
     text), else an internal error with the recorded message (a transport that failed)."""
