@@ -215,8 +215,8 @@ def test_langgraph_parallel_tool_calls_run_in_threads_as_unrecorded_and_replay(t
 def test_pydantic_ai_records_the_output_validation_failure_when_it_happened() -> None:
     recorded = events(JOURNALS / "pydantic-ai.jsonl")
     states = _replayed_states(recorded)
-    failed_at = next(event for event, state in states if state["crm_agent"]["output_validation_failures"])
-    failure = states[[event for event, _ in states].index(failed_at)][1]["crm_agent"]["output_validation_failures"]
+    failed_at = next(event for event, state in states if state["output_validation_failures"])
+    failure = states[[event for event, _ in states].index(failed_at)][1]["output_validation_failures"]
     assert len(failure) == 1 and failure[0]["errors"][0]["loc"] == ["open_tickets"]
     assert failure[0]["errors"][0]["type"] == "missing"
     # written after the invalid answer and before the retry request that tells the model

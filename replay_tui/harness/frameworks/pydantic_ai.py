@@ -24,8 +24,8 @@ capability hooks:
   own ``recording()``, hangs from them;
 * turns: each model request opens the step ``turn-NN:<agent>`` (``turn-00`` before the first); a run of
   the same agent started while one is recorded is ``<agent>#2``, and so on;
-* run state: ``{<agent>: {turn, node, usage, output_validation_failures}}`` as ``state.transition``
-  after each graph node, and a failed output validation (the model is asked again) the moment it fails;
+* run state: ``{run, turn, node, usage, output_validation_failures}`` as ``state.transition`` after each
+  graph node that changed it, and a failed output validation (the model is asked again) the moment it fails;
 * ids: the run id is drawn through the harness (``random.draw``), and the conversation id derived from it.
 """
 
@@ -141,7 +141,10 @@ class RecordingCapability(AbstractCapability[Any]):
         if not book.claim(ctx.run_id):
             return _PLAIN  # the run is recorded already (the capability is on the agent and in the call)
         agent = getattr(ctx, "agent", None)
-        return _RunRecorder(h, book, book.label(getattr(agent, "name", None) or "agent"), ctx.run_id)
+        name = getattr(agent, "name", None) or "agent"
+        delegated_by = _DELEGATING_CALL.get()  # a delegate's run is named after the call that runs it
+        label = book.label(name if delegated_by is None else f"{name}@{delegated_by}")
+        return _RunRecorder(h, book, label, ctx.run_id)
 
 
 class _Plain(AbstractCapability[Any]):
@@ -152,6 +155,11 @@ _PLAIN = _Plain()
 
 #: The tool being run as a black box while recording (an agent run started inside it could not be replayed).
 _BLACK_BOX_TOOL: contextvars.ContextVar[str | None] = contextvars.ContextVar("replay_tui_black_box_tool", default=None)
+#: The id of the delegating tool call whose code runs now: the runs it starts are named after it (concurrent
+#: delegations start their runs in whichever order their calls are answered, so an order would not do).
+_DELEGATING_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "replay_tui_delegating_call", default=None
+)
 
 
 class _RunRecorder(AbstractCapability[Any]):
@@ -165,8 +173,12 @@ class _RunRecorder(AbstractCapability[Any]):
         self.turn = 0
         self.node = ""
         self.failures: list[dict[str, Any]] = []
+        # this run's own usage, from its own answers and calls: a delegate shares its caller's RunUsage
+        # (``usage=ctx.usage``), whose counts at any moment depend on what concurrent runs did by then
+        self.usage = {"requests": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}
         self.outer_step = h.step_id  # the step of the code that started the run, its own again when the run ends
         self.step = f"turn-00:{label}"
+        self.last_state: dict[str, Any] | None = None
         self._models: dict[int, tuple[Any, Any]] = {}
 
     # -- steps and state --------------------------------------------------------------
@@ -176,20 +188,21 @@ class _RunRecorder(AbstractCapability[Any]):
         self.h.step_id = self.step
 
     async def record_state(self, ctx: Any) -> None:
-        usage = getattr(ctx, "usage", None)
+        """This run's state, as the harness's (``run`` names it), when it changed. Only this run's: a state made of
+        concurrent runs' would depend on how far each had got at the moment it is written, which a replay does not
+        reproduce; the harness's state is that of the run that wrote last."""
         state = {
+            "run": self.label,
             "turn": self.turn,
             "node": self.node,
             "output_validation_failures": list(self.failures),
-            "usage": {
-                "requests": getattr(usage, "requests", 0),
-                "tool_calls": getattr(usage, "tool_calls", 0),
-                "input_tokens": getattr(usage, "input_tokens", 0),
-                "output_tokens": getattr(usage, "output_tokens", 0),
-            },
+            "usage": dict(self.usage),
         }
+        if state == self.last_state:
+            return
+        self.last_state = state
         self.enter_step()
-        await self.h.arecord_state(self.book.update(self.label, state))
+        await self.h.arecord_state(state)
 
     async def before_run(self, ctx: Any) -> None:
         self.enter_step()
@@ -205,6 +218,13 @@ class _RunRecorder(AbstractCapability[Any]):
         self.step = f"turn-{self.turn:02d}:{self.label}"
         self.enter_step()
         return request_context
+
+    async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:
+        usage = getattr(response, "usage", None)
+        self.usage["requests"] += 1
+        self.usage["input_tokens"] += getattr(usage, "input_tokens", 0) or 0
+        self.usage["output_tokens"] += getattr(usage, "output_tokens", 0) or 0
+        return response
 
     async def before_node_run(self, ctx: Any, *, node: Any) -> Any:
         self.node = type(node).__name__
@@ -273,6 +293,7 @@ class _RunRecorder(AbstractCapability[Any]):
             )
         function = _function_of(leaf)
         call_id = getattr(ctx, "tool_call_id", None)
+        self.usage["tool_calls"] += 1
         arguments = json_arguments(args)
         self.enter_step()
         delegates = _delegates(function, getattr(leaf, "tool_def", None) or tool.tool_def)
@@ -301,7 +322,11 @@ class _RunRecorder(AbstractCapability[Any]):
             return {"delegates": list(delegates)}
 
         await self.h.arecord_tool_call(name, arguments, delegation, call_id=call_id)
-        return await wrapped.call_tool(name, args, ctx, tool)
+        token = _DELEGATING_CALL.set(call_id or name)
+        try:
+            return await wrapped.call_tool(name, args, ctx, tool)
+        finally:
+            _DELEGATING_CALL.reset(token)
 
     async def _black_box_call(
         self,
@@ -413,13 +438,12 @@ def _agents_named_by(function: Any) -> tuple[str, ...]:
 
 
 class _Book:
-    """What the runs recorded into one harness share: their labels and their states (the harness's state is one
-    object: ``{label: run state}``)."""
+    """What the runs recorded into one harness share: the names they are told apart by, and which runs are
+    recorded (a run has one recorder, however many times the capability is given)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.names: Counter[str] = Counter()
-        self.runs: dict[str, Any] = {}
         self.run_ids: set[str] = set()
 
     def claim(self, run_id: str) -> bool:
@@ -434,11 +458,6 @@ class _Book:
             self.names[name] += 1
             count = self.names[name]
         return name if count == 1 else f"{name}#{count}"
-
-    def update(self, label: str, state: dict[str, Any]) -> dict[str, Any]:
-        with self.lock:
-            self.runs[label] = state
-            return dict(self.runs)
 
 
 _BOOKS: weakref.WeakKeyDictionary[Harness, _Book] = weakref.WeakKeyDictionary()

@@ -54,7 +54,7 @@ def recorded_model(h: Harness, model: Model) -> Model:
             "SDK client, so its calls would go out unrecorded: replay-tui records PydanticAI's OpenAIChatModel, "
             "OpenAIResponsesModel, AnthropicModel and the models of the providers built on those clients"
         )
-    if getattr(http._transport, "harness", None) is h:  # built on http_client(h) already
+    if getattr(http._transport, "harness", None) is h:  # sends through h already
         return model
     recorded_provider = copy.copy(provider)
     vars(recorded_provider).pop("_enter_lock", None)  # a lock bound to the loop the user's provider first ran on
@@ -84,7 +84,8 @@ def _recording_http_client(h: Harness, module: ModuleType, http: Any) -> Any:
     sending through the transport ``http`` had. Closing it leaves ``http``'s transports open: they are the user's."""
 
     def recording(transport: Any) -> Any:
-        return make_async_transport(h, httpx_module=module, inner=_borrowed_class(module)(transport))
+        inner = _borrowed_class(module)(transport)
+        return _once_class(module)(make_async_transport(h, httpx_module=module, inner=inner))
 
     return module.AsyncClient(
         transport=recording(http._transport),
@@ -120,3 +121,46 @@ def _borrowed_class(module: ModuleType) -> type:
             pass
 
     return Borrowed
+
+
+@functools.cache
+def _once_class(module: ModuleType) -> type:
+    """The harness transport, with each response's stream read once: a second read raises ``StreamConsumed``, as
+    httpx's own streams do. The openai SDK (3.x) reads a chat-completions stream again after ``[DONE]`` to drain
+    it for the connection's reuse, and takes ``StreamConsumed`` as done; the harness's relayed stream read the
+    live one again instead, recorded that error as the stream's cut, and raised it in a replay."""
+
+    class Once(module.AsyncBaseTransport):  # type: ignore[name-defined, misc]
+        def __init__(self, transport: Any) -> None:
+            self.transport = transport
+            self.harness = transport.harness
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.transport.handle_async_request(request)
+            response.stream = _read_once_class(module)(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await self.transport.aclose()
+
+    return Once
+
+
+@functools.cache
+def _read_once_class(module: ModuleType) -> type:
+    class ReadOnce(module.AsyncByteStream):  # type: ignore[name-defined, misc]
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+            self.started = False
+
+        async def __aiter__(self) -> Any:
+            if self.started:
+                raise module.StreamConsumed()
+            self.started = True
+            async for chunk in self.stream:
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+    return ReadOnce

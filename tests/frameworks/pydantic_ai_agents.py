@@ -1,0 +1,263 @@
+"""PydanticAI agents written the way PydanticAI's docs write them, each run form an entry point. The only
+replay-tui line in each is the capability, ``capabilities=[recording()]`` in the run call (or, for the
+delegate, in its ``Agent(...)``). With ``task["recorded"]`` false the same code runs unrecorded, for the
+byte-for-byte comparison of what the model is sent.
+
+The task names the model API (``chat``, ``responses`` or ``anthropic``), the loopback model server and
+the weather service the tools call. The keys are fake and passed explicitly: replay children get no keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import httpx
+from pydantic import BaseModel
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from replay_tui.harness import Harness
+from replay_tui.harness.frameworks.pydantic_ai import recording
+
+FAKE_OPENAI_KEY = "sk-replay-tui-test-not-a-real-key"
+FAKE_ANTHROPIC_KEY = "sk-ant-replay-tui-test-not-a-real-key"
+
+
+def model_for(task: Mapping[str, Any]) -> Model:
+    api, name = task.get("api", "chat"), task.get("model", "gpt-4.1")
+    if api == "anthropic":
+        return AnthropicModel(name, provider=AnthropicProvider(base_url=task["base_url"], api_key=FAKE_ANTHROPIC_KEY))
+    provider = OpenAIProvider(base_url=f"{task['base_url']}/v1", api_key=FAKE_OPENAI_KEY)
+    return (
+        OpenAIResponsesModel(name, provider=provider)
+        if api == "responses"
+        else OpenAIChatModel(name, provider=provider)
+    )
+
+
+def capabilities(task: Mapping[str, Any]) -> list[Any]:
+    return [recording()] if task.get("recorded", True) else []
+
+
+# -- tools that return a pydantic model, a dataclass and a dict (PydanticAI's first examples) ------------
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: float
+    conditions: str
+
+
+@dataclass
+class Station:
+    station_id: str
+    name: str
+    elevation_m: int
+
+
+class Forecast(BaseModel):
+    city: str
+    summary: str
+    temperature_c: float
+
+
+@dataclass
+class Service:
+    """The weather service the tools call (dependencies, as PydanticAI's docs pass an HTTP client)."""
+
+    url: str
+
+
+weather_agent = Agent(
+    name="weather_agent",
+    deps_type=Service,
+    instructions="You report the weather. Use every tool, then answer in one sentence.",
+)
+
+
+@weather_agent.tool
+async def get_weather(ctx: RunContext[Service], city: str) -> Weather:
+    """The weather now in a city."""
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"{ctx.deps.url}/weather/{city}")
+    return Weather.model_validate(response.json())
+
+
+@weather_agent.tool
+def get_station(ctx: RunContext[Service], city: str) -> Station:
+    """The weather station that reports for a city (a sync tool: PydanticAI runs it in a thread)."""
+    data = httpx.get(f"{ctx.deps.url}/station/{city}").json()
+    return Station(**data)
+
+
+@weather_agent.tool
+async def get_alerts(ctx: RunContext[Service], city: str) -> dict[str, Any]:
+    """The weather alerts of a city, as the service lists them."""
+    async with httpx.AsyncClient() as client:
+        return dict((await client.get(f"{ctx.deps.url}/alerts/{city}")).json())
+
+
+forecast_agent = Agent(
+    name="forecast_agent",
+    deps_type=Service,
+    output_type=Forecast,
+    instructions="You write a short forecast. Use every tool first.",
+    tools=[get_weather, get_station, get_alerts],
+)
+
+
+def _returned_types(result: Any) -> list[str]:
+    """What the agent's own code reads back from the message history: the type of each tool return."""
+    return [
+        type(part.content).__name__
+        for message in result.all_messages()
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
+def _answer(result: Any, **extra: Any) -> dict[str, Any]:
+    output = result.output.model_dump() if isinstance(result.output, BaseModel) else result.output
+    return {"output": output, "returned": _returned_types(result), **extra}
+
+
+# -- every run form -------------------------------------------------------------------------------
+
+
+async def run(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    result = await weather_agent.run(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    )
+    return _answer(result)
+
+
+def run_sync(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    result = weather_agent.run_sync(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    )
+    return _answer(result)
+
+
+async def run_in_thread(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_sync`` from async code, where PydanticAI allows it: in a worker thread (a running loop refuses it)."""
+    return await asyncio.to_thread(run_sync, h, task)
+
+
+async def stream_text(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    chunks: list[str] = []
+    async with weather_agent.run_stream(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    ) as streamed:
+        async for chunk in streamed.stream_text(delta=True, debounce_by=None):
+            chunks.append(chunk)
+    return {"chunks": chunks, "output": await streamed.get_output()}
+
+
+async def stream_output(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    partials = 0
+    async with forecast_agent.run_stream(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    ) as streamed:
+        async for _partial in streamed.stream_output(debounce_by=None):
+            partials += 1
+        output = await streamed.get_output()
+    return {"output": output.model_dump(), "streamed": partials > 0}
+
+
+async def iterate(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    nodes: list[str] = []
+    async with weather_agent.iter(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    ) as agent_run:
+        async for node in agent_run:
+            nodes.append(type(node).__name__)
+    assert agent_run.result is not None
+    return _answer(agent_run.result, nodes=nodes)
+
+
+async def iterate_streaming(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    """``iter`` streaming each model request node's events, as PydanticAI's docs stream all events."""
+    texts: list[str] = []
+    async with weather_agent.iter(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    ) as agent_run:
+        async for node in agent_run:
+            if Agent.is_model_request_node(node):
+                async with node.stream(agent_run.ctx) as events:
+                    async for event in events:
+                        delta = getattr(getattr(event, "delta", None), "content_delta", None)
+                        if delta:
+                            texts.append(delta)
+    assert agent_run.result is not None
+    return _answer(agent_run.result, texts=texts)
+
+
+async def gathered(h: Harness, task: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Parallel runs of one agent in ``asyncio.gather``."""
+    results = await asyncio.gather(
+        *(
+            weather_agent.run(
+                question, model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+            )
+            for question in task["questions"]
+        )
+    )
+    return [_answer(result) for result in results]
+
+
+# -- agent delegation (PydanticAI's multi-agent docs) ------------------------------------------------
+
+joke_selection_agent = Agent(
+    name="joke_selection_agent",
+    instructions=(
+        "Use the `joke_factory` to generate some jokes, then choose the best. You must return just a single joke."
+    ),
+)
+joke_generation_agent = Agent(
+    name="joke_generation_agent", output_type=list[str], capabilities=[recording(required=False)]
+)
+
+
+@joke_selection_agent.tool
+async def joke_factory(ctx: RunContext[None], count: int) -> list[str]:
+    r = await joke_generation_agent.run(f"Please generate {count} jokes.", usage=ctx.usage)
+    return r.output
+
+
+async def delegation(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    with joke_generation_agent.override(model=model_for(task)):
+        result = await joke_selection_agent.run(
+            "Tell me a joke.", model=model_for(task), capabilities=capabilities(task)
+        )
+    return {"output": result.output, "requests": result.usage.requests}
+
+
+# -- retries: a tool that asks the model again, an output validator ---------------------------------
+
+checked_agent = Agent(name="checked_agent", output_type=Forecast, instructions="Look the city up, then forecast.")
+
+
+@checked_agent.tool_plain
+def lookup_city(name: str) -> dict[str, str]:
+    if not name[:1].isupper():
+        raise ModelRetry(f"unknown city {name!r}: use its capitalized name")
+    return {"city": name, "country": "FR"}
+
+
+@checked_agent.output_validator
+def summary_names_the_city(forecast: Forecast) -> Forecast:
+    if forecast.city not in forecast.summary:
+        raise ModelRetry("the summary must name the city")
+    return forecast
+
+
+async def retries(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    result = await checked_agent.run(task["question"], model=model_for(task), capabilities=capabilities(task))
+    return {"output": result.output.model_dump(), "requests": result.usage.requests}
