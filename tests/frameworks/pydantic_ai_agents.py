@@ -10,15 +10,28 @@ the weather service the tools call. The keys are fake and passed explicitly: rep
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 import httpx
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext
-from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolReturn,
+    ToolReturnPart,
+)
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -28,6 +41,8 @@ from replay_tui.harness.frameworks.pydantic_ai import recording
 
 FAKE_OPENAI_KEY = "sk-replay-tui-test-not-a-real-key"
 FAKE_ANTHROPIC_KEY = "sk-ant-replay-tui-test-not-a-real-key"
+#: When each streamed text chunk reached the caller (perf_counter), while recording in this process.
+CHUNK_ARRIVALS: list[float] = []
 
 
 def model_for(task: Mapping[str, Any]) -> Model:
@@ -75,11 +90,8 @@ class Service:
     url: str
 
 
-weather_agent = Agent(
-    name="weather_agent",
-    deps_type=Service,
-    instructions="You report the weather. Use every tool, then answer in one sentence.",
-)
+WEATHER_INSTRUCTIONS = "You report the weather. Use every tool, then answer in one sentence."
+weather_agent = Agent(name="weather_agent", deps_type=Service, instructions=WEATHER_INSTRUCTIONS)
 
 
 @weather_agent.tool
@@ -156,6 +168,7 @@ async def stream_text(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
         task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
     ) as streamed:
         async for chunk in streamed.stream_text(delta=True, debounce_by=None):
+            CHUNK_ARRIVALS.append(time.perf_counter())
             chunks.append(chunk)
     return {"chunks": chunks, "output": await streamed.get_output()}
 
@@ -192,9 +205,10 @@ async def iterate_streaming(h: Harness, task: Mapping[str, Any]) -> dict[str, An
             if Agent.is_model_request_node(node):
                 async with node.stream(agent_run.ctx) as events:
                     async for event in events:
-                        delta = getattr(getattr(event, "delta", None), "content_delta", None)
-                        if delta:
-                            texts.append(delta)
+                        if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                            texts.append(event.part.content)
+                        elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                            texts.append(event.delta.content_delta)
     assert agent_run.result is not None
     return _answer(agent_run.result, texts=texts)
 
@@ -261,3 +275,89 @@ def summary_names_the_city(forecast: Forecast) -> Forecast:
 async def retries(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     result = await checked_agent.run(task["question"], model=model_for(task), capabilities=capabilities(task))
     return {"output": result.output.model_dump(), "requests": result.usage.requests}
+
+
+# -- a tool that returns parts (a ToolReturn with an image) and one that returns a datetime -------------
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"chart"
+
+chart_agent = Agent(name="chart_agent", deps_type=Service, instructions="Show the temperature chart of the city.")
+
+
+@chart_agent.tool
+async def get_chart(ctx: RunContext[Service], city: str) -> ToolReturn:
+    """The temperature chart of a city: the numbers for the model, the picture beside them."""
+    async with httpx.AsyncClient() as client:
+        weather = (await client.get(f"{ctx.deps.url}/weather/{city}")).json()
+    return ToolReturn(
+        return_value={"city": city, "temperature_c": weather["temperature_c"], "unit": "C", "points": 3},
+        content=[f"The chart of {city}:", BinaryContent(data=PNG, media_type="image/png")],
+        metadata={"source": "met office"},
+    )
+
+
+@chart_agent.tool_plain
+def observed_at(city: str) -> datetime:
+    """When the city's weather was last observed."""
+    return datetime(2026, 5, 1, 12, 30, tzinfo=timezone.utc)
+
+
+async def chart(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    result = await chart_agent.run(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    )
+    return _answer(result)
+
+
+# -- a delegate reached through the dependencies, which the tool's code does not name -----------------
+
+
+@dataclass
+class Team:
+    helper: Agent[None, str]
+
+
+helper_agent = Agent(name="helper_agent", capabilities=[recording(required=False)])
+lead_agent = Agent(name="lead_agent", deps_type=Team, instructions="Ask the helper, then answer.")
+
+
+@lead_agent.tool
+async def ask_helper(ctx: RunContext[Team], question: str) -> str:
+    return (await ctx.deps.helper.run(question, usage=ctx.usage)).output
+
+
+lead_agent_marked = Agent(name="lead_agent", deps_type=Team, instructions="Ask the helper, then answer.")
+
+
+@lead_agent_marked.tool(metadata={"replay_tui": "delegates"})
+async def ask_helper_marked(ctx: RunContext[Team], question: str) -> str:
+    return (await ctx.deps.helper.run(question, usage=ctx.usage)).output
+
+
+async def through_deps(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    lead = lead_agent_marked if task.get("marked") else lead_agent
+    with helper_agent.override(model=model_for(task)):
+        result = await lead.run(
+            "Ask the helper about Paris.",
+            model=model_for(task),
+            deps=Team(helper_agent),
+            capabilities=capabilities(task),
+        )
+    return {"output": result.output}
+
+
+# -- a model whose calls go through no SDK client ----------------------------------------------------
+
+
+def _local_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("computed here")])
+
+
+async def unseen_model(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    result = await weather_agent.run(
+        task["question"],
+        model=FunctionModel(_local_answer),
+        deps=Service(task["service"]),
+        capabilities=capabilities(task),
+    )
+    return _answer(result)

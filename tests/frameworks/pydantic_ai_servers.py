@@ -56,6 +56,15 @@ def policy(request: Mapping[str, Any]) -> dict[str, Any]:
     if "jokes" in question:  # the joke generation agent: list[str] output
         count = int(re.search(r"\d+", question).group(0))  # type: ignore[union-attr]
         return _calls(("final_result", {"response": JOKES[:count]}), turn=turn)
+    if "get_chart" in tools:
+        if "get_chart" not in called:
+            return _calls(("get_chart", {"city": city}), ("observed_at", {"city": city}), turn=turn)
+        return {"content": f"Here is the chart of {city}."}
+    if "ask_helper" in tools or "ask_helper_marked" in tools:
+        name = "ask_helper" if "ask_helper" in tools else "ask_helper_marked"
+        if name not in called:
+            return _calls((name, {"question": "What is Paris known for?"}), turn=turn)
+        return {"content": f"The helper says: {results[0]}"}
     if "lookup_city" in tools:  # the agent with a retried tool and an output validator
         if not any(name == "lookup_city" for name in called):
             return _calls(("lookup_city", {"name": city.lower()}), turn=turn)

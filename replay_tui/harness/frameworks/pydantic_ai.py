@@ -35,11 +35,12 @@ import contextvars
 import functools
 import inspect
 import threading
+import types
 import weakref
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 from pydantic_ai import Agent
@@ -69,7 +70,9 @@ from .pydantic_ai_results import (
 from .versions import check_versions
 
 if TYPE_CHECKING:
+    from ...journal import Event
     from ..harness import Harness
+    from ..plugins import HookPoint
 
 __all__ = [
     "NotRecordable",
@@ -360,6 +363,11 @@ class _RunRecorder(AbstractCapability[Any]):
             if raised:
                 raise raised[0] from None
             raise rebuilt_error(error) from None
+        if isinstance(recorded, Mapping) and set(recorded) == {"delegates"}:
+            raise HarnessError(
+                f"the journal has the tool {name!r} delegating to {recorded['delegates']} (its code ran the agents), "
+                "and this agent's tool is a black box (its code names no agent)"
+            )
         try:
             return served_value(name, recorded, function)
         except ValueError as problem:
@@ -372,13 +380,9 @@ class _RunRecorder(AbstractCapability[Any]):
     def _unusable_result(self, recorded: Any, call_id: str | None, problem: str) -> BaseException:
         """A recorded result this recorder does not write (a hostile or foreign journal): a journal error naming
         the tool.result's seq, never whatever PydanticAI would make of it."""
-        event = self.h.last_event
-        if event is None or event.kind != TOOL_RESULT or event.payload.get("call_id") != call_id:
-            event = None  # not this call's result: no seq to name
         expected = f'the tool return as the PydanticAI recorder writes it ({{"text"}} or {{"json", "as"}}: {problem})'
-        return self.h.unusable_record(
-            SchemaError("payload.result", expected, recorded, seq=event.seq if event is not None else None)
-        )
+        seq = self.book.served.seq_of(recorded)
+        return self.h.unusable_record(SchemaError("payload.result", expected, recorded, seq=seq))
 
 
 @dataclass
@@ -432,6 +436,11 @@ def _agents_named_by(function: Any) -> tuple[str, ...]:
     except (TypeError, ValueError):  # a builtin, a partial, a callable object
         return ()
     found = {**names.globals, **names.nonlocals}
+    for module in [value for value in found.values() if isinstance(value, types.ModuleType)]:
+        for attribute in names.unbound:  # ``agents.joke_agent.run(...)``: an agent reached through its module
+            value = getattr(module, attribute, None)
+            if isinstance(value, AbstractAgent):
+                found[f"{module.__name__}.{attribute}"] = value
     return tuple(
         sorted({agent.name or variable for variable, agent in found.items() if isinstance(agent, AbstractAgent)})
     )
@@ -441,10 +450,13 @@ class _Book:
     """What the runs recorded into one harness share: the names they are told apart by, and which runs are
     recorded (a run has one recorder, however many times the capability is given)."""
 
-    def __init__(self) -> None:
+    def __init__(self, h: Harness) -> None:
         self.lock = threading.Lock()
         self.names: Counter[str] = Counter()
         self.run_ids: set[str] = set()
+        self.served = _ServedResults()
+        if TOOL_RESULT in h.sources:  # a replay: a served result the recorder cannot use is named by its seq
+            h.hooks.append(cast("HookPoint", self.served))  # (the harness calls its hooks' on_event only)
 
     def claim(self, run_id: str) -> bool:
         with self.lock:
@@ -460,6 +472,28 @@ class _Book:
         return name if count == 1 else f"{name}#{count}"
 
 
+class _ServedResults:
+    """A hook (``HookPoint``) that keeps the seq of the tool results a replay served last, by the result object
+    the harness hands the recorder: concurrent calls' results are written in between, so the event written last
+    need not be this call's. Bounded: a result is looked up right after it is served."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self._seqs: dict[int, tuple[int, Any]] = {}  # id(result) -> (seq, result: held, so the id stays its own)
+
+    def on_event(self, event: Event) -> None:
+        if event.kind == TOOL_RESULT and "result" in event.payload:
+            result = event.payload["result"]
+            self._seqs[id(result)] = (event.seq, result)
+            if len(self._seqs) > self.KEPT:
+                del self._seqs[next(iter(self._seqs))]
+
+    def seq_of(self, result: Any) -> int | None:
+        held = self._seqs.get(id(result))
+        return held[0] if held is not None and held[1] is result else None
+
+
 _BOOKS: weakref.WeakKeyDictionary[Harness, _Book] = weakref.WeakKeyDictionary()
 _BOOKS_LOCK = threading.Lock()
 
@@ -468,7 +502,7 @@ def _book_of(h: Harness) -> _Book:
     with _BOOKS_LOCK:
         book = _BOOKS.get(h)
         if book is None:
-            book = _BOOKS[h] = _Book()
+            book = _BOOKS[h] = _Book(h)
         return book
 
 
