@@ -16,8 +16,17 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 import httpx
+from openai import AsyncOpenAI
 from pydantic import BaseModel
-from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai import (
+    Agent,
+    AgentRunResultEvent,
+    ApprovalRequired,
+    DeferredToolRequests,
+    FunctionToolResultEvent,
+    ModelRetry,
+    RunContext,
+)
 from pydantic_ai.messages import (
     BinaryContent,
     ModelMessage,
@@ -31,6 +40,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -171,6 +181,30 @@ async def stream_text(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
             CHUNK_ARRIVALS.append(time.perf_counter())
             chunks.append(chunk)
     return {"chunks": chunks, "output": await streamed.get_output()}
+
+
+def stream_sync(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_stream_sync``: the stream read from sync code."""
+    with weather_agent.run_stream_sync(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    ) as streamed:
+        chunks = list(streamed.stream_text(delta=True, debounce_by=None))
+        return {"chunks": chunks, "output": streamed.get_output()}
+
+
+async def stream_events(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_stream_events``: every event of the run, then its result."""
+    kinds: list[str] = []
+    output = None
+    async with weather_agent.run_stream_events(
+        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
+    ) as events:
+        async for event in events:
+            if isinstance(event, AgentRunResultEvent):
+                output = event.result.output
+            elif isinstance(event, FunctionToolResultEvent):
+                kinds.append(f"result of {event.part.tool_name}")
+    return {"tool_results": sorted(kinds), "output": output}
 
 
 async def stream_output(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
@@ -359,5 +393,36 @@ async def unseen_model(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
         model=FunctionModel(_local_answer),
         deps=Service(task["service"]),
         capabilities=capabilities(task),
+    )
+    return _answer(result)
+
+
+# -- a tool that needs a person's approval (PydanticAI's deferred tools) ----------------------------
+
+approval_agent = Agent(name="approval_agent", output_type=[str, DeferredToolRequests], instructions="Clean up.")
+
+
+@approval_agent.tool
+def delete_file(ctx: RunContext[None], path: str) -> str:
+    if not ctx.tool_call_approved:
+        raise ApprovalRequired(metadata={"reason": f"deleting {path} cannot be undone"})
+    return f"deleted {path}"
+
+
+async def approval(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    result = await approval_agent.run("Delete the old report.", model=model_for(task), capabilities=capabilities(task))
+    requests = result.output
+    assert isinstance(requests, DeferredToolRequests)
+    return {"approvals": [call.tool_name for call in requests.approvals], "metadata": list(requests.metadata.values())}
+
+
+# -- a FallbackModel whose first model is down -------------------------------------------------------
+
+
+async def fallback(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    down = AsyncOpenAI(base_url=task["down_url"], api_key=FAKE_OPENAI_KEY, max_retries=0)
+    model = FallbackModel(OpenAIChatModel("gpt-4.1", provider=OpenAIProvider(openai_client=down)), model_for(task))
+    result = await weather_agent.run(
+        task["question"], model=model, deps=Service(task["service"]), capabilities=capabilities(task)
     )
     return _answer(result)

@@ -65,6 +65,8 @@ def policy(request: Mapping[str, Any]) -> dict[str, Any]:
         if name not in called:
             return _calls((name, {"question": "What is Paris known for?"}), turn=turn)
         return {"content": f"The helper says: {results[0]}"}
+    if "delete_file" in tools:
+        return _calls(("delete_file", {"path": "reports/2025.pdf"}), turn=turn)
     if "lookup_city" in tools:  # the agent with a retried tool and an output validator
         if not any(name == "lookup_city" for name in called):
             return _calls(("lookup_city", {"name": city.lower()}), turn=turn)

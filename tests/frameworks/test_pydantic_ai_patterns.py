@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,8 @@ RUN_FORMS = [
     ("stream_text", "responses"),
     ("stream_text", "anthropic"),
     ("stream_output", "chat"),
+    ("stream_sync", "chat"),
+    ("stream_events", "responses"),
     ("stream_output", "anthropic"),
     ("iterate", "responses"),
     ("iterate_streaming", "chat"),
@@ -115,6 +118,7 @@ RUN_FORMS = [
     ("chart", "chat"),
     ("chart", "responses"),
     ("chart", "anthropic"),
+    ("approval", "chat"),
 ]
 
 
@@ -351,6 +355,23 @@ def test_concurrent_sessions_draw_their_run_ids_from_their_own_harness(loopback:
         draws = [e for e in events(tmp_path / session_id) if e.kind == "random.draw"]
         assert [e.payload["source"] for e in draws] == ["uuid4"]  # its own run's id, and only that
         replays_with_nothing_live(tmp_path / session_id, loopback)
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic"])
+def test_a_fallback_model_whose_first_model_is_down_falls_back_the_same_way_in_a_replay(
+    api: str, loopback: Loopback, tmp_path: Path
+) -> None:
+    """Each model a ``FallbackModel`` holds sends through the harness: the refused connection to the first is
+    recorded as what it was, and a replay raises it again, so PydanticAI falls back to the second as it did."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        down_url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    journal = tmp_path / "fallback.jsonl"
+    outcome = record("fallback", loopback.task(api, down_url=down_url), journal)
+    assert outcome.status == "ok", outcome.error
+    failed = [e for e in events(journal) if e.kind == "model.response" and e.payload.get("error")]
+    assert len(failed) == 2 and all("ConnectError" in e.payload["error"]["type"] for e in failed)  # both turns
+    replays_with_nothing_live(journal, loopback)
 
 
 def test_a_model_the_recorder_cannot_see_fails_the_recording_naming_it(loopback: Loopback, tmp_path: Path) -> None:
