@@ -355,9 +355,13 @@ helper_agent = Agent(name="helper_agent", capabilities=[recording(required=False
 lead_agent = Agent(name="lead_agent", deps_type=Team, instructions="Ask the helper, then answer.")
 
 
+async def _ask(ctx: RunContext[Team], question: str) -> str:
+    return (await ctx.deps.helper.run(question, usage=ctx.usage)).output
+
+
 @lead_agent.tool
 async def ask_helper(ctx: RunContext[Team], question: str) -> str:
-    return (await ctx.deps.helper.run(question, usage=ctx.usage)).output
+    return await _ask(ctx, question)
 
 
 lead_agent_marked = Agent(name="lead_agent", deps_type=Team, instructions="Ask the helper, then answer.")
@@ -365,7 +369,7 @@ lead_agent_marked = Agent(name="lead_agent", deps_type=Team, instructions="Ask t
 
 @lead_agent_marked.tool(metadata={"replay_tui": "delegates"})
 async def ask_helper_marked(ctx: RunContext[Team], question: str) -> str:
-    return (await ctx.deps.helper.run(question, usage=ctx.usage)).output
+    return await _ask(ctx, question)
 
 
 async def through_deps(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping
 
-from tests.httpx.servers import LLMServer
+from tests.httpx.servers import LLMServer, Served
 
 JOKES = ["Why did the scarecrow win? He was outstanding in his field.", "I told a chemistry joke. No reaction."]
 WEATHER_TOOLS = ("get_weather", "get_station", "get_alerts")
@@ -94,7 +94,7 @@ def model_server(**options: Any) -> LLMServer:
     return server
 
 
-class WeatherService:
+class WeatherService(Served):
     """The service the weather tools call, on 127.0.0.1: ``GET /weather/<city>``, ``/station/<city>``,
     ``/alerts/<city>``, each answered after ``delay_s``; ``requests`` counts them and ``intervals`` keeps when
     each came and was answered. Its answers put object members in an order of their own, not sorted."""
@@ -125,16 +125,9 @@ class WeatherService:
         self.lock = threading.Lock()
         self.requests = 0
         self.intervals: list[tuple[float, float]] = []
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=2)
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        super().__init__(httpd)
 
 
 def _record(kind: str, city: str) -> dict[str, Any]:

@@ -21,14 +21,18 @@ _other_instructions = Agent(
 )
 
 
-async def other_instructions(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
-    result = await _other_instructions.run(
+async def _weather(agent: Agent[agents.Service, str], task: Mapping[str, Any]) -> dict[str, Any]:
+    result = await agent.run(
         task["question"],
         model=agents.model_for(task),
         deps=agents.Service(task["service"]),
         capabilities=agents.capabilities(task),
     )
     return agents._answer(result)
+
+
+async def other_instructions(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
+    return await _weather(_other_instructions, task)
 
 
 # -- a tool takes one more argument -------------------------------------------------------------
@@ -49,13 +53,7 @@ _extra_argument = Agent(
 
 
 async def extra_argument(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
-    result = await _extra_argument.run(
-        task["question"],
-        model=agents.model_for(task),
-        deps=agents.Service(task["service"]),
-        capabilities=agents.capabilities(task),
-    )
-    return agents._answer(result)
+    return await _weather(_extra_argument, task)
 
 
 # -- the delegate is asked in other words -------------------------------------------------------

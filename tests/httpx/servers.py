@@ -451,19 +451,27 @@ class _Server(ThreadingHTTPServer):
     state: FakeLLM
 
 
-class LLMServer:
-    """Start on 127.0.0.1 (a free port); ``.url`` is the base URL, ``.state.received`` the requests."""
+class Served:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 answering in a thread of its own until ``close``."""
 
-    def __init__(self, policy: Policy = weather_policy) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.state = FakeLLM(policy)
-        self.state = self.httpd.state
-        self.port = self.httpd.server_address[1]
+    def __init__(self, httpd: ThreadingHTTPServer) -> None:
+        self.httpd = httpd
+        self.port = httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=2)
+
+
+class LLMServer(Served):
+    """Start on 127.0.0.1 (a free port); ``.url`` is the base URL, ``.state.received`` the requests."""
+
+    def __init__(self, policy: Policy = weather_policy) -> None:
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.state = FakeLLM(policy)
+        self.state = httpd.state
+        super().__init__(httpd)

@@ -252,12 +252,8 @@ class _RunRecorder(AbstractCapability[Any]):
             await self._failed_output(ctx, output, error)
             raise
 
-    async def wrap_output_process(self, ctx: Any, *, output_context: Any, output: Any, handler: Any) -> Any:
-        try:
-            return await handler(output)
-        except (ValidationError, ModelRetry, ToolRetryError) as error:
-            await self._failed_output(ctx, output, error)
-            raise
+    #: output validators (``@agent.output_validator``) run in output processing, and say so the same way
+    wrap_output_process = wrap_output_validate
 
     async def _failed_output(self, ctx: Any, output: Any, error: BaseException) -> None:
         """An output the model must be asked for again, written before PydanticAI sends the retry prompt (which
@@ -295,59 +291,39 @@ class _RunRecorder(AbstractCapability[Any]):
                 "records; it is not enabled here, so the call would go out unrecorded and run live in a replay"
             )
         function = _function_of(leaf)
-        call_id = getattr(ctx, "tool_call_id", None)
+        call = _ToolCall(wrapped, name, args, ctx, tool, json_arguments(args), getattr(ctx, "tool_call_id", None))
         self.usage["tool_calls"] += 1
-        arguments = json_arguments(args)
         self.enter_step()
         delegates = _delegates(function, getattr(leaf, "tool_def", None) or tool.tool_def)
         try:
             if delegates:
-                return await self._delegating_call(wrapped, name, args, ctx, tool, arguments, call_id, delegates)
-            return await self._black_box_call(wrapped, name, args, ctx, tool, arguments, call_id, function)
+                return await self._delegating_call(call, delegates)
+            return await self._black_box_call(call, function)
         finally:
             self.enter_step()
 
-    async def _delegating_call(
-        self,
-        wrapped: AbstractToolset[Any],
-        name: str,
-        args: dict[str, Any],
-        ctx: Any,
-        tool: Any,
-        arguments: dict[str, Any],
-        call_id: str | None,
-        delegates: tuple[str, ...],
-    ) -> Any:
+    async def _delegating_call(self, call: _ToolCall, delegates: tuple[str, ...]) -> Any:
         """A tool that runs other agents: its code runs in a replay too (each delegate's run is recorded by its own
         ``recording()``); the call is recorded first, so the delegate's first request hangs from it."""
 
         async def delegation(copy: Any) -> dict[str, Any]:
             return {"delegates": list(delegates)}
 
-        await self.h.arecord_tool_call(name, arguments, delegation, call_id=call_id)
-        token = _DELEGATING_CALL.set(call_id or name)
+        await self.h.arecord_tool_call(call.name, call.arguments, delegation, call_id=call.call_id)
+        token = _DELEGATING_CALL.set(call.call_id or call.name)
         try:
-            return await wrapped.call_tool(name, args, ctx, tool)
+            return await call.run()
         finally:
             _DELEGATING_CALL.reset(token)
 
-    async def _black_box_call(
-        self,
-        wrapped: AbstractToolset[Any],
-        name: str,
-        args: dict[str, Any],
-        ctx: Any,
-        tool: Any,
-        arguments: dict[str, Any],
-        call_id: str | None,
-        function: Any,
-    ) -> Any:
+    async def _black_box_call(self, call: _ToolCall, function: Any) -> Any:
+        name = call.name
         raised: list[BaseException] = []  # the tool's own error, while recording: PydanticAI gets it as it was
 
         async def live(copy: Any) -> dict[str, Any]:
             token = _BLACK_BOX_TOOL.set(name)
             try:
-                value = await wrapped.call_tool(name, args, ctx, tool)
+                value = await call.run()
             except (CallDeferred, ApprovalRequired) as deferral:
                 return deferral_form(deferral)
             except BaseException as error:
@@ -358,7 +334,7 @@ class _RunRecorder(AbstractCapability[Any]):
             return recorded_form(name, value, function)
 
         try:
-            recorded = await self.h.arecord_tool_call(name, arguments, live, call_id=call_id)
+            recorded = await self.h.arecord_tool_call(name, call.arguments, live, call_id=call.call_id)
         except Exception as error:
             if raised:
                 raise raised[0] from None
@@ -375,14 +351,30 @@ class _RunRecorder(AbstractCapability[Any]):
                 raise NotRecordable(
                     f"the result of tool {name!r} as the journal holds it (redacted) cannot be rebuilt: {problem}"
                 ) from None
-            raise self._unusable_result(recorded, call_id, str(problem)) from None
+            raise self._unusable_result(recorded, str(problem)) from None
 
-    def _unusable_result(self, recorded: Any, call_id: str | None, problem: str) -> BaseException:
+    def _unusable_result(self, recorded: Any, problem: str) -> BaseException:
         """A recorded result this recorder does not write (a hostile or foreign journal): a journal error naming
         the tool.result's seq, never whatever PydanticAI would make of it."""
         expected = f'the tool return as the PydanticAI recorder writes it ({{"text"}} or {{"json", "as"}}: {problem})'
         seq = self.book.served.seq_of(recorded)
         return self.h.unusable_record(SchemaError("payload.result", expected, recorded, seq=seq))
+
+
+@dataclass(frozen=True)
+class _ToolCall:
+    """One call of a tool, as the toolset was asked for it, and its arguments as the journal records them."""
+
+    wrapped: AbstractToolset[Any]
+    name: str
+    args: dict[str, Any]
+    ctx: Any
+    tool: Any
+    arguments: dict[str, Any]
+    call_id: str | None
+
+    async def run(self) -> Any:
+        return await self.wrapped.call_tool(self.name, self.args, self.ctx, self.tool)
 
 
 @dataclass
