@@ -194,7 +194,7 @@ def test_a_one_line_change_diverges_at_the_right_step_naming_the_field(
 def test_parallel_tool_calls_run_concurrently_while_recording_and_replay(loopback: Loopback, tmp_path: Path) -> None:
     """The model asks for three tools in one answer; PydanticAI runs them at once (two coroutines and a sync tool in
     a thread), recorded as unrecorded: all three requests are at the weather service together."""
-    loopback.service.delay_s = 0.3
+    loopback.service.delay_s = 0.6  # (long enough for the thread PydanticAI starts the sync tool in, on a loaded box)
     unrecorded("run", loopback.task("chat"))
     assert overlapping(loopback.service.intervals) == 3
     loopback.service.intervals.clear()
@@ -202,7 +202,7 @@ def test_parallel_tool_calls_run_concurrently_while_recording_and_replay(loopbac
     assert record("run", loopback.task("chat"), journal).status == "ok"
     assert overlapping(loopback.service.intervals) == 3
     span = max(end for _, end in loopback.service.intervals) - min(start for start, _ in loopback.service.intervals)
-    assert span < 0.3 * 2  # one after another would take 0.9 s
+    assert span < 0.6 * 2  # one after another would take 1.8 s
     recorded = events(journal)
     calls = [e for e in recorded if e.kind == "tool.call"]
     first_result = next(e.seq for e in recorded if e.kind == "tool.result")

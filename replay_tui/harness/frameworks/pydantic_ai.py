@@ -19,6 +19,8 @@ capability hooks:
   its return recorded as the text PydanticAI sends the model and rebuilt from it, in the recording as
   in a replay (pydantic_ai_results.py); a replay serves it and the tool function is not run. Concurrent
   tool calls run concurrently, each result written when it arrives;
+* MCP: an ``MCPToolset``'s sessions are recorded at the MCP seam (``frameworks.mcp``, routed by this module),
+  its tool calls passing through; the model its server samples (``sampling_model``) sends through the harness;
 * delegation: a tool whose code names another agent (PydanticAI's agent delegation) runs its code in a
   replay too: ``tool.call``/``tool.result`` say it delegates, and the delegate's own run, recorded by its
   own ``recording()``, hangs from them;
@@ -34,6 +36,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import sys
 import threading
 import types
 import weakref
@@ -49,6 +52,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.durable_exec import conversation_id_from_run_id
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolRetryError
 from pydantic_ai.messages import tool_return_ta
+from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
@@ -78,20 +82,10 @@ __all__ = [
     "NotRecordable",
     "RecordingCapability",
     "recording",
-    "register_self_recording_toolset",
     "run_recorded",
 ]
 
 DISTRIBUTIONS = ("pydantic-ai-slim",)
-
-#: Toolset classes whose calls a recorder of their own records (the MCP recorder registers PydanticAI's MCP
-#: toolsets here): their tools pass through this one untouched.
-SELF_RECORDING_TOOLSETS: set[type] = set()
-
-
-def register_self_recording_toolset(cls: type) -> None:
-    """Leave the calls of ``cls`` toolsets (and subclasses) to the recorder that registers it."""
-    SELF_RECORDING_TOOLSETS.add(cls)
 
 
 def recording(h: Harness | None = None, *, required: bool = True) -> RecordingCapability:
@@ -102,12 +96,47 @@ def recording(h: Harness | None = None, *, required: bool = True) -> RecordingCa
     return RecordingCapability(h, required=required)
 
 
+@functools.cache
+def _route_mcp() -> bool:
+    """Record PydanticAI's ``MCPToolset`` sessions at the MCP seam (``frameworks.mcp.install``: its transports go
+    through the MCP recorder inside a recorded or replayed run), and the model calls an MCP server samples through
+    the toolset's ``sampling_model`` through the run's harness. False when ``mcp`` is not installed (then no
+    toolset can be an ``MCPToolset``)."""
+    try:
+        import pydantic_ai.mcp
+
+        from .mcp import install
+    except ImportError:
+        return False
+    install()
+    pydantic_mcp: Any = pydantic_ai.mcp
+    original = pydantic_mcp.model_request  # what the sampling handler of an MCPToolset calls its model through
+
+    @functools.wraps(original)
+    async def model_request(model: Any, *args: Any, **kwargs: Any) -> Any:
+        h = CURRENT_HARNESS.get()
+        if h is not None and isinstance(model, Model):
+            model = _book_of(h).sampling_models.of(h, model)
+        return await original(model, *args, **kwargs)
+
+    pydantic_mcp.model_request = model_request
+    return True
+
+
+def _route_mcp_if_used() -> None:
+    """``_route_mcp`` once PydanticAI's MCP module is imported (an agent with an ``MCPToolset`` has imported it):
+    routing imports it and every framework's MCP glue, about 2 s of CPU, which a run without MCP does not pay."""
+    if "pydantic_ai.mcp" in sys.modules:
+        _route_mcp()
+
+
 class RecordingCapability(AbstractCapability[Any]):
     """What PydanticAI asks before a run starts (its ids), and the recorder of each run (``for_run``)."""
 
     def __init__(self, h: Harness | None = None, *, required: bool = True) -> None:
         self.h = h
         self.required = required
+        _route_mcp_if_used()  # where the capability is made (an agent's module, mostly), not on the run's loop
 
     def harness(self) -> Harness | None:
         h = self.h or CURRENT_HARNESS.get()
@@ -140,6 +169,7 @@ class RecordingCapability(AbstractCapability[Any]):
         if h is None:
             return _PLAIN
         check_versions(*DISTRIBUTIONS)
+        _route_mcp_if_used()  # (MCP imported after the capability was made: before the run's toolsets connect)
         book = _book_of(h)
         if not book.claim(ctx.run_id):
             return _PLAIN  # the run is recorded already (the capability is on the agent and in the call)
@@ -182,7 +212,7 @@ class _RunRecorder(AbstractCapability[Any]):
         self.outer_step = h.step_id  # the step of the code that started the run, its own again when the run ends
         self.step = f"turn-00:{label}"
         self.last_state: dict[str, Any] | None = None
-        self._models: dict[int, tuple[Any, Any]] = {}
+        self.models = _ModelCopies()
 
     # -- steps and state --------------------------------------------------------------
 
@@ -267,13 +297,7 @@ class _RunRecorder(AbstractCapability[Any]):
 
     def get_wrapper_model(self, model: Any) -> Any:
         """The run's model sending through the harness (one copy per model the run uses)."""
-        key = id(model)
-        held = self._models.get(key)
-        client = getattr(getattr(model, "provider", None), "client", None)
-        if held is None or held[0] is not client:  # (a provider moved to another event loop builds a new client)
-            held = (client, recorded_model(self.h, model))
-            self._models[key] = held
-        return held[1]
+        return self.models.of(self.h, model)
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
         return _RecordingToolset(toolset, recorder=self)
@@ -283,17 +307,18 @@ class _RunRecorder(AbstractCapability[Any]):
     ) -> Any:
         leaf = _leaf(tool)
         toolset = getattr(leaf, "toolset", None)
-        if toolset is not None and isinstance(toolset, tuple(SELF_RECORDING_TOOLSETS)):
-            return await wrapped.call_tool(name, args, ctx, tool)
-        if toolset is not None and _is_mcp(toolset):
-            raise NotRecordable(
-                f"the tool {name!r} comes from the MCP toolset {type(toolset).__name__}, whose calls the MCP recorder "
-                "records; it is not enabled here, so the call would go out unrecorded and run live in a replay"
-            )
-        function = _function_of(leaf)
-        call = _ToolCall(wrapped, name, args, ctx, tool, json_arguments(args), getattr(ctx, "tool_call_id", None))
         self.usage["tool_calls"] += 1
         self.enter_step()
+        if toolset is not None and _is_mcp(toolset):
+            if not _route_mcp():
+                raise NotRecordable(
+                    f"the tool {name!r} comes from the MCP toolset {type(toolset).__name__}, whose calls the MCP "
+                    "recorder records (replay_tui.harness.frameworks.mcp), which cannot be imported here: the call "
+                    "would go out unrecorded and run live in a replay"
+                )
+            return await wrapped.call_tool(name, args, ctx, tool)  # recorded at the MCP seam, its own tool.call
+        function = _function_of(leaf)
+        call = _ToolCall(wrapped, name, args, ctx, tool, json_arguments(args), getattr(ctx, "tool_call_id", None))
         delegates = _delegates(function, getattr(leaf, "tool_def", None) or tool.tool_def)
         try:
             if delegates:
@@ -438,6 +463,22 @@ def _agents_named_by(function: Any) -> tuple[str, ...]:
     )
 
 
+class _ModelCopies:
+    """The copies of models that send through a harness, one per model (``recorded_model``)."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[Any, Any, Any]] = {}  # id(model) -> (model: held, so the id stays its own,
+        # its client when copied, the copy)
+
+    def of(self, h: Harness, model: Any) -> Any:
+        held = self._held.get(id(model))
+        client = getattr(getattr(model, "provider", None), "client", None)
+        if held is None or held[0] is not model or held[1] is not client:  # (a provider moved to another event
+            held = (model, client, recorded_model(h, model))  # loop builds a new client)
+            self._held[id(model)] = held
+        return held[2]
+
+
 class _Book:
     """What the runs recorded into one harness share: the names they are told apart by, and which runs are
     recorded (a run has one recorder, however many times the capability is given)."""
@@ -447,6 +488,7 @@ class _Book:
         self.names: Counter[str] = Counter()
         self.run_ids: set[str] = set()
         self.served = _ServedResults()
+        self.sampling_models = _ModelCopies()  # the models MCP servers sample through (MCPToolset sampling_model)
         if TOOL_RESULT in h.sources:  # a replay: a served result the recorder cannot use is named by its seq
             h.hooks.append(cast("HookPoint", self.served))  # (the harness calls its hooks' on_event only)
 
