@@ -71,6 +71,11 @@ def capabilities(task: Mapping[str, Any]) -> list[Any]:
     return [recording()] if task.get("recorded", True) else []
 
 
+def weather_options(task: Mapping[str, Any]) -> dict[str, Any]:
+    """What each run form of the weather agent is given besides the question: the model, deps and capabilities."""
+    return {"model": model_for(task), "deps": Service(task["service"]), "capabilities": capabilities(task)}
+
+
 # -- tools that return a pydantic model, a dataclass and a dict (PydanticAI's first examples) ------------
 
 
@@ -154,16 +159,12 @@ def _answer(result: Any, **extra: Any) -> dict[str, Any]:
 
 
 async def run(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
-    result = await weather_agent.run(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    )
+    result = await weather_agent.run(task["question"], **weather_options(task))
     return _answer(result)
 
 
 def run_sync(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
-    result = weather_agent.run_sync(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    )
+    result = weather_agent.run_sync(task["question"], **weather_options(task))
     return _answer(result)
 
 
@@ -174,9 +175,7 @@ async def run_in_thread(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
 
 async def stream_text(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     chunks: list[str] = []
-    async with weather_agent.run_stream(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    ) as streamed:
+    async with weather_agent.run_stream(task["question"], **weather_options(task)) as streamed:
         async for chunk in streamed.stream_text(delta=True, debounce_by=None):
             CHUNK_ARRIVALS.append(time.perf_counter())
             chunks.append(chunk)
@@ -185,9 +184,7 @@ async def stream_text(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
 
 def stream_sync(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     """``run_stream_sync``: the stream read from sync code."""
-    with weather_agent.run_stream_sync(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    ) as streamed:
+    with weather_agent.run_stream_sync(task["question"], **weather_options(task)) as streamed:
         chunks = list(streamed.stream_text(delta=True, debounce_by=None))
         return {"chunks": chunks, "output": streamed.get_output()}
 
@@ -196,9 +193,7 @@ async def stream_events(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     """``run_stream_events``: every event of the run, then its result."""
     kinds: list[str] = []
     output = None
-    async with weather_agent.run_stream_events(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    ) as events:
+    async with weather_agent.run_stream_events(task["question"], **weather_options(task)) as events:
         async for event in events:
             if isinstance(event, AgentRunResultEvent):
                 output = event.result.output
@@ -209,9 +204,7 @@ async def stream_events(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
 
 async def stream_output(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     partials = 0
-    async with forecast_agent.run_stream(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    ) as streamed:
+    async with forecast_agent.run_stream(task["question"], **weather_options(task)) as streamed:
         async for _partial in streamed.stream_output(debounce_by=None):
             partials += 1
         output = await streamed.get_output()
@@ -220,9 +213,7 @@ async def stream_output(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
 
 async def iterate(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     nodes: list[str] = []
-    async with weather_agent.iter(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    ) as agent_run:
+    async with weather_agent.iter(task["question"], **weather_options(task)) as agent_run:
         async for node in agent_run:
             nodes.append(type(node).__name__)
     assert agent_run.result is not None
@@ -232,9 +223,7 @@ async def iterate(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
 async def iterate_streaming(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
     """``iter`` streaming each model request node's events, as PydanticAI's docs stream all events."""
     texts: list[str] = []
-    async with weather_agent.iter(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    ) as agent_run:
+    async with weather_agent.iter(task["question"], **weather_options(task)) as agent_run:
         async for node in agent_run:
             if Agent.is_model_request_node(node):
                 async with node.stream(agent_run.ctx) as events:
@@ -250,12 +239,7 @@ async def iterate_streaming(h: Harness, task: Mapping[str, Any]) -> dict[str, An
 async def gathered(h: Harness, task: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Parallel runs of one agent in ``asyncio.gather``."""
     results = await asyncio.gather(
-        *(
-            weather_agent.run(
-                question, model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-            )
-            for question in task["questions"]
-        )
+        *(weather_agent.run(question, **weather_options(task)) for question in task["questions"])
     )
     return [_answer(result) for result in results]
 
@@ -337,9 +321,7 @@ def observed_at(city: str) -> datetime:
 
 
 async def chart(h: Harness, task: Mapping[str, Any]) -> dict[str, Any]:
-    result = await chart_agent.run(
-        task["question"], model=model_for(task), deps=Service(task["service"]), capabilities=capabilities(task)
-    )
+    result = await chart_agent.run(task["question"], **weather_options(task))
     return _answer(result)
 
 

@@ -22,12 +22,7 @@ _other_instructions = Agent(
 
 
 async def _weather(agent: Agent[agents.Service, str], task: Mapping[str, Any]) -> dict[str, Any]:
-    result = await agent.run(
-        task["question"],
-        model=agents.model_for(task),
-        deps=agents.Service(task["service"]),
-        capabilities=agents.capabilities(task),
-    )
+    result = await agent.run(task["question"], **agents.weather_options(task))
     return agents._answer(result)
 
 
