@@ -6,9 +6,12 @@ How to add an action (one entry):
 1. Add an ``Action`` to the right section of ``SECTIONS`` below: a unique ``id`` (also the
    method name without ``action_``), the default ``keys`` (Textual key names, comma separated),
    a short ``title`` (footer and palette) and a ``help`` line (help screen and palette).
-2. Write ``action_<id>`` on the object named by ``owner``: ``"screen"`` is the main screen
-   (``screens/main.py``), ``"app"`` is ``ReplayApp``. ``"timeline"`` names keys the timeline
+2. Say who does it. ``owner`` is where the key is bound: ``"screen"`` is the main screen
+   (``screens/main.py``), ``"app"`` is ``ReplayApp``, ``"timeline"`` names keys the timeline
    widget binds itself, and ``"widget"`` keys that only appear in the help (no binding, no palette).
+   When one of the main screen's controllers does it, ``target`` names the method,
+   ``"controller.method"`` (the controllers are ``MainScreen.controllers``: ``replays.replay``,
+   ``finder.search``); otherwise write ``action_<id>`` on the owner.
 
 That is all: the main screen's and the app's ``BINDINGS``, the help text and the palette are
 built from this table. ``show=False`` keeps a binding out of the footer; ``palette=False``
@@ -27,7 +30,7 @@ The ids are the Textual binding ids, so ``App.set_keymap`` applies them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -63,6 +66,7 @@ class Action:
     palette: bool = True
     label: str = ""  # how the keys read in the help; derived from ``keys`` when empty
     palette_title: str = ""  # the palette's title when the footer's is too short to search for
+    target: str = ""  # "controller.method" when a controller of the main screen does it
 
     def key_label(self, keys: str | None = None) -> str:
         if self.label and keys is None:
@@ -70,7 +74,9 @@ class Action:
         return " / ".join(_KEY_GLYPHS.get(key.strip(), key.strip()) for key in (keys or self.keys).split(","))
 
     def binding(self) -> Binding:
-        return Binding(self.keys, self.id, self.title, show=self.show, id=self.id)
+        """The key binding; a controller's action goes through the screen's one ``action_controller``."""
+        action = f"controller({self.target!r})" if self.target else self.id
+        return Binding(self.keys, action, self.title, show=self.show, id=self.id)
 
 
 SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
@@ -88,7 +94,7 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
             Action("first", "g,home", "First event", "first event", "timeline"),
             Action("last", "G,end", "Last event", "last event", "timeline"),
             Action("page", "pagedown,space,pageup", "Page", "a page down / up", "widget"),
-            Action("goto", "colon", "Go to seq", "go to a seq"),
+            Action("goto", "colon", "Go to seq", "go to a seq", target="finder.goto"),
             Action(
                 "goto_time",
                 "T",
@@ -125,14 +131,28 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
     (
         "Finding",
         (
-            Action("search", "slash", "Search", "search: words and field filters (below); all must match"),
-            Action("search_next", "n", "Next hit", "next search hit (wraps)", palette_title="Next search hit"),
+            Action(
+                "search",
+                "slash",
+                "Search",
+                "search: words and field filters (below); all must match",
+                target="finder.search",
+            ),
+            Action(
+                "search_next",
+                "n",
+                "Next hit",
+                "next search hit (wraps)",
+                palette_title="Next search hit",
+                target="finder.search_next",
+            ),
             Action(
                 "search_previous",
                 "N",
                 "Previous hit",
                 "previous search hit (wraps)",
                 palette_title="Previous search hit",
+                target="finder.search_previous",
             ),
             Action(
                 "filter",
@@ -140,16 +160,22 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Filter",
                 "filter: show only the events that match (escape shows all)",
                 palette_title="Filter the timeline",
+                target="finder.filter",
             ),
             Action(
-                "next_error", "e", "Next error", "next error (tool error, model error, failed run, unreadable line)"
+                "next_error",
+                "e",
+                "Next error",
+                "next error (tool error, model error, failed run, unreadable line)",
+                target="finder.next_error",
             ),
-            Action("previous_error", "E", "Previous error", "previous error"),
+            Action("previous_error", "E", "Previous error", "previous error", target="finder.previous_error"),
             Action(
                 "divergence",
                 "d",
                 "First divergence",
                 "first divergence of the last replay: jump there and open the divergence view",
+                target="replays.divergence",
             ),
             Action(
                 "watch_next",
@@ -157,6 +183,7 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Watch path / next change",
                 "watch the state path under the cursor in a state pane; jump to its next change",
                 palette_title="Watch path: next change",
+                target="finder.watch_next",
             ),
             Action(
                 "watch_previous",
@@ -164,6 +191,7 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Previous change",
                 "previous change of the watched path",
                 palette_title="Watch path: previous change",
+                target="finder.watch_previous",
             ),
             Action(
                 "cancel_search",
@@ -172,25 +200,34 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "cancel a replay; else stop a search or filter; else clear the filter; else the highlight",
                 show=False,
                 palette_title="Clear filter or highlight",
+                target="finder.escape",
             ),
         ),
     ),
     (
         "Replay (the agent runs in a network-isolated child process, never in the app)",
         (
-            Action("replay", "r", "Replay", "strict replay of this journal: progress, elapsed time; escape cancels"),
+            Action(
+                "replay",
+                "r",
+                "Replay",
+                "strict replay of this journal: progress, elapsed time; escape cancels",
+                target="replays.replay",
+            ),
             Action(
                 "replay_dialog",
                 "R",
                 "Replay with…",
                 "replay with a chosen agent entry point, import path and timeout",
                 show=False,
+                target="replays.replay_dialog",
             ),
             Action(
                 "experiments",
                 "x",
                 "Experiment",
                 "experiment: model-live or tools-live with a chosen harness config, then compare",
+                target="replays.experiments",
             ),
             Action(
                 "replay_report",
@@ -198,6 +235,7 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Replay report",
                 "report of the last run: isolation, environment differences, child stderr",
                 show=False,
+                target="replays.report",
             ),
             Action(
                 "compare_last",
@@ -205,6 +243,7 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Compare experiment",
                 "compare the recorded and the experiment's trajectories",
                 show=False,
+                target="replays.compare_last",
             ),
         ),
     ),
@@ -298,16 +337,36 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Follow",
                 "follow the journal as it grows (sticks to the end until you move up; G sticks again)",
                 palette_title="Follow the journal",
+                target="follower.toggle",
             ),
-            Action("toggle_bookmark", "m", "Bookmark", "bookmark the event under the cursor, or remove its bookmark"),
-            Action("edit_note", "a", "Note", "add or edit the note on the event under the cursor"),
-            Action("next_bookmark", "apostrophe", "Next bookmark", "go to the next bookmark"),
+            Action(
+                "toggle_bookmark",
+                "m",
+                "Bookmark",
+                "bookmark the event under the cursor, or remove its bookmark",
+                target="bookmarks.toggle_bookmark",
+            ),
+            Action(
+                "edit_note",
+                "a",
+                "Note",
+                "add or edit the note on the event under the cursor",
+                target="bookmarks.edit_note",
+            ),
+            Action(
+                "next_bookmark",
+                "apostrophe",
+                "Next bookmark",
+                "go to the next bookmark",
+                target="bookmarks.next_bookmark",
+            ),
             Action(
                 "presenter",
                 "p",
                 "Present",
                 "presenter mode: the bookmarks in order, each note large, its causal chain (→ ← escape)",
                 palette_title="Presenter mode",
+                target="bookmarks.present",
             ),
             Action("stats", "s", "Stats", "stats: kinds, model usage, tool latency, errors, longest steps"),
             Action(
@@ -316,6 +375,7 @@ SECTIONS: tuple[tuple[str, tuple[Action, ...]], ...] = (
                 "Export incident report",
                 "write the incident report (HTML or Markdown) next to the journal or elsewhere",
                 label="ctrl+p → Export",
+                target="exporter.ask",
             ),
         ),
     ),
@@ -345,6 +405,22 @@ def all_actions() -> Iterator[Action]:
 def bindings_for(owner: Owner) -> list[BindingType]:
     """The ``BINDINGS`` of the main screen (``"screen"``) or of the app (``"app"``)."""
     return [action.binding() for action in all_actions() if action.owner == owner and action.keys]
+
+
+def action_target(target: str, controllers: Mapping[str, object]) -> Callable[[], object]:
+    """The controller method a ``"controller.method"`` target names."""
+    name, _, method_name = target.partition(".")
+    method: Callable[[], object] = getattr(controllers[name], method_name)
+    return method
+
+
+def action_callback(action: Action, targets: Mapping[str, object]) -> Callable[[], object]:
+    """What running ``action`` calls: its controller's method, else ``action_<id>`` on its owner.
+    ``targets`` holds the owners by name and the main screen's controllers."""
+    if action.target:
+        return action_target(action.target, targets)
+    method: Callable[[], object] = getattr(targets[action.owner], f"action_{action.id}")
+    return method
 
 
 def palette_actions() -> list[Action]:

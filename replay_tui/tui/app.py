@@ -1,4 +1,4 @@
-"""ReplayApp: themes, the command palette, and the hook for replay results."""
+"""ReplayApp: themes, copying, help and the command palette around the main screen."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
-from ..analysis.search import ReplayMarks
 from ..journal import Journal
 from ..journal.safe_text import safe, safe_line
 from . import clipboard
-from .actions import bindings_for, palette_actions, palette_help, palette_title
+from .actions import action_callback, bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
 from .screens.main import MainScreen
 from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
@@ -79,16 +78,6 @@ class ReplayApp(App[None]):
         screen = self.screen_stack[0]
         assert isinstance(screen, MainScreen)
         return screen
-
-    # -- the hook for replay results -----------------------------------------
-    def set_replay_marks(self, marks: ReplayMarks | None) -> None:
-        """Show what a replay found: divergent, consumed and unused seqs (None clears).
-
-        The replay view (or anything holding replay results) calls this on the UI
-        thread; from a worker thread post ``messages.ReplayMarksChanged`` to the
-        main screen instead.
-        """
-        self.main.set_replay_marks(marks)
 
     # -- themes -----------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -157,7 +146,7 @@ class ReplayApp(App[None]):
         yield from super().get_system_commands(screen)
         if not isinstance(screen, MainScreen):
             return
-        targets = {"app": self, "screen": screen, "timeline": screen.timeline}
+        targets = {"app": self, "screen": screen, "timeline": screen.timeline, **screen.controllers}
         for action in palette_actions():
-            callback = getattr(targets[action.owner], f"action_{action.id}")
+            callback = action_callback(action, targets)
             yield SystemCommand(palette_title(action), palette_help(action, self.user_keymap), callback)

@@ -1,29 +1,46 @@
 """Messages that flow up from widgets and workers to the screen. Small dataclasses;
-workers only ever post these (post_message is thread-safe)."""
+workers only ever post these (post_message is thread-safe).
+
+A ``ControllerMessage`` is posted by a controller's worker for that controller: the main screen
+hands it to the handler the controller registered (``handlers()``), so no screen method forwards it.
+"""
 
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from ..analysis.causal import ChildrenPage
-from ..analysis.search import Query, ReplayMarks
+from ..analysis.search import Query
 from ..analysis.state import StateAt
+
+if TYPE_CHECKING:  # the runner loads with the first replay, not the first frame
+    from ..replay.runner import Progress
+    from .controllers.replay import ReplayResult
+
+
+class ControllerMessage(Message):
+    """A message for one of the main screen's controllers (see ``controllers/``)."""
+
+
+class ReplacedByNext(Message):
+    """A progress report: a newer one of its kind (the next message) makes this one, still in the
+    queue, pointless."""
+
+    def can_replace(self, message: Message) -> bool:
+        return type(message) is type(self)
 
 
 @dataclass
-class IndexProgress(Message):
+class IndexProgress(ReplacedByNext):
     """More of the journal is indexed; ``events`` are readable now."""
 
     events: int
     done_bytes: int
     total_bytes: int
-
-    def can_replace(self, message: Message) -> bool:
-        """A newer count (the next message) makes this one, still in the queue, pointless."""
-        return isinstance(message, IndexProgress)
 
 
 @dataclass
@@ -70,7 +87,7 @@ class ChainLoaded(Message):
 
 
 @dataclass
-class JumpTo(Message):
+class JumpTo(ControllerMessage):
     """Move the timeline cursor to ``position`` (from a worker, the tree or a pane)."""
 
     position: int
@@ -78,7 +95,7 @@ class JumpTo(Message):
 
 
 @dataclass
-class SearchFinished(Message):
+class SearchFinished(ControllerMessage):
     """A search worker ended: the hit's position (None: no match), and what to tell the user."""
 
     position: int | None
@@ -108,7 +125,7 @@ class Notice(Message):
 
 
 @dataclass
-class FilterProgress(Message):
+class FilterProgress(ControllerMessage):
     """The filter worker found more matches; ``rows`` is the (growing) list of positions."""
 
     query: Query
@@ -123,7 +140,7 @@ class FilterProgress(Message):
 
 
 @dataclass
-class JournalGrew(Message):
+class JournalGrew(ControllerMessage):
     """Follow mode saw the journal change; ``message`` says so when it rotated or was reset."""
 
     new_events: int
@@ -139,9 +156,32 @@ class SecretsScanned(Message):
     seqs: list[int]
 
 
-@dataclass
-class ReplayMarksChanged(Message):
-    """The hook for replay results: post this (or call ``ReplayApp.set_replay_marks``)
-    with the consumed/divergent/unused seqs of a replay, or None to clear."""
+# -- the replay controller's worker ------------------------------------------------------------
 
-    marks: ReplayMarks | None
+
+@dataclass
+class ReplayProgressed(ControllerMessage, ReplacedByNext):
+    """The replay child's latest step (the jobs runner throttles them)."""
+
+    progress: Progress
+
+
+@dataclass
+class ReplayChildSpawned(ControllerMessage):
+    """The job spawned the sandboxed child: its pid leads the child's process group."""
+
+    pid: int
+
+
+@dataclass
+class ReplayChildStarted(ControllerMessage):
+    """The child said hello: it is isolated and about to load the journal."""
+
+    isolation: str
+
+
+@dataclass
+class ReplayFinished(ControllerMessage):
+    """The run ended (matched, diverged, failed or cancelled): its outcome, marks and environment."""
+
+    result: ReplayResult

@@ -340,7 +340,7 @@ async def measure_replay_tui(path: Path, keys: bool) -> dict:
         from replay_tui.analysis.search import parse_query
 
         await pilot.press("g")
-        screen.run_search(parse_query("is:unused"), 0, 1, "bench")
+        screen.finder.run_search(parse_query("is:unused"), 0, 1, "bench")
         await asyncio.sleep(0.2)
         samples["search"] = []
         for _ in range(60):
@@ -384,7 +384,7 @@ async def measure_during_replay(path: Path) -> dict:
         while screen.indexing or any(worker.is_running for worker in app.workers):
             await pilot.pause(0.05)
         await pilot.pause(0.3)
-        panel = screen.query_one(ReplayPanel)
+        panel, replays = screen.query_one(ReplayPanel), screen.replays
         timeline = screen.timeline
         keys = ["j"] * 4 + ["pagedown"]
 
@@ -407,17 +407,17 @@ async def measure_during_replay(path: Path) -> dict:
         await pilot.press("g")
         started = time.perf_counter()
         await pilot.press("r")
-        while panel.running and not (panel.line.unit == "events" and panel.line.total):
+        while replays.running and not (panel.line.unit == "events" and panel.line.total):
             await asyncio.sleep(0.005)  # the child is starting; measure while it replays
         replaying_from = time.perf_counter()
-        while panel.running:
+        while replays.running:
             latency = await timed_key(keys[len(samples) % len(keys)])
-            if panel.running:  # only samples taken while the child was still replaying
+            if replays.running:  # only samples taken while the child was still replaying
                 samples.append(latency)
             await asyncio.sleep(0.03)
-        while panel.last is None:
+        while replays.last is None:
             await asyncio.sleep(0.01)
-        outcome = panel.last.outcome
+        outcome = replays.last.outcome
         result["replay_status"] = outcome.status
         result["replay_events"] = outcome.consumed
         result["replay_wall_s"] = time.perf_counter() - started

@@ -201,23 +201,23 @@ async def test_the_apps_replay_never_wedges_on_forged_counts(journal, tmp_path, 
     app = make_app(copy)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        screen.action_replay()
-        panel = await wait_for_replay(pilot, timeout_s=90)
-        first = panel.last
+        screen.replays.replay()
+        replays = await wait_for_replay(pilot, timeout_s=90)
+        first = replays.last
         assert first.outcome.status == FAILED and "field consumed" in first.outcome.error["message"]
         await pilot.press("escape")  # the report a failed run opens
         await settle(pilot)
         await pilot.press("r")
         assert "a replay is running" not in str(screen.status.render())
-        await wait_until(pilot, lambda: panel.last is not first and not panel.running, 90, "the second replay")
-        assert panel.last.outcome.error["kind"] == "protocol"
+        await wait_until(pilot, lambda: replays.last is not first and not replays.running, 90, "the second replay")
+        assert replays.last.outcome.error["kind"] == "protocol"
 
 
 @pytest.mark.asyncio
 async def test_the_apps_replay_strip_shows_a_forged_phase_escaped_or_not_at_all(journal, tmp_path, monkeypatch):
     """A forged phase of OSC 52, OSC 0 and ESC[2J: neither the strip nor any part of the screen draws it raw,
     while the run lasts or after (issue 27, item 2)."""
-    from replay_helpers import panel_of
+    from replay_helpers import panel_of, replays_of
     from tui_helpers import SIZE, make_app, screen_text, settle
 
     forging_in_the_app(monkeypatch, [{**PROGRESS, "phase": OSC}], pause_s=1.0)
@@ -227,12 +227,12 @@ async def test_the_apps_replay_strip_shows_a_forged_phase_escaped_or_not_at_all(
     title = app.title
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        screen.action_replay()
-        panel = panel_of(pilot)
-        while panel.running or panel.last is None:
+        screen.replays.replay()
+        panel, replays = panel_of(pilot), replays_of(pilot)
+        while replays.running or replays.last is None:
             assert_nothing_raw(panel.line.text, "the replay strip")
             assert_nothing_raw(screen_text(app), "the screen")
             await pilot.pause(0.05)
         await pilot.pause(0.1)
         assert_nothing_raw(screen_text(app), "the screen after the run")
-        assert app.title == title and "field phase" in panel.last.outcome.error["message"]
+        assert app.title == title and "field phase" in replays.last.outcome.error["message"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_tui.harness import record_run
+from replay_tui.tui.controllers.replay import ReplayController
 from replay_tui.tui.widgets.replay_panel import ReplayPanel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,18 +40,24 @@ def slow_wobbly(monkeypatch: Any, sleep_s: str) -> None:
 
 
 def panel_of(pilot: Any) -> ReplayPanel:
+    """The replay strip (what the user sees of the run)."""
     return pilot.app.screen_stack[0].query_one(ReplayPanel)
 
 
-async def wait_for_replay(pilot: Any, timeout_s: float = 60) -> ReplayPanel:
-    """Until the replay child has ended and its result reached the UI."""
-    panel = panel_of(pilot)
+def replays_of(pilot: Any) -> ReplayController:
+    """The app's one owner of replays: the running job, the last result, the marks."""
+    return pilot.app.screen_stack[0].replays
+
+
+async def wait_for_replay(pilot: Any, timeout_s: float = 60) -> ReplayController:
+    """Until the replay child has ended and its result reached the UI (the controller heard ReplayFinished)."""
+    replays = replays_of(pilot)
     deadline = time.monotonic() + timeout_s
-    while panel.running or panel.last is None:
+    while replays.run is not None or replays.last is None:
         assert time.monotonic() < deadline, "the replay did not finish in time"
         await pilot.pause(0.05)
     await pilot.pause(0.1)
-    return panel
+    return replays
 
 
 async def wait_until(pilot: Any, condition: Any, timeout_s: float = 30, what: str = "condition") -> None:

@@ -29,8 +29,8 @@ async def run_experiment(pilot, mode: str, config: Path, out: Path) -> CompareSc
     dialog.query_one("#experiments-out").value = str(out)
     dialog.query_one("#experiments-timeout").focus()
     await pilot.press("enter")
-    panel = await wait_for_replay(pilot)
-    assert panel.last.request.mode == mode
+    replays = await wait_for_replay(pilot)
+    assert replays.last.request.mode == mode
     await wait_until(
         pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.alignment is not None, what="the comparison"
     )
@@ -47,7 +47,7 @@ async def test_model_live_opens_the_comparison_on_the_first_differing_decision(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         compare = await run_experiment(pilot, "model-live", CONFIGS / "crm-new-model.toml", out)
-        outcome = app.screen_stack[0].replay_panel.last.outcome
+        outcome = app.screen_stack[0].replays.last.outcome
         assert outcome.experiment["mode"] == "model-live" and outcome.out == str(out) and out.exists()
         assert outcome.live_calls  # the new model was asked
         # Focused: the first differing decision, the step-01 model answer.
@@ -81,7 +81,7 @@ async def test_tools_live_on_the_recorded_model_answers_matches(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         compare = await run_experiment(pilot, "tools-live", CONFIGS / "crm.toml", out)
-        outcome = app.screen_stack[0].replay_panel.last.outcome
+        outcome = app.screen_stack[0].replays.last.outcome
         assert outcome.experiment["mode"] == "tools-live" and outcome.experiment["identical"]
         assert len(outcome.live_calls) == 27  # every customer_query ran live
         assert compare.focused_pair is None
@@ -107,7 +107,7 @@ async def test_the_experiment_dialog_refuses_bad_choices(tmp_path: Path) -> None
         await pilot.press("enter")
         assert "exists already" in str(error.render())
         await pilot.press("escape")
-        assert not app.screen_stack[0].replay_panel.running
+        assert not app.screen_stack[0].replays.running
 
 
 async def test_a_config_the_child_cannot_load_is_reported_not_raised(
@@ -128,8 +128,8 @@ async def test_a_config_the_child_cannot_load_is_reported_not_raised(
         dialog.query_one("#experiments-out").value = str(tmp_path / "never.jsonl")
         dialog.query_one("#experiments-timeout").focus()
         await pilot.press("enter")
-        panel = await wait_for_replay(pilot)
-        assert panel.last.outcome.status == "error" and panel.last.outcome.error["kind"] == "usage"
+        replays = await wait_for_replay(pilot)
+        assert replays.last.outcome.status == "error" and replays.last.outcome.error["kind"] == "usage"
         await wait_until(pilot, lambda: isinstance(app.screen, ReplayReportScreen), what="the report")
         error_lines = dict(report_sections(app.screen.result))["Child error"]
         assert "no-such-plugin-type" in " ".join(error_lines)

@@ -11,7 +11,6 @@ import pytest
 from textual import events
 from tui_helpers import SIZE, make_app, run_from_palette, seq_at_cursor, settle
 
-from replay_tui.analysis.search import ReplayMarks
 from replay_tui.tui.screens.help import HelpScreen
 from replay_tui.tui.screens.prompt import PromptScreen
 from replay_tui.tui.widgets.json_view import JsonView
@@ -140,45 +139,13 @@ async def test_next_and_previous_error(incident_path: Path) -> None:
         assert screen.journal.event(screen.timeline.cursor).seq == first.seq
 
 
-async def test_divergence_needs_replay_results_then_jumps(incident_path: Path) -> None:
+async def test_divergence_needs_replay_results(incident_path: Path) -> None:
+    """d before any replay says how to get results (test_replay.py drives d after a real one)."""
     app = make_app(incident_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         await pilot.press("d")
         assert "no replay results yet" in str(screen.status.render())
-        app.set_replay_marks(
-            ReplayMarks(divergent=frozenset({16}), consumed=frozenset(range(1, 16)), unused=frozenset(range(17, 27)))
-        )
-        await pilot.press("d")
-        await settle(pilot)
-        assert seq_at_cursor(screen) == 16
-        detail = screen.query_one(EventDetail).view
-        assert any("marks: divergent" in line.parts[0][0] for line in detail.lines[:5])
-        row = screen.timeline.render_line(screen.timeline.cursor - screen.timeline.scroll_offset.y).text
-        assert "≠" in row and " 16 " in row
-        app.set_replay_marks(ReplayMarks(consumed=frozenset(range(1, 27))))
-        await pilot.press("d")
-        assert "no divergence" in str(screen.status.render())
-
-
-async def test_replay_marks_can_be_posted_from_a_worker_thread(incident_path: Path) -> None:
-    import threading
-
-    from replay_tui.tui.messages import ReplayMarksChanged
-
-    app = make_app(incident_path)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await settle(pilot)
-        marks = ReplayMarks(divergent=frozenset({12}), label="strict replay")
-        thread = threading.Thread(target=lambda: screen.post_message(ReplayMarksChanged(marks)))
-        thread.start()
-        thread.join()
-        await settle(pilot)
-        assert screen.timeline.replay_marks is marks
-        assert "strict replay: first divergence at seq 12" in str(screen.status.render())
-        await pilot.press("slash", *"is:divergent", "enter")
-        await settle(pilot)
-        assert seq_at_cursor(screen) == 12
 
 
 async def test_clicking_a_row_selects_it(incident_path: Path) -> None:
@@ -209,7 +176,7 @@ async def test_watch_a_state_path_and_jump_between_its_changes(incident_path: Pa
         assert changed.kind == "state.transition" and any(
             op["path"] == "/customer/tier" for op in changed.payload["patch"]
         )
-        assert screen.watched == "/customer/tier"
+        assert screen.finder.watched == "/customer/tier"
         screen.timeline.focus()
         await pilot.press("W")  # from the timeline, W/w keep following the watched path
         await settle(pilot)

@@ -12,13 +12,23 @@ import time
 from pathlib import Path
 
 import pytest
-from replay_helpers import WOBBLY_AGENT, fixture_copy, panel_of, record_wobbly, slow_wobbly, wait_for_replay, wait_until
+from replay_helpers import (
+    WOBBLY_AGENT,
+    fixture_copy,
+    panel_of,
+    record_wobbly,
+    replays_of,
+    slow_wobbly,
+    wait_for_replay,
+    wait_until,
+)
 from tui_helpers import SIZE, make_app, seq_at_cursor, settle
 
 from replay_tui.analysis.search import CONSUMED, DIVERGENT, UNUSED
+from replay_tui.tui.controllers.replay import ReplayRequest
 from replay_tui.tui.screens.replay_dialog import ReplayDialog
 from replay_tui.tui.screens.replay_report import ReplayReportScreen, report_sections
-from replay_tui.tui.widgets.replay_panel import ReplayRequest
+from replay_tui.tui.widgets.panes import EventDetail
 
 pytestmark = pytest.mark.asyncio
 
@@ -35,17 +45,17 @@ async def test_r_replays_a_passing_journal_and_marks_every_event_consumed(tmp_pa
         screen = await settle(pilot)
         # r's action returns at once and the child runs in a worker. Called directly: pilot.press waits for the
         # app to go idle, and on a quiet machine the whole 175-event replay ends inside that wait.
-        screen.action_replay()
-        assert panel_of(pilot).running and panel_of(pilot).last is None
-        panel = await wait_for_replay(pilot)
-        first = panel.last
+        screen.replays.replay()
+        assert replays_of(pilot).running and replays_of(pilot).last is None
+        replays = await wait_for_replay(pilot)
+        first = replays.last
         await pilot.press("r")  # the key runs it again
-        await wait_until(pilot, lambda: panel.last is not first and not panel.running, 60, "the second replay")
-        outcome = panel.last.outcome
+        await wait_until(pilot, lambda: replays.last is not first and not replays.running, 60, "the second replay")
+        outcome = replays.last.outcome
         assert outcome.status == "match", outcome.to_text()
         assert (outcome.consumed, outcome.total) == (175, 175)
         assert outcome.isolation is not None
-        marks = screen.replay_marks
+        marks = replays.marks
         assert (
             marks is not None
             and marks.consumed == frozenset(range(1, 176))
@@ -53,6 +63,7 @@ async def test_r_replays_a_passing_journal_and_marks_every_event_consumed(tmp_pa
             and not marks.unused
         )
         assert marks.mark_of(100) == CONSUMED
+        panel = panel_of(pilot)
         result_text = str(panel.query_one("#replay-result").render())
         assert "Replay matched: 175 of 175 events consumed" in result_text
         assert "175 of 175 events" in panel.line.text
@@ -74,11 +85,11 @@ async def test_the_step_23_divergence_view(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         await pilot.press("r")
-        panel = await wait_for_replay(pilot)
-        outcome = panel.last.outcome
+        replays = await wait_for_replay(pilot)
+        outcome = replays.last.outcome
         assert outcome.status == "diverged"
         assert outcome.divergence.seq == 144 and outcome.divergence.step == "step-23"
-        marks = screen.replay_marks
+        marks = replays.marks
         assert marks.mark_of(144) == DIVERGENT and marks.mark_of(143) == CONSUMED and marks.mark_of(175) == UNUSED
         assert marks.consumed == frozenset(range(1, 144))
 
@@ -105,9 +116,25 @@ async def test_the_step_23_divergence_view(tmp_path: Path) -> None:
         chain_seqs = [screen.journal.event(position).seq for position in tree.chain]
         assert chain_seqs[0] == 2 and chain_seqs[-1] == 144
         assert [ref.seq for ref in outcome.divergence.causal_chain][-1] == 144
-        assert tree.cursor_node is not None and tree.cursor_node.data.position == tree.chain[-1]
+        # the cursor lands on the divergent event once the new nodes have lines (after a refresh)
+        await wait_until(
+            pilot,
+            lambda: tree.cursor_node is not None and tree.cursor_node.data.position == tree.chain[-1],
+            what="the tree's cursor on the divergent event",
+        )
         await pilot.press("escape")
         assert app.screen is screen
+        # The marks reach the event pane, the timeline's row and the search (is:divergent).
+        await settle(pilot)
+        assert seq_at_cursor(screen) == 144
+        detail = screen.query_one(EventDetail).view
+        assert any("marks: divergent" in line.parts[0][0] for line in detail.lines[:5])
+        row = screen.timeline.render_line(screen.timeline.cursor - screen.timeline.scroll_offset.y).text
+        assert "≠" in row and " 144 " in row
+        await pilot.press("g")
+        await pilot.press("slash", *"is:divergent", "enter")
+        await settle(pilot)
+        assert seq_at_cursor(screen) == 144
 
 
 async def test_the_replay_dialog_chooses_the_agent(tmp_path: Path) -> None:
@@ -122,13 +149,14 @@ async def test_the_replay_dialog_chooses_the_agent(tmp_path: Path) -> None:
         assert "is not an entry point" in str(app.screen.query_one("#replay-dialog-error").render())
         app.screen.query_one("#replay-agent").value = "fixtures.agents.crm:agent"
         await pilot.press("enter")
-        panel = await wait_for_replay(pilot)
-        assert panel.last.request.agent == "fixtures.agents.crm:agent"
-        assert panel.last.outcome.divergence.seq == 144
+        replays = await wait_for_replay(pilot)
+        assert replays.last.request.agent == "fixtures.agents.crm:agent"
+        assert replays.last.outcome.divergence.seq == 144
         # r repeats with the same choice.
+        first = replays.last
         await pilot.press("r")
-        panel = await wait_for_replay(pilot)
-        assert panel.last.outcome.divergence.seq == 144
+        await wait_until(pilot, lambda: replays.last is not first and not replays.running, 60, "the second replay")
+        assert replays.last.outcome.divergence.seq == 144
 
 
 async def test_escape_cancels_a_running_replay_and_kills_the_child(
@@ -140,22 +168,22 @@ async def test_escape_cancels_a_running_replay_and_kills_the_child(
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         await pilot.press("r")
-        panel = panel_of(pilot)
-        await wait_until(pilot, lambda: panel.child_pid is not None, what="the child")
-        pid = panel.child_pid
+        panel, replays = panel_of(pilot), replays_of(pilot)
+        await wait_until(pilot, lambda: replays.child_pid is not None, what="the child")
+        pid = replays.child_pid
         await wait_until(pilot, lambda: "events" in panel.line.text, what="progress")
         # Keys still work while the child runs.
         await pilot.press("j", "j")
         assert seq_at_cursor(screen) == 3
         await pilot.press("escape")
-        panel = await wait_for_replay(pilot, timeout_s=10)
-        outcome = panel.last.outcome
+        await wait_for_replay(pilot, timeout_s=10)
+        outcome = replays.last.outcome
         assert outcome.status == "cancelled"
         assert 0 < outcome.consumed < outcome.total
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # reaped, and its process group killed
         assert "cancelled" in str(panel.query_one("#replay-result").render())
-        assert screen.replay_marks is not None and screen.replay_marks.mark_of(1) == CONSUMED
+        assert replays.marks is not None and replays.marks.mark_of(1) == CONSUMED
         await pilot.press("d")
         assert "no divergence to show: Replay cancelled" in str(screen.status.render())
 
@@ -170,13 +198,13 @@ async def test_a_crashing_agent_is_reported_with_its_last_output(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        panel = await wait_for_replay(pilot)
-        assert panel.last.outcome.status == "crashed"
+        replays = await wait_for_replay(pilot)
+        assert replays.last.outcome.status == "crashed"
         await wait_until(pilot, lambda: isinstance(app.screen, ReplayReportScreen), what="the report")
         sections = dict(report_sections(app.screen.result))
         assert "crashed (killed by SIGABRT)" in sections["Result"][0]
         assert "wobbly: native crash in step 4" in sections["Child stderr (last lines)"]
-        assert "crashed" in str(panel.query_one("#replay-result").render())
+        assert "crashed" in str(panel_of(pilot).query_one("#replay-result").render())
         await pilot.press("escape")
         await pilot.press("j")  # the app is alive and answers keys
         assert app.is_running
@@ -188,8 +216,8 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         await pilot.press("r")
-        panel = await wait_for_replay(pilot)
-        outcome = panel.last.outcome
+        replays = await wait_for_replay(pilot)
+        outcome = replays.last.outcome
         assert outcome.status == "error" and outcome.error["kind"] == "agent_import"
         await wait_until(pilot, lambda: isinstance(app.screen, ReplayReportScreen), what="the report")
         error_lines = dict(report_sections(app.screen.result))["Child error"]
@@ -197,10 +225,11 @@ async def test_an_agent_that_does_not_import_and_a_timeout(tmp_path: Path, monke
         await pilot.press("escape")
 
         slow_wobbly(monkeypatch, "0.5")
-        screen.start_replay(ReplayRequest(agent=WOBBLY_AGENT, timeout_s=2))
-        panel = await wait_for_replay(pilot, timeout_s=15)
-        assert panel.last.outcome.status == "timeout"
-        assert "timed out after 2 s" in panel.last.outcome.headline()
+        first = replays.last
+        screen.replays.start(ReplayRequest(agent=WOBBLY_AGENT, timeout_s=2))
+        await wait_until(pilot, lambda: replays.last is not first and not replays.running, 15, "the timed-out replay")
+        assert replays.last.outcome.status == "timeout"
+        assert "timed out after 2 s" in replays.last.outcome.headline()
         await wait_until(pilot, lambda: isinstance(app.screen, ReplayReportScreen), what="the report")
 
 
@@ -211,9 +240,9 @@ async def test_quitting_mid_replay_kills_the_child(tmp_path: Path, monkeypatch: 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        panel = panel_of(pilot)
-        await wait_until(pilot, lambda: panel.child_pid is not None, what="the child")
-        pid = panel.child_pid
+        replays = replays_of(pilot)
+        await wait_until(pilot, lambda: replays.child_pid is not None, what="the child")
+        pid = replays.child_pid
         started = time.monotonic()
         await pilot.press("q")
     assert time.monotonic() - started < 10  # not the ~18 s the replay would take

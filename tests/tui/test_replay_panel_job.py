@@ -10,7 +10,8 @@ from replay_helpers import panel_of, record_wobbly, slow_wobbly, wait_for_replay
 from tui_helpers import SIZE, make_app, settle
 
 from replay_tui.replay.runner import Progress
-from replay_tui.tui.widgets.replay_panel import ReplayChildStarted, ReplayProgressed, step_reports
+from replay_tui.tui.controllers.replay import step_reports
+from replay_tui.tui.messages import IndexProgress, ReplayChildStarted, ReplayProgressed
 
 
 @pytest.mark.asyncio
@@ -34,16 +35,19 @@ async def test_the_strip_shows_isolation_phase_and_seq_while_the_child_runs(
         await wait_until(pilot, lambda: " · seq " in panel.line.text, what="a matched seq")
         assert " events · seq " in panel.line.text
         await pilot.press("escape")
-        panel = await wait_for_replay(pilot, timeout_s=15)
-        outcome = panel.last.outcome
+        replays = await wait_for_replay(pilot, timeout_s=15)
+        outcome = replays.last.outcome
         assert outcome.status == "cancelled" and outcome.isolation is not None
-        assert not panel.running and panel.child_pid is None
+        assert not replays.running and replays.run is None and replays.child_pid is None
 
 
 def test_a_pending_progress_message_is_replaced_by_the_next() -> None:
     older = ReplayProgressed(Progress("replay", 1, 10, 1))
     assert older.can_replace(ReplayProgressed(Progress("replay", 2, 10, 2)))
     assert not older.can_replace(ReplayChildStarted("namespaces"))
+    index = IndexProgress(10, 100, 1000)  # the same rule serves the index's counts, each for its own kind
+    assert index.can_replace(IndexProgress(20, 200, 1000)) and not index.can_replace(older)
+    assert not older.can_replace(index)
 
 
 def test_each_count_report_posts_the_latest_step() -> None:

@@ -1,14 +1,16 @@
-"""Controllers of the main screen: follow, bookmarks, export and replay.
+"""Controllers of the main screen: follow, bookmarks, export, replay and finding.
 
 Each gets what it works on explicitly (``ScreenParts`` plus its own collaborators) instead of
-reaching into a base class; the screen keeps the bindings and forwards actions and messages.
+reaching into a base class. Keys reach a controller through the action table (an entry whose
+``target`` is ``"controller.method"``, see ``tui/actions.py``) and its workers' messages through
+``handlers()`` (the ``messages.ControllerMessage`` types it answers): the screen forwards neither.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -18,6 +20,24 @@ if TYPE_CHECKING:
     from ...journal import Journal
     from ..widgets.bars import RunHeader, StatusBar
     from ..widgets.timeline import Timeline
+
+# A controller's answer to its messages: message type -> the method that handles it.
+Handlers = Mapping[type["Message"], Callable[[Any], None]]
+
+
+class Routed(Protocol):
+    def handlers(self) -> Handlers: ...
+
+
+def routes(*controllers: Routed) -> dict[type[Message], Callable[[Any], None]]:
+    """Each message type to the one controller that handles it (two that claim one are a bug)."""
+    table: dict[type[Message], Callable[[Any], None]] = {}
+    for controller in controllers:
+        for kind, handle in controller.handlers().items():
+            if kind in table:
+                raise ValueError(f"{kind.__name__} is handled by two controllers")
+            table[kind] = handle
+    return table
 
 
 @dataclass(frozen=True)
@@ -30,5 +50,10 @@ class ScreenParts:
     status: StatusBar
     header: RunHeader
     goto_seq: Callable[[int], None]
+    indexing: Callable[[], bool]  # the index worker is still reading the journal
     post_message: Callable[[Message], bool]
     run_worker: Callable[..., Worker[Any]]  # the screen's run_worker: workers end with the screen
+
+    def run_thread(self, work: Callable[[], object], *, group: str, exclusive: bool = True) -> Worker[Any]:
+        """``work`` in a thread worker of the screen; it reports by message, and its failure never ends the app."""
+        return self.run_worker(work, thread=True, exclusive=exclusive, group=group, exit_on_error=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...analysis.annotations import Annotation, AnnotationError, AnnotationStore, annotation_key
 from ...analysis.causal import CausalIndex
 from ...journal import Event
@@ -14,8 +16,9 @@ from . import ScreenParts
 class BookmarksController:
     """The annotation store of one journal and the keys that edit and visit it."""
 
-    def __init__(self, parts: ScreenParts) -> None:
+    def __init__(self, parts: ScreenParts, *, causal: Callable[[], CausalIndex]) -> None:
         self.parts = parts
+        self.causal = causal  # the screen's causal index (a journal reset makes a new one)
         self.annotations, problem = AnnotationStore.open_lenient(parts.journal.path)
         if problem is not None:
             parts.app.notify(
@@ -39,7 +42,7 @@ class BookmarksController:
 
     def check_stale(self) -> None:
         """Warn (from a worker) about notes made on another journal at this path."""
-        self.parts.run_worker(self._check_stale, thread=True, exclusive=True, group="annotations", exit_on_error=False)
+        self.parts.run_thread(self._check_stale, group="annotations")
 
     def _check_stale(self) -> None:
         stale = self.annotations.stale(self.parts.journal) if len(self.annotations) else []
@@ -135,7 +138,7 @@ class BookmarksController:
             text += (" · " if text else "") + f"{GLYPHS['note']} {annotation.note}"
         self.parts.status.say(text)
 
-    def present(self, causal: CausalIndex) -> None:
+    def present(self) -> None:
         self.annotations.refresh()
         marks = [a for a in self.annotations.bookmarks() if self.in_this_journal(a)]
         if not marks:
@@ -150,4 +153,4 @@ class BookmarksController:
             if seq is not None:
                 self.parts.goto_seq(seq)
 
-        self.parts.app.push_screen(PresenterScreen(self.parts.journal, causal, marks, start), closed)
+        self.parts.app.push_screen(PresenterScreen(self.parts.journal, self.causal(), marks, start), closed)

@@ -34,8 +34,8 @@ class ExportController:
     def __init__(self, parts: ScreenParts) -> None:
         self.parts = parts
 
-    def ask(self, *, indexing: bool) -> None:
-        if indexing:
+    def ask(self) -> None:
+        if self.parts.indexing():
             self.parts.status.say("still indexing: export once the journal is read")
             return
 
@@ -51,9 +51,7 @@ class ExportController:
         self.parts.app.push_screen(prompt, chosen)
 
     def export(self, target: Path, fmt: str) -> None:
-        self.parts.run_worker(
-            lambda: self._export(target, fmt), thread=True, exclusive=True, group="export", exit_on_error=False
-        )
+        self.parts.run_thread(lambda: self._export(target, fmt), group="export")
 
     def _export(self, target: Path, fmt: str) -> None:
         from ...jobs.export import ExportJob, ExportRequest  # export and stats load on the first export

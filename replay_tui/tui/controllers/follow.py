@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ...journal import Event
 from ..live_analysis import LiveAnalysis
 from ..messages import JournalGrew
-from . import ScreenParts
+from . import Handlers, ScreenParts
 
 if TYPE_CHECKING:
     from ..follow import Follower
@@ -37,6 +37,9 @@ class FollowController:
         self.unstuck = False  # the user moved away from the end while following
         self._header_stale = False  # after a reset the header shows a run that may be gone
 
+    def handlers(self) -> Handlers:
+        return {JournalGrew: self.journal_grew}
+
     def start(self) -> None:
         from ..follow import Follower  # watchfiles only once following starts
 
@@ -55,9 +58,9 @@ class FollowController:
         self.following = False
         self.show_event_count()
 
-    def toggle(self, *, indexing: bool) -> None:
+    def toggle(self) -> None:
         status = self.parts.status
-        if indexing:
+        if self.parts.indexing():
             status.say("still indexing: f starts following once the journal is read")
         elif self.following:
             self.stop()

@@ -3,12 +3,16 @@
 Attributes flow down (the screen tells widgets what to show); messages flow up
 (widgets and workers post the dataclasses in ``messages.py``). Everything that
 may read many events runs in a thread worker and reports back by message.
+
+The screen itself indexes the journal, checks its chain, and makes the panes follow the cursor.
+Replay, finding (search, filter, goto, watch), follow, bookmarks and export are its controllers
+(``controllers/``): the action table sends their keys to them and the screen hands each the
+messages it registered, so no screen method forwards either.
 """
 
 from __future__ import annotations
 
 import time
-from array import array
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,15 +25,15 @@ from textual.worker import get_current_worker
 
 from ...analysis.annotations import AnnotationStore
 from ...analysis.causal import CausalIndex
-from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, parse_query
-from ...analysis.state import StateAt, StateHistory, find_change
-from ...jobs import JobCancelled, JobRun, throttled
+from ...analysis.state import StateAt, StateHistory
+from ...jobs import throttled
 from ...journal import Event, Journal, JournalError
-from ..actions import bindings_for
+from ..actions import action_target, bindings_for
 from ..chain_check import ChainCheck
-from ..controllers import ScreenParts
+from ..controllers import ScreenParts, routes
 from ..controllers.bookmarks import BookmarksController
 from ..controllers.export import ExportController
+from ..controllers.find import FindController, quick_position
 from ..controllers.follow import FollowController
 from ..controllers.replay import ReplayController
 from ..input_clock import UserInputClock
@@ -38,16 +42,12 @@ from ..messages import (
     ChainChecked,
     ChainLoaded,
     ChildrenLoaded,
+    ControllerMessage,
     CursorMoved,
-    FilterProgress,
     IndexFinished,
     IndexProgress,
     JobProgress,
-    JournalGrew,
-    JumpTo,
     Notice,
-    ReplayMarksChanged,
-    SearchFinished,
     SecretsScanned,
     StateComputed,
 )
@@ -56,31 +56,18 @@ from ..widgets.bars import RunHeader, StatusBar
 from ..widgets.causal_tree import CausalTree, NodeData
 from ..widgets.json_view import JsonView
 from ..widgets.panes import EventDetail, StatePane
-from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest
+from ..widgets.replay_panel import ReplayPanel
 from ..widgets.timeline import Timeline
-from .prompt import PromptScreen
 
 FIRST_SCREEN_BYTES = 64 * 1024  # read on the UI thread before the first frame: more rows than a screen holds
 FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
 PROGRESS_EVERY_S = 0.1
-FILTER_PROGRESS_S = 0.2
-SEARCH_PROGRESS_S = 0.25
 SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
-ERROR_QUERY = parse_query("is:error")
-
-
-def stacked_query(stack: list[Query]) -> Query:
-    """The filters of a stack as one query: an event is shown when it matches every one."""
-    return Query(
-        source=" & ".join(query.source for query in stack),
-        words=tuple(word for query in stack for word in query.words),
-        filters=tuple(f for query in stack for f in query.filters),
-    )
 
 
 class MainScreen(Screen[None]):
-    """The debugger; follow, bookmarks, export and replay are its controllers (see ``controllers/``)."""
+    """The debugger; replay, finding, follow, bookmarks and export are its controllers (see ``controllers/``)."""
 
     BINDINGS = bindings_for("screen")  # the keys live in tui/actions.py
 
@@ -105,12 +92,6 @@ class MainScreen(Screen[None]):
         # --follow without --seq opens at the end and sticks to it
         self._open_at_end = follow and start_seq is None
         self.replay_agent = replay_agent
-        self.replay_marks: ReplayMarks | None = None
-        self.query_: Query | None = None
-        self.filter_query: Query | None = None  # every stacked filter at once
-        self.filter_stack: list[Query] = []  # & pushes, escape pops
-        self._queued_repeats = 0  # n/N pressed while a search was running
-        self.watched: str | None = None
         self.last_state: StateAt | None = None
         self.indexing = True
         self.index_seconds: float | None = None
@@ -160,23 +141,31 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         parts = ScreenParts(
-            self.app,
-            self.journal,
-            self.timeline,
-            self.status,
-            self.header,
-            self._goto_seq,
-            self.post_message,
-            self.run_worker,
+            app=self.app,
+            journal=self.journal,
+            timeline=self.timeline,
+            status=self.status,
+            header=self.header,
+            goto_seq=lambda seq: self.finder.goto_seq(seq),
+            indexing=lambda: self.indexing,
+            post_message=self.post_message,
+            run_worker=self.run_worker,
         )
         self.follower = FollowController(
             parts, self.live, check_chain=self.check_chain, journal_reset=self._journal_reset
         )
-        self.bookmarks = BookmarksController(parts)
+        self.bookmarks = BookmarksController(parts, causal=lambda: self.causal)
         self.exporter = ExportController(parts)
-        self.replays = ReplayController(
-            parts, self.replay_panel, replay_agent=self.replay_agent, set_replay_marks=self.set_replay_marks
+        self.replays = ReplayController(parts, self.replay_panel, replay_agent=self.replay_agent)
+        self.finder = FindController(
+            parts,
+            self.input_clock,
+            state_panes=list(self.query(StatePane)),
+            last_state=lambda: self.last_state,
+            replay_marks=lambda: self.replays.marks,
+            cancel_replay=self.replays.cancel,
         )
+        self._routes = routes(self.replays, self.finder, self.follower)
         self.marks = WalkthroughMarks(self.bookmarks.annotations, self.live.secret_seqs)
         self.timeline.mark_source = self.marks.of
         self.header.set_first_event(None, self.journal.path.name)
@@ -185,6 +174,26 @@ class MainScreen(Screen[None]):
         self._index_first_screen()
         # The first frame is drawn before the index worker starts: it would hold the GIL meanwhile.
         self.call_after_refresh(self.index_journal)
+
+    @property
+    def controllers(self) -> dict[str, object]:
+        """The controllers by the names the action table's targets use (``"replays.replay"``)."""
+        return {
+            "replays": self.replays,
+            "finder": self.finder,
+            "follower": self.follower,
+            "bookmarks": self.bookmarks,
+            "exporter": self.exporter,
+        }
+
+    def action_controller(self, target: str) -> None:
+        """Every key the action table gives to a controller: ``target`` is ``"controller.method"``."""
+        action_target(target, self.controllers)()
+
+    @on(ControllerMessage)
+    def _to_controller(self, message: ControllerMessage) -> None:
+        """A controller's worker reported: the controller that registered the message handles it."""
+        self._routes[type(message)](message)
 
     @property
     def annotations(self) -> AnnotationStore:
@@ -250,7 +259,7 @@ class MainScreen(Screen[None]):
         self.query_one(RunHeader).set_chain("checking", "checking the hash chain…")
         self.check_chain()  # after indexing, so the two never fight over the disk and CPU
         if self.start_seq is not None:
-            self._goto_seq(self.start_seq)
+            self.finder.goto_seq(self.start_seq)
             self.start_seq = None
         self.scan_secrets()
         self.bookmarks.check_stale()
@@ -266,7 +275,7 @@ class MainScreen(Screen[None]):
         first = self.journal.try_event(0)
         self.query_one(RunHeader).set_first_event(first if isinstance(first, Event) else None, self.journal.path.name)
         if self.start_seq is not None:
-            position = self._quick_position(self.start_seq)
+            position = quick_position(self.journal, self.start_seq)
             if position is not None:
                 self.timeline.move_to(position, center=True)
                 self.start_seq = None
@@ -282,6 +291,7 @@ class MainScreen(Screen[None]):
     def on_unmount(self) -> None:
         self._chain_check.cancel()
         self.follower.stop()
+        self.replays.stop()
         self.live.cancel()
 
     @on(ChainChecked)
@@ -306,7 +316,7 @@ class MainScreen(Screen[None]):
         if position != self.timeline.cursor or position >= len(self.journal):
             return
         event = self.journal.try_event(position)
-        self.query_one(EventDetail).show_event(self.journal, position, event, self.replay_marks)
+        self.query_one(EventDetail).show_event(self.journal, position, event, self.replays.marks)
         seq = event.seq if isinstance(event, Event) else None
         for pane in self.query(StatePane):
             pane.show_loading(seq)
@@ -327,7 +337,7 @@ class MainScreen(Screen[None]):
         self.last_state = message.state
         for pane in self.query(StatePane):
             pane.show_state(message.state)
-            pane.view.set_watched(self.watched)
+            pane.view.set_watched(self.finder.watched)
 
     @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
     def load_chain(self, position: int, generation: int) -> None:
@@ -398,15 +408,6 @@ class MainScreen(Screen[None]):
         elif data.position is not None and data.position != self.timeline.cursor:
             self.timeline.move_to(data.position, center=True)
 
-    @on(JumpTo)
-    def _jump_to(self, message: JumpTo) -> None:
-        self.timeline.move_to(message.position, center=True)
-        reason = message.reason
-        if self.timeline.cursor != message.position and self.timeline.rows is not None:
-            reason += " — hidden by the filter, showing the next shown event (escape clears the filter)"
-        if reason:
-            self.status.say(reason)
-
     @on(JobProgress)
     def _job_progress(self, message: JobProgress) -> None:
         self.status.say(message.text)
@@ -417,330 +418,7 @@ class MainScreen(Screen[None]):
         if message.severity != "information":
             self.notify(message.text, severity=message.severity)  # type: ignore[arg-type]
 
-    # -- goto ---------------------------------------------------------------
-    def action_goto(self) -> None:
-        def chosen(text: str | None) -> None:
-            if text is None or not text.strip():
-                return
-            value = text.strip().lstrip("#")
-            if not value.isdigit() or int(value) < 1:
-                self.status.say(f"'{text}' is not a seq: type a whole number like 12")
-                return
-            self._goto_seq(int(value))
-
-        last = self.journal.try_event(len(self.journal) - 1) if len(self.journal) else None
-        span = f"seq 1 to {last.seq}" if isinstance(last, Event) else "no events yet"
-        self.app.push_screen(
-            PromptScreen(
-                "Go to seq",
-                f"{span}{' (still indexing)' if self.indexing else ''}; enter to go, escape to cancel",
-                placeholder="seq",
-            ),
-            chosen,
-        )
-
-    def _quick_position(self, seq: int) -> int | None:
-        """O(1) lookup for a healthy journal; None means ask the worker."""
-        count = len(self.journal)
-        if count == 0:
-            return None
-        first = self.journal.try_event(0)
-        guess = seq - first.seq if isinstance(first, Event) else seq - 1
-        if 0 <= guess < count:
-            event = self.journal.try_event(guess)
-            if isinstance(event, Event) and event.seq == seq:
-                return guess
-        return None
-
-    def _goto_seq(self, seq: int) -> None:
-        position = self._quick_position(seq)
-        if position is not None:
-            self._jump_to(JumpTo(position, f"seq {seq}"))
-            return
-        self.find_seq(seq)
-
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def find_seq(self, seq: int) -> None:
-        position = self.journal.position_of_seq(seq)
-        if position is None:
-            more = " yet (indexing is still running)" if self.indexing else ""
-            self.post_message(Notice(f"no event with seq {seq}{more}", "warning"))
-        else:
-            self.post_message(JumpTo(position, f"seq {seq}"))
-
-    # -- search -------------------------------------------------------------
-    def _parse_or_warn(self, text: str) -> Query | None:
-        """The query typed, or None after telling the user which term is wrong."""
-        try:
-            return parse_query(text)
-        except QueryError as error:
-            self.status.say(str(error))
-            self.notify(str(error), severity="warning")
-            return None
-
-    def action_search(self) -> None:
-        def chosen(text: str | None) -> None:
-            if text is None or not text.strip():
-                return
-            query = self._parse_or_warn(text)
-            if query is None:
-                return
-            self.query_ = query
-            self.timeline.set_query(query)
-            self.run_search(query, self.timeline.cursor, 1, f"/{text}")
-
-        hint = (
-            "words and filters, all must match: "
-            + ", ".join(f"{name}:" for name in FIELD_HELP)
-            + " — e.g. kind:tool.result tool:customer_query"
-        )
-        previous = self.query_.source if self.query_ else ""
-        self.app.push_screen(
-            PromptScreen("Search", hint, value=previous, placeholder="kind:tool.result timeout"), chosen
-        )
-
-    def action_search_next(self) -> None:
-        self._repeat_search(1)
-
-    def action_search_previous(self) -> None:
-        self._repeat_search(-1)
-
-    def _repeat_search(self, direction: int) -> None:
-        if self.query_ is None:
-            self.status.say("no search yet: press / to search")
-            return
-        if any(w.group == "search" and w.is_running for w in self.workers):
-            # n n n while a search runs: each press counts, the hits are visited in turn.
-            self._queued_repeats += direction
-            return
-        self.run_search(self.query_, self.timeline.cursor, direction, f"/{self.query_.source}")
-
-    @on(SearchFinished)
-    def _search_finished(self, message: SearchFinished) -> None:
-        if message.position is None:
-            self._queued_repeats = 0
-            self.status.say(message.reason)
-            return
-        self._jump_to(JumpTo(message.position, message.reason))
-        if self._queued_repeats and self.query_ is not None:
-            direction = 1 if self._queued_repeats > 0 else -1
-            self._queued_repeats -= direction
-            self.run_search(self.query_, self.timeline.cursor, direction, f"/{self.query_.source}")
-
-    def action_next_error(self) -> None:
-        self.run_search(ERROR_QUERY, self.timeline.cursor, 1, "next error")
-
-    def action_previous_error(self) -> None:
-        self.run_search(ERROR_QUERY, self.timeline.cursor, -1, "previous error")
-
-    def action_cancel_search(self) -> None:
-        """Escape: cancel a running replay, else stop a running search or filter, else clear the filter, else the highlight."""
-        if self.replays.cancel():
-            return
-        running = [w for w in self.workers if w.group in ("search", "filter") and w.is_running]
-        if running:
-            self._queued_repeats = 0
-            for worker in running:
-                worker.cancel()
-            self.status.say(
-                "search cancelled"
-                if running[0].group == "search"
-                else "filter stopped (showing the matches found so far)"
-            )
-        elif self.filter_stack and self.timeline.rows is not None:
-            removed = self.filter_stack.pop()
-            if self.filter_stack:  # one filter at a time comes off the stack
-                self.filter_query = stacked_query(self.filter_stack)
-                self.run_filter(self.filter_query)
-                self.status.say(
-                    f"filter {removed.source} removed; {len(self.filter_stack)} left (escape removes the next)"
-                )
-            else:
-                self.filter_query = None
-                self.timeline.set_rows(None)
-                self.timeline.border_title = "Timeline"
-                self.status.say(f"filter {removed.source} removed: every event is shown")
-        elif self.timeline.rows is not None:
-            self.timeline.set_rows(None)
-            self.timeline.border_title = "Timeline"
-            self.status.say("every event is shown")
-        elif self.timeline.search_query is not None:
-            self.timeline.set_query(None)
-            self.status.say("search highlight cleared (n/N still repeat the last search)")
-
-    # -- filter -------------------------------------------------------------
-    def action_filter(self) -> None:
-        def chosen(text: str | None) -> None:
-            if text is None:
-                return
-            if not text.strip():
-                self.action_cancel_search()
-                return
-            query = self._parse_or_warn(text)
-            if query is None:
-                return
-            if self.timeline.rows is None:
-                self.filter_stack.clear()  # the rows were cleared another way (z, a reset): start a new stack
-            self.filter_stack.append(query)
-            self.filter_query = stacked_query(self.filter_stack)
-            self.run_filter(self.filter_query)
-
-        on = " & ".join(q.source for q in self.filter_stack) if self.timeline.rows is not None else ""
-        hint = (
-            "adds a filter on top of: " + on if on else "show only matching events (same words and filters as /)"
-        ) + "; escape in the timeline removes the last filter"
-        self.app.push_screen(PromptScreen("Filter the timeline", hint, placeholder="kind:tool is:error"), chosen)
-
-    @work(thread=True, exclusive=True, group="filter", exit_on_error=False)
-    def run_filter(self, query: Query) -> None:
-        from ...jobs.search import FilterJob, FilterRequest  # loaded with the first filter, not for the first frame
-
-        worker = get_current_worker()
-        rows: array[int] = array("Q")
-        self.post_message(FilterProgress(query, rows, 0, complete=False))
-
-        def show(found: array[int], scanned: int) -> None:
-            self.post_message(FilterProgress(query, found, scanned, complete=False))
-
-        request = FilterRequest(self.journal, query, self.replay_marks, on_rows=show, rows=rows)
-        run = JobRun(
-            FilterJob(),
-            request,
-            progress=lambda done, _total: show(rows, done),
-            every_s=FILTER_PROGRESS_S,
-            cancelled=self.input_clock.politely(lambda: worker.is_cancelled),
-        )
-        try:
-            run.result()
-        except JobCancelled:
-            pass  # escape stops a filter: the rows found so far stay shown
-        self.post_message(FilterProgress(query, rows, len(self.journal), complete=True))
-
-    @on(FilterProgress)
-    def _filter_progress(self, message: FilterProgress) -> None:
-        if message.query != self.filter_query:
-            return
-        self.timeline.set_rows(message.rows, complete=message.complete)
-        total = len(self.journal)
-        if message.complete:
-            # the counts first: a narrow pane cuts the end of its title, and a stack of filters is long
-            self.timeline.border_title = (
-                f"Timeline · {len(message.rows):,} of {total:,} · filter {message.query.source}"
-            )
-            self.status.say(
-                f"filter: {len(message.rows):,} matching event{'' if len(message.rows) == 1 else 's'} (escape shows all again)"
-            )
-        else:
-            self.timeline.border_title = f"Timeline · {len(message.rows):,} so far · filtering {message.query.source}…"
-            self.status.say(f"filtering… {message.scanned:,} of {total:,} events scanned (escape stops)")
-
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def run_search(self, query: Query, start: int, direction: int, label: str) -> None:
-        from ...jobs.search import SearchJob, SearchRequest  # loaded with the first search
-
-        worker = get_current_worker()
-        self.post_message(JobProgress("search", f"{label}: searching… (escape cancels)"))
-
-        def progress(done: int, total: int) -> None:
-            text = f"{label}: searching… {min(done, total):,} of {total:,} events (escape cancels)"
-            self.post_message(JobProgress("search", text, done, total))
-
-        request = SearchRequest(self.journal, query, start, direction, self.replay_marks)
-        run = JobRun(
-            SearchJob(),
-            request,
-            progress=progress,
-            every_s=SEARCH_PROGRESS_S,
-            cancelled=self.input_clock.politely(lambda: worker.is_cancelled),
-        )
-        try:
-            position = run.result()
-        except JobCancelled:
-            return
-        scope = " (index still building: searched the events indexed so far)" if self.indexing else ""
-        if position is None:
-            self.post_message(SearchFinished(None, f"{label}: no match{scope}"))
-            return
-        wrapped = (position <= start) if direction > 0 else (position >= start)
-        event = self.journal.try_event(position)
-        where = f"seq {event.seq}" if isinstance(event, Event) else f"position {position + 1}"
-        note = (
-            " (wrapped around)" if wrapped and position != start else " (the only match)" if position == start else ""
-        )
-        self.post_message(SearchFinished(position, f"{label}: {where}{note}{scope}"))
-
-    # -- divergence (fed by replay results) ------------------------------------
-    def set_replay_marks(self, marks: ReplayMarks | None) -> None:
-        self.replay_marks = marks
-        self.timeline.set_replay_marks(marks)
-        if marks is not None:
-            first = marks.first_divergence
-            self.status.say(f"{marks.label}: " + (f"first divergence at seq {first}" if first else "no divergence"))
-
-    @on(ReplayMarksChanged)
-    def _replay_marks_changed(self, message: ReplayMarksChanged) -> None:
-        self.set_replay_marks(message.marks)
-
-    def action_divergence(self) -> None:
-        if self.replays.open_divergence_view():
-            return
-        if self.replay_marks is None:
-            self.status.say("no replay results yet: run a replay of this journal to find its first divergence")
-            return
-        first = self.replay_marks.first_divergence
-        if first is None:
-            self.status.say(f"{self.replay_marks.label}: no divergence — replay matched the recording")
-            return
-        self._goto_seq(first)
-        self.status.say(f"first divergence: seq {first}")
-
-    # -- watch ------------------------------------------------------------
-    def action_watch_next(self) -> None:
-        self._watch(1)
-
-    def action_watch_previous(self) -> None:
-        self._watch(-1)
-
-    def _watch(self, direction: int) -> None:
-        focused = self.focused
-        pane = next(
-            (p for p in self.query(StatePane) if focused is not None and p in focused.ancestors_with_self), None
-        )
-        if pane is not None:
-            pointer = pane.view.cursor_pointer
-            if pointer is None:
-                self.status.say("move the cursor onto a value in the state pane, then press w")
-                return
-            self.watched = pointer
-        elif self.watched is None:
-            changed = [path for path in self.last_state.diff.paths if path] if self.last_state is not None else []
-            if not changed:
-                self.status.say("nothing watched: tab to a state pane, put the cursor on a path and press w")
-                return
-            self.watched = changed[0]
-        for state_pane in self.query(StatePane):
-            state_pane.view.set_watched(self.watched)
-        self.find_watched_change(self.watched, self.timeline.cursor, direction)
-
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def find_watched_change(self, pointer: str, start: int, direction: int) -> None:
-        worker = get_current_worker()
-        label = f"watching {pointer or '/ (whole state)'}"
-        self.post_message(Notice(f"{label}: looking for the {'next' if direction > 0 else 'previous'} change…"))
-        position = find_change(
-            self.journal, pointer, start, direction, cancelled=self.input_clock.politely(lambda: worker.is_cancelled)
-        )
-        if worker.is_cancelled:
-            return
-        if position is None:
-            self.post_message(
-                Notice(f"{label}: no {'later' if direction > 0 else 'earlier'} change (W/w go the other way)")
-            )
-            return
-        event = self.journal.try_event(position)
-        seq = event.seq if isinstance(event, Event) else position + 1
-        self.post_message(JumpTo(position, f"{label}: changed at seq {seq} (w next, W previous)"))
-
+    # -- the event pane -------------------------------------------------------
     def action_unfold_all(self) -> None:
         self.query_one(EventDetail).view.unfold_all()
 
@@ -779,26 +457,7 @@ class MainScreen(Screen[None]):
         self.causal = CausalIndex(self.journal)
         self.scan_secrets()
 
-    @on(JournalGrew)
-    def _journal_grew(self, message: JournalGrew) -> None:
-        self.follower.journal_grew(message)
-
-    def action_toggle_follow(self) -> None:
-        self.follower.toggle(indexing=self.indexing)
-
-    # -- bookmarks, presenter, stats, export --------------------------------------------
-    def action_toggle_bookmark(self) -> None:
-        self.bookmarks.toggle_bookmark()
-
-    def action_edit_note(self) -> None:
-        self.bookmarks.edit_note()
-
-    def action_next_bookmark(self) -> None:
-        self.bookmarks.next_bookmark()
-
-    def action_presenter(self) -> None:
-        self.bookmarks.present(self.causal)
-
+    # -- stats ---------------------------------------------------------------------------
     def action_stats(self) -> None:
         if self.indexing:
             self.status.say("still indexing: stats need the whole journal read (try again in a moment)")
@@ -806,30 +465,3 @@ class MainScreen(Screen[None]):
         from .stats_screen import StatsScreen  # stats load when first shown, not for the first frame
 
         self.app.push_screen(StatsScreen(self.live, self.journal))
-
-    def action_export_report(self) -> None:
-        """Ask where, then write the incident report (HTML, or Markdown for a .md path)."""
-        self.exporter.ask(indexing=self.indexing)
-
-    # -- replay -----------------------------------------------------------------------
-    def start_replay(self, request: ReplayRequest) -> None:
-        self.replays.start(request)
-
-    def action_replay(self) -> None:
-        self.replays.replay()
-
-    def action_replay_dialog(self) -> None:
-        self.replays.replay_dialog()
-
-    def action_experiments(self) -> None:
-        self.replays.experiments()
-
-    def action_replay_report(self) -> None:
-        self.replays.report()
-
-    def action_compare_last(self) -> None:
-        self.replays.compare_last()
-
-    @on(ReplayFinished)
-    def _replay_finished(self, message: ReplayFinished) -> None:
-        self.replays.finished(message)

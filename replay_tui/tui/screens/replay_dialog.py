@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from ..widgets.replay_panel import ReplayRequest
+from ...jobs.replay import ReplayRequest
 
 
 def parse_timeout(text: str) -> float | None:

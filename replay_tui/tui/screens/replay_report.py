@@ -16,8 +16,8 @@ from textual.widgets import Footer, Static
 
 from ...journal.safe_text import safe
 from ...replay.runner import CRASHED, FAILED, MATCH, TIMEOUT, describe_exit
+from ..controllers.replay import ReplayResult
 from ..widgets import replay_format
-from ..widgets.replay_panel import ReplayResult
 
 SHOWN_LINES = 40
 
