@@ -89,6 +89,20 @@ def replay_without_server(journal: Path, stdio: dict[str, Any], log: Path, *args
     return code, outcome
 
 
+def replays_with_no_server(journal: Path, stdio: dict[str, Any], log: Path, http: HTTPServer | None) -> dict[str, Any]:
+    """A CLI replay that matches, every event consumed, with the stdio server's launcher removed or the HTTP
+    server's request count unchanged."""
+    if http is None:
+        code, replayed = replay_without_server(journal, stdio, log)
+    else:
+        requests_before = http.requests
+        code, replayed = replay_cli(journal)
+        assert http.requests == requests_before  # no connection reached the server
+    assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
+    assert replayed["consumed"] == replayed["total"] and replayed["refusals"] == []
+    return replayed
+
+
 def test_the_client_session_records_every_message_and_replays_with_no_server(
     tmp_path: Path, model: ScriptedModel, stdio: dict[str, Any], server_log: Path
 ) -> None:
@@ -200,14 +214,7 @@ def test_a_framework_agent_sends_what_it_sends_unrecorded_and_replays_with_no_se
     assert names[0] == "mcp:crm connect" and "mcp:crm tools/list" in names
     assert sum(name.startswith("mcp:crm tools/call slow_echo") for name in names) == 2
 
-    if http is None:
-        code, replayed = replay_without_server(journal, stdio, server_log)
-    else:
-        requests_before = http.requests
-        code, replayed = replay_cli(journal)
-        assert http.requests == requests_before  # no connection reached the server
-    assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
-    assert replayed["consumed"] == replayed["total"] and replayed["refusals"] == []
+    replays_with_no_server(journal, stdio, server_log, http)
 
 
 def test_a_changed_client_capability_diverges_at_initialize(

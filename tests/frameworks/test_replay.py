@@ -66,7 +66,7 @@ def test_a_fresh_recording_replays_on_another_day_in_another_time_zone(
 ONE_LINE_CHANGES = [
     ("agents-sdk", "agents_sdk_extra_argument", "turn-02:CRM analyst", "include_inactive"),
     ("langgraph", "langgraph_extra_argument", "step-01:agent", "['properties']['since']"),
-    ("pydantic-ai", "pydantic_ai_other_prompt", "02:ModelRequestNode", "['messages'][0]['content']"),
+    ("pydantic-ai", "pydantic_ai_other_prompt", "turn-01:crm_agent", "['messages'][0]['content']"),
 ]
 
 

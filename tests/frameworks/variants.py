@@ -46,6 +46,7 @@ async def agents_sdk_extra_argument(h: Harness, task: Mapping[str, Any]) -> str:
 # -- PydanticAI: other instructions --------------------------------------------------------
 
 _other_prompt = Agent(
+    name=pai.crm_agent.name,
     output_type=pai.TicketSummary,
     instructions=crm.INSTRUCTIONS + " Be brief.",
     retries=2,

@@ -1,18 +1,22 @@
-"""Small LLM API servers on 127.0.0.1 for the transport and plugin tests.
+"""Small LLM API servers on 127.0.0.1 for the transport, plugin and framework tests.
 
 One threaded ``http.server`` answers ``POST .../chat/completions`` in the OpenAI
-wire format and ``POST .../messages`` in the Anthropic one, streamed (SSE) or not.
-What it answers is decided by a policy: a function of the harness-style request
-(``messages`` with ``tool_calls`` as ``{id, name, arguments}``) returning
-``{content, tool_calls}``; by default the weather policy of the SDK fixture agents.
-Every request it receives is kept (path, headers, body) so tests can see what
-reached the wire.
+wire format, ``POST .../messages`` in the Anthropic one and ``POST .../responses`` in
+the OpenAI Responses API's, streamed (SSE) or not. What it answers is decided by a
+policy: a function of the harness-style request (``messages`` with ``tool_calls`` as
+``{id, name, arguments}``, plus the ``instructions`` and the names of the ``tools``
+offered) returning ``{content, tool_calls}``; by default the weather policy of the SDK
+fixture agents. Every request it receives is kept (path, headers, body, and its bytes
+as they came) so tests can see what reached the wire; ``delay_s`` holds each answer
+back and ``intervals`` keeps when each request came and was answered (concurrency);
+``event_gap_s`` sends a stream's events that far apart (streams passing through).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
@@ -37,6 +41,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw: bytes = b""  # the body's bytes as they came (byte-for-byte comparisons)
 
 
 @dataclass
@@ -44,6 +49,45 @@ class FakeLLM:
     policy: Policy = weather_policy
     received: list[Received] = field(default_factory=list)
     usage_details: bool = True  # OpenAI's usage carries *_tokens_details objects
+    delay_s: float = 0.0  # how long each answer is held back
+    event_gap_s: float = 0.0  # between a stream's events
+    intervals: list[tuple[float, float]] = field(default_factory=list)  # (came, answered), perf_counter seconds
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content: a string, or a list of text parts (any API's part shapes)."""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or () if isinstance(part, Mapping))
+
+
+def _tool_names(body: Mapping[str, Any]) -> list[str]:
+    names = []
+    for tool in body.get("tools") or ():
+        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        if isinstance(function.get("name"), str):
+            names.append(function["name"])
+    return names
+
+
+def _instructions(body: Mapping[str, Any]) -> str:
+    if "instructions" in body:  # the Responses API
+        return str(body.get("instructions") or "")
+    if "system" in body:  # Anthropic
+        return _text_of(body.get("system"))
+    system = [m for m in body.get("messages") or () if m.get("role") in ("system", "developer")]
+    return "\n".join(_text_of(m.get("content")) for m in system)
+
+
+def policy_request(body: Mapping[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a policy is asked: the model, the harness-style messages, the instructions, the tools offered."""
+    return {
+        "model": body.get("model"),
+        "messages": messages,
+        "instructions": _instructions(body),
+        "tools": _tool_names(body),
+    }
 
 
 def harness_messages_from_openai(body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -73,7 +117,13 @@ def harness_messages_from_anthropic(body: Mapping[str, Any]) -> list[dict[str, A
             messages.append({"role": message["role"], "content": content})
             continue
         for block in content or ():
-            if block.get("type") == "tool_result":
+            if block.get("type") == "tool_use":  # the calls an assistant turn made
+                call = {"id": block["id"], "name": block["name"], "arguments": block.get("input") or {}}
+                if messages and messages[-1]["role"] == message["role"] and "tool_calls" in messages[-1]:
+                    messages[-1]["tool_calls"].append(call)
+                else:
+                    messages.append({"role": message["role"], "content": None, "tool_calls": [call]})
+            elif block.get("type") == "tool_result":
                 text = (
                     block["content"]
                     if isinstance(block["content"], str)
@@ -82,6 +132,27 @@ def harness_messages_from_anthropic(body: Mapping[str, Any]) -> list[dict[str, A
                 messages.append({"role": "tool", "content": text, "tool_call_id": block["tool_use_id"]})
             elif block.get("type") == "text":
                 messages.append({"role": message["role"], "content": block["text"]})
+    return messages
+
+
+def harness_messages_from_responses(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Responses API's ``input`` items as harness-style messages (function calls and their outputs)."""
+    raw = body.get("input")
+    items = [{"role": "user", "content": raw}] if isinstance(raw, str) else list(raw or ())
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item["call_id"], "name": item["name"], "arguments": json.loads(item.get("arguments") or "{}")}
+            if messages and messages[-1]["role"] == "assistant" and "tool_calls" in messages[-1]:
+                messages[-1]["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            messages.append({"role": "tool", "content": _text_of(output), "tool_call_id": item["call_id"]})
+        elif kind == "message":
+            messages.append({"role": item.get("role", "user"), "content": _text_of(item.get("content"))})
     return messages
 
 
@@ -97,18 +168,28 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        came = time.perf_counter()
         length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        body = json.loads(raw or b"{}")
         state = self.server.state
-        state.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        with state.lock:
+            state.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw))
+        if state.delay_s:
+            time.sleep(state.delay_s)
         if self.path in ("/v1/chat/completions", "/chat/completions"):
-            answer = dict(state.policy({"model": body.get("model"), "messages": harness_messages_from_openai(body)}))
+            answer = dict(state.policy(policy_request(body, harness_messages_from_openai(body))))
             self._openai(body, answer)
         elif self.path in ("/v1/messages", "/messages"):
-            answer = dict(state.policy({"model": body.get("model"), "messages": harness_messages_from_anthropic(body)}))
+            answer = dict(state.policy(policy_request(body, harness_messages_from_anthropic(body))))
             self._anthropic(body, answer)
+        elif self.path in ("/v1/responses", "/responses"):
+            answer = dict(state.policy(policy_request(body, harness_messages_from_responses(body))))
+            self._responses(body, answer)
         else:
             self._send(404, "application/json", json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+        with state.lock:
+            state.intervals.append((came, time.perf_counter()))
 
     def _send(self, status: int, content_type: str, data: bytes, extra: Mapping[str, str] | None = None) -> None:
         self.send_response(status)
@@ -119,7 +200,15 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (extra or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        gap = self.server.state.event_gap_s
+        if not gap or content_type != "text/event-stream":
+            self.wfile.write(data)
+            return
+        for index, event in enumerate(data.split(b"\n\n")[:-1]):  # each event on its own, gap apart
+            if index:
+                time.sleep(gap)
+            self.wfile.write(event + b"\n\n")
+            self.wfile.flush()
 
     # -- OpenAI -------------------------------------------------------------------------
 
@@ -269,25 +358,120 @@ class _Handler(BaseHTTPRequestHandler):
         data = "".join(f"event: {name}\ndata: {json.dumps(event)}\n\n" for name, event in events)
         self._send(200, "text/event-stream", data.encode())
 
+    # -- the OpenAI Responses API -------------------------------------------------------
+
+    def _responses(self, body: Mapping[str, Any], answer: Mapping[str, Any]) -> None:
+        calls = answer.get("tool_calls") or []
+        usage = {
+            "input_tokens": 11,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 7,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 18,
+        }
+        text = answer.get("content") or ""
+        output: list[dict[str, Any]] = []
+        if text:
+            part = {"type": "output_text", "text": text, "annotations": []}
+            output.append(
+                {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+            )
+        for index, call in enumerate(calls):
+            output.append(
+                {
+                    "id": f"fc_{index + 1}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": call["id"],
+                    "name": call["name"],
+                    "arguments": json.dumps(call["arguments"]),
+                }
+            )
+        response = {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1764460800,
+            "status": "completed",
+            "model": body.get("model"),
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": usage,
+        }
+        if not body.get("stream"):
+            self._send(200, "application/json", json.dumps(response).encode())
+            return
+        sequence = iter(range(1, 10_000))
+        events: list[tuple[str, dict[str, Any]]] = []
+
+        def event(kind: str, **fields: Any) -> None:
+            events.append((kind, {"type": kind, "sequence_number": next(sequence), **fields}))
+
+        started = {**response, "status": "in_progress", "output": [], "usage": None}
+        event("response.created", response=started)
+        event("response.in_progress", response=started)
+        for index, item in enumerate(output):
+            if item["type"] == "message":
+                event(
+                    "response.output_item.added",
+                    output_index=index,
+                    item={**item, "status": "in_progress", "content": []},
+                )
+                empty = {"type": "output_text", "text": "", "annotations": []}
+                event(
+                    "response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=empty
+                )
+                for word in _words(text):
+                    fields = {"item_id": item["id"], "output_index": index, "content_index": 0, "logprobs": []}
+                    event("response.output_text.delta", delta=word, **fields)
+                fields = {"item_id": item["id"], "output_index": index, "content_index": 0}
+                event("response.output_text.done", text=text, logprobs=[], **fields)
+                event("response.content_part.done", part=item["content"][0], **fields)
+            else:
+                event(
+                    "response.output_item.added",
+                    output_index=index,
+                    item={**item, "status": "in_progress", "arguments": ""},
+                )
+                arguments = item["arguments"]
+                for part in (arguments[:5], arguments[5:]):
+                    event("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=part)
+                event(
+                    "response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=arguments
+                )
+            event("response.output_item.done", output_index=index, item=item)
+        event("response.completed", response=response)
+        data = "".join(f"event: {name}\ndata: {json.dumps(fields)}\n\n" for name, fields in events)
+        self._send(200, "text/event-stream", data.encode())
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: FakeLLM
 
 
-class LLMServer:
-    """Start on 127.0.0.1 (a free port); ``.url`` is the base URL, ``.state.received`` the requests."""
+class Served:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 answering in a thread of its own until ``close``."""
 
-    def __init__(self, policy: Policy = weather_policy) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.state = FakeLLM(policy)
-        self.state = self.httpd.state
-        self.port = self.httpd.server_address[1]
+    def __init__(self, httpd: ThreadingHTTPServer) -> None:
+        self.httpd = httpd
+        self.port = httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=2)
+
+
+class LLMServer(Served):
+    """Start on 127.0.0.1 (a free port); ``.url`` is the base URL, ``.state.received`` the requests."""
+
+    def __init__(self, policy: Policy = weather_policy) -> None:
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.state = FakeLLM(policy)
+        self.state = httpd.state
+        super().__init__(httpd)
