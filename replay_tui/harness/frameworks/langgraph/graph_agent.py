@@ -68,14 +68,25 @@ class _StepRecorder(GraphRecorder):
 
     def __init__(self, h: Harness) -> None:
         super().__init__(h, record_state=False)
-        self.node: str | None = None  # the last node started in the graph's outermost level
+        self.nodes: set[str] = set()  # the outermost level's nodes started in the current harness step
+        self.node: str | None = None  # the node a resumed run continues after
 
     def node_step(self, metadata: Mapping[str, Any], enclosing: str | None, prefix: str) -> str:
         node = str(metadata.get("langgraph_node"))
         if enclosing:
             return super().node_step(metadata, enclosing, prefix)
-        self.node = node
+        with self._lock:
+            self.nodes.add(node)
         return f"step-{self.h.steps_done + 1:02d}:{node}"
+
+    def step_done(self) -> str | None:
+        """The nodes of the step that ended, as the state's step names them (``a+b`` after parallel nodes, the
+        same whichever started last); the last of them, by name, is the node a resume continues after."""
+        with self._lock:
+            names, self.nodes = sorted(self.nodes), set()
+        if names:
+            self.node = names[-1]
+        return "+".join(names) or None
 
 
 @dataclass
@@ -132,12 +143,16 @@ class GraphAgent(StepAgent):
         run.started = True
         snapshot = run.graph.get_state(run.config)
         langgraph_step = (snapshot.metadata or {}).get("step")
+        ran = run.steps.step_done()
         node = run.steps.node
-        # the state and snapshot are the node's step's (the flow's step is the harness step's again)
-        previous = name_own_step(h, f"step-{h.steps_done + 1:02d}:{node}" if node else h.step_id)
+        this_step = f"step-{h.steps_done + 1:02d}:"
+        cause = run.steps.recording.cause_of(lambda step: step.startswith(this_step))
+        # the state and snapshot are the step's nodes' (the flow's step is the harness step's again)
+        previous = name_own_step(h, f"{this_step}{ran}" if ran else h.step_id)
         try:
             # LangGraph's step counter restarts in a saver seeded by a resume: diagnostics only
-            h.record_state({**state, "graph": state_view(snapshot.values), "next": list(snapshot.next), "node": node})
+            view = {**state, "graph": state_view(snapshot.values), "next": list(snapshot.next), "node": node}
+            h.record_state(view, cause=cause)
             checkpoint_id = (snapshot.config.get("configurable") or {}).get("checkpoint_id")
             h.write_snapshot(
                 diagnostics={"checkpoint_id": checkpoint_id, "langgraph_step": langgraph_step}, at_step_end=True

@@ -19,7 +19,7 @@ import threading
 import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
@@ -89,17 +89,27 @@ class Recording:
         if self.refused is not None:
             raise self.refused
 
-    def take_observations(self, steps: set[str]) -> list[Event]:
-        """The observations written in ``steps`` (or in steps nested under them), taken out of the list."""
-
-        def ours(event: Event) -> bool:
-            step = event.step_id or ""
-            return step in steps or any(step.startswith(f"{name}/") for name in steps)
-
+    def take_observations(self, belongs: Callable[[str], bool]) -> list[Event]:
+        """The observations written in the steps ``belongs`` picks, taken out of the list."""
         with self.h._bus_lock:  # (the list grows under the bus lock, in on_event)
-            taken = [event for event in self.observations if ours(event)]
-            self.observations = [event for event in self.observations if not ours(event)]
+            taken = [event for event in self.observations if belongs(event.step_id or "")]
+            self.observations = [event for event in self.observations if not belongs(event.step_id or "")]
         return taken
+
+    def cause_of(self, belongs: Callable[[str], bool]) -> Event | None:
+        """The event a state written after a superstep hangs from: one of the observations of its steps, the
+        same whichever of its threads finished last (the greatest by step, kind, and call id or request
+        hash), or None when it had none (the state then hangs from the event written before it)."""
+        observations = self.take_observations(belongs)
+        if not observations:
+            return None
+
+        def key(event: Event) -> tuple[str, str, str, int]:
+            payload = event.payload
+            which = payload.get("call_id") if event.kind == TOOL_RESULT else payload.get("request_hash")
+            return (event.step_id or "", event.kind, str(which), event.seq)
+
+        return max(observations, key=key)
 
 
 _KEPT_OBSERVATIONS = 10_000

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from langchain_core.messages import BaseMessage, messages_to_dict
@@ -29,9 +29,6 @@ from langgraph.pregel._io import read_channels
 from pydantic import BaseModel
 
 from .recorder import GraphRecorder, name_own_step, recorder_for
-
-if TYPE_CHECKING:
-    from ....journal import Event
 
 __all__ = ["state_view", "superstep_started", "superstep_done"]
 
@@ -73,25 +70,14 @@ def superstep_done(loop: Any, superstep: int, tasks: list[Any]) -> None:
     step = f"{prefix}{superstep:02d}:{'+'.join(names)}" if len(steps) > 1 else next(iter(steps), None)
     values = read_channels(loop.channels, loop.stream_keys)
     state = {"graph": state_view(values), "superstep": superstep, "ran": names}
-    cause = _cause(recorder.recording.take_observations(steps))
+    cause = recorder.recording.cause_of(
+        lambda step: step in steps or any(step.startswith(f"{name}/") for name in steps)
+    )
     previous = name_own_step(recorder.h, step)
     try:
         recorder.h.record_state(state, cause=cause)
     finally:
         name_own_step(recorder.h, previous)
-
-
-def _cause(observations: list[Event]) -> Event | None:
-    """One of a superstep's observations, the same whichever of its threads finished last."""
-    if not observations:
-        return None
-
-    def key(event: Event) -> tuple[str, str, str, int]:
-        payload = event.payload
-        which = payload.get("call_id") if event.kind == "tool.result" else payload.get("request_hash")
-        return (event.step_id or "", event.kind, str(which), event.seq)
-
-    return max(observations, key=key)
 
 
 def state_view(values: Any) -> Any:

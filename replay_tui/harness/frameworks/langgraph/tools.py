@@ -87,7 +87,7 @@ def _execute(node: Any, request: Any, input_type: Any, config: Any, execute: Cal
     try:
         recorded = h.record_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))
     except Exception:
-        refusal.raise_if_refused()
+        recorder.recording.check()  # refused while it ran (its output, or a call inside it): the run's error
         raise
     return _rebuilt(h, call, recorded)
 
@@ -113,37 +113,30 @@ async def _aexecute(
     try:
         recorded = await h.arecord_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))
     except Exception:
-        refusal.raise_if_refused()
+        recorder.recording.check()  # refused while it ran (its output, or a call inside it): the run's error
         raise
     return _rebuilt(h, call, recorded)
 
 
 class _Refusal:
-    """A tool output the recorder cannot keep: the harness records the call as failed with it, and the run
-    stops with it (never handed to the graph as the tool's error, which a graph may carry on past)."""
+    """What the recorder cannot keep of a tool's run: the harness records the call as failed with it, and the
+    run stops with it (never handed to the graph as the tool's error, which a graph may carry on past)."""
 
     def __init__(self, recorder: GraphRecorder) -> None:
-        self.recorder = recorder
-        self.error: Exception | None = None
+        self.recording = recorder.recording
 
     def record(self, call: Any, output: Any) -> dict[str, Any]:
         try:
             return output_record(call, output)
         except UnrecordableOutput as error:
-            self.error = self.recorder.recording.refuse(str(error))
-            raise
+            raise self.recording.refuse(str(error)) from None
 
     def interrupted(self, call: Any) -> Exception:
-        self.error = self.recorder.recording.refuse(
+        return self.recording.refuse(
             f"tool {call['name']!r} interrupted the graph (interrupt() or a Command to a parent graph raised "
             "inside the tool): a replay serves the tool's result without running it, so the recorder does not "
             "record a tool that interrupts; interrupt in a node instead"
         )
-        return self.error
-
-    def raise_if_refused(self) -> None:
-        if self.error is not None:
-            raise self.error from None
 
 
 def _rebuilt(h: Harness, call: Any, recorded: Any) -> Any:
