@@ -430,3 +430,22 @@ def test_state_view_keeps_what_the_journal_can_hold() -> None:
     assert "id" not in view["messages"][0]["data"]
     assert view["weather"] == {"city": "Oslo", "temperature_c": 1.0, "conditions": "fog"}
     assert view["lock"] == "<object>"
+
+
+def test_tools_another_recorder_keeps_run_as_they_are(tmp_path: Path) -> None:
+    """The seam for MCP tools: a tool picked by ``tools_recorded_elsewhere`` runs in ToolNode unrecorded by
+    this recorder (its own records it), the others as always."""
+    from replay_tui.harness.frameworks.langgraph import tools_recorded_elsewhere
+
+    marker = tmp_path / "tools-ran"
+    remove = tools_recorded_elsewhere(lambda tool: tool.name == "get_radar")
+    try:
+        with GraphModelServer(agents.weather_policy) as server:
+            journal = tmp_path / "seam.jsonl"
+            task = {"question": QUESTION, "base_url": server.openai_url, "form": "invoke", "marker": str(marker)}
+            _record("weather", task, journal)
+    finally:
+        remove()
+    called = sorted(e.payload["tool"] for e in events(journal) if e.kind == "tool.call")
+    assert called == ["get_alerts", "get_forecast", "get_station", "get_weather"]
+    assert "get_radar" in marker.read_text()

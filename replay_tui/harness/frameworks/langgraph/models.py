@@ -25,6 +25,7 @@ from pydantic import SecretStr
 
 from ...httpx_transport import async_http_client, http_client
 from ..common import PLACEHOLDER_KEY, api_key
+from ..versions import check_versions
 from .patches import instrument
 from .recorder import LIVE_TOOL, not_recorded, recording_of
 
@@ -60,6 +61,7 @@ def chat_anthropic(h: Harness, base_url: str | None, model: str, **options: Any)
     from langchain_anthropic import ChatAnthropic
 
     instrument()
+    check_versions("langchain-anthropic")
     settings: dict[str, Any] = {"api_key": SecretStr(anthropic_api_key()), "max_retries": 0, **options}
     chat = ChatAnthropic(model=model, base_url=base_url, **settings)  # type: ignore[call-arg]
     params = chat._client_params

@@ -23,7 +23,7 @@ from ..versions import check_versions
 
 __all__ = ["DISTRIBUTIONS", "instrument"]
 
-DISTRIBUTIONS = ("langgraph", "langgraph-checkpoint-sqlite", "langchain-openai")
+DISTRIBUTIONS = ("langgraph", "langgraph-checkpoint-sqlite", "langchain-core", "langchain-openai")
 
 _installed = False
 _lock = threading.Lock()

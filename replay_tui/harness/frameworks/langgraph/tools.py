@@ -14,7 +14,8 @@ could not reproduce either). Tools that record themselves (``tools_recorded_else
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import GraphBubbleUp
@@ -32,10 +33,12 @@ __all__ = ["execute_recorded", "aexecute_recorded", "tools_recorded_elsewhere"]
 _RECORDED_ELSEWHERE: list[Callable[[Any], bool]] = []
 
 
-def tools_recorded_elsewhere(test: Callable[[Any], bool]) -> None:
+def tools_recorded_elsewhere(test: Callable[[Any], bool]) -> Callable[[], None]:
     """Leave the tools ``test(tool)`` picks to their own recorder (the seam for tools whose calls another
-    recorder keeps, e.g. MCP tools recorded at the MCP session): ToolNode runs them, record and replay."""
+    recorder keeps, e.g. MCP tools recorded at the MCP session): ToolNode runs them, record and replay.
+    Returns the function that removes ``test``."""
     _RECORDED_ELSEWHERE.append(test)
+    return lambda: _RECORDED_ELSEWHERE.remove(test)
 
 
 def _recording(node: Any, request: Any, config: Any) -> GraphRecorder | None:
@@ -72,24 +75,16 @@ def _execute(node: Any, request: Any, input_type: Any, config: Any, execute: Cal
     recorder = _recording(node, request, config)
     if recorder is None:
         return execute(node, request, input_type, config)
-    h, call, refusal = recorder.h, request.tool_call, _Refusal(recorder)
+    run = _ToolRun(recorder, request)
 
     def live(arguments: Any) -> dict[str, Any]:
-        token = LIVE_TOOL.set(call["name"])
-        try:
-            output = execute(node, request.override(tool_call={**call, "args": arguments}), input_type, config)
-        except GraphBubbleUp:
-            raise refusal.interrupted(call) from None
-        finally:
-            LIVE_TOOL.reset(token)
-        return refusal.record(call, output)
+        with run.live():
+            output = execute(node, run.with_arguments(arguments), input_type, config)
+        return run.record(output)
 
-    try:
-        recorded = h.record_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))
-    except Exception:
-        recorder.recording.check()  # refused while it ran (its output, or a call inside it): the run's error
-        raise
-    return _rebuilt(h, call, recorded)
+    with run.refusals():
+        recorded = recorder.h.record_tool_call(run.name, run.arguments, live, call_id=run.call_id)
+    return _rebuilt(recorder.h, run.call, recorded)
 
 
 async def _aexecute(
@@ -98,45 +93,64 @@ async def _aexecute(
     recorder = _recording(node, request, config)
     if recorder is None:
         return await execute(node, request, input_type, config)
-    h, call, refusal = recorder.h, request.tool_call, _Refusal(recorder)
+    run = _ToolRun(recorder, request)
 
     async def live(arguments: Any) -> dict[str, Any]:
-        token = LIVE_TOOL.set(call["name"])
+        with run.live():
+            output = await execute(node, run.with_arguments(arguments), input_type, config)
+        return run.record(output)
+
+    with run.refusals():
+        recorded = await recorder.h.arecord_tool_call(run.name, run.arguments, live, call_id=run.call_id)
+    return _rebuilt(recorder.h, run.call, recorded)
+
+
+class _ToolRun:
+    """One tool execution being recorded. What the recorder cannot keep of it is refused: the harness records
+    the call as failed with it, and the run stops with it (never handed to the graph as the tool's error,
+    which a graph may carry on past)."""
+
+    def __init__(self, recorder: GraphRecorder, request: Any) -> None:
+        self.recording = recorder.recording
+        self.request = request
+        self.call = request.tool_call
+        self.name: str = self.call["name"]
+        self.arguments = self.call.get("args") or {}
+        self.call_id = self.call.get("id")
+
+    def with_arguments(self, arguments: Any) -> Any:
+        """The request with the tool's own copy of the arguments (it cannot change what was recorded)."""
+        return self.request.override(tool_call={**self.call, "args": arguments})
+
+    @contextlib.contextmanager
+    def live(self) -> Iterator[None]:
+        """Around the tool's live run: what it does is part of its result; an interrupt is refused."""
+        token = LIVE_TOOL.set(self.name)
         try:
-            output = await execute(node, request.override(tool_call={**call, "args": arguments}), input_type, config)
+            yield
         except GraphBubbleUp:
-            raise refusal.interrupted(call) from None
+            raise self.recording.refuse(
+                f"tool {self.name!r} interrupted the graph (interrupt() or a Command to a parent graph raised "
+                "inside the tool): a replay serves the tool's result without running it, so the recorder does "
+                "not record a tool that interrupts; interrupt in a node instead"
+            ) from None
         finally:
             LIVE_TOOL.reset(token)
-        return refusal.record(call, output)
 
-    try:
-        recorded = await h.arecord_tool_call(call["name"], call.get("args") or {}, live, call_id=call.get("id"))
-    except Exception:
-        recorder.recording.check()  # refused while it ran (its output, or a call inside it): the run's error
-        raise
-    return _rebuilt(h, call, recorded)
-
-
-class _Refusal:
-    """What the recorder cannot keep of a tool's run: the harness records the call as failed with it, and the
-    run stops with it (never handed to the graph as the tool's error, which a graph may carry on past)."""
-
-    def __init__(self, recorder: GraphRecorder) -> None:
-        self.recording = recorder.recording
-
-    def record(self, call: Any, output: Any) -> dict[str, Any]:
+    def record(self, output: Any) -> dict[str, Any]:
         try:
-            return output_record(call, output)
+            return output_record(self.call, output)
         except UnrecordableOutput as error:
             raise self.recording.refuse(str(error)) from None
 
-    def interrupted(self, call: Any) -> Exception:
-        return self.recording.refuse(
-            f"tool {call['name']!r} interrupted the graph (interrupt() or a Command to a parent graph raised "
-            "inside the tool): a replay serves the tool's result without running it, so the recorder does not "
-            "record a tool that interrupts; interrupt in a node instead"
-        )
+    @contextlib.contextmanager
+    def refusals(self) -> Iterator[None]:
+        """Around the recorded call: refused while it ran (its output, or a call inside it), the run's error."""
+        try:
+            yield
+        except Exception:
+            self.recording.check()
+            raise
 
 
 def _rebuilt(h: Harness, call: Any, recorded: Any) -> Any:
