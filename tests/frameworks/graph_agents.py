@@ -219,6 +219,7 @@ class Research(TypedDict, total=False):
 
 class Review(TypedDict, total=False):
     summary: str
+    notes: Annotated[list[str], operator.add]
 
 
 def research_policy(request: dict[str, Any]) -> dict[str, Any]:
@@ -277,19 +278,35 @@ def research_builder(model: Any, *, asynchronous: bool, topics: tuple[str, ...] 
     def combine(state: Research) -> dict[str, Any]:
         return {"summary": "; ".join(state["notes"])}
 
+    def reviewer(kind: str) -> Any:
+        if asynchronous:
+
+            async def check(state: Review) -> dict[str, Any]:
+                return {"notes": [await ask(f"{kind} {state['summary']}")]}
+        else:
+
+            def check(state: Review) -> dict[str, Any]:  # type: ignore[misc]
+                return {"notes": [ask(f"{kind} {state['summary']}")]}
+
+        return check
+
+    review = StateGraph(Review)  # two reviewers at once, in a sub-graph the review node runs
+    review.add_node("critique", reviewer("critique"))
+    review.add_node("factcheck", reviewer("factcheck"))
+    review.add_edge(START, "critique")
+    review.add_edge(START, "factcheck")
+    reviewers = review.compile()
+
     if asynchronous:
 
-        async def critique(state: Review) -> dict[str, Any]:
-            return {"summary": f"{state['summary']} / {await ask('critique ' + state['summary'])}"}
+        async def review_node(state: Research) -> dict[str, Any]:
+            reviewed = await reviewers.ainvoke({"summary": state["summary"]})
+            return {"summary": f"{state['summary']} / {await ask('polish ' + ' + '.join(reviewed['notes']))}"}
     else:
 
-        def critique(state: Review) -> dict[str, Any]:  # type: ignore[misc]
-            return {"summary": f"{state['summary']} / {ask('critique ' + state['summary'])}"}
-
-    review = StateGraph(Review)
-    review.add_node("critique", critique)
-    review.add_edge(START, "critique")
-    review.add_edge("critique", END)
+        def review_node(state: Research) -> dict[str, Any]:  # type: ignore[misc]
+            reviewed = reviewers.invoke({"summary": state["summary"]})
+            return {"summary": f"{state['summary']} / {ask('polish ' + ' + '.join(reviewed['notes']))}"}
 
     builder = StateGraph(Research)
     builder.add_node("news", node("news"))
@@ -297,7 +314,7 @@ def research_builder(model: Any, *, asynchronous: bool, topics: tuple[str, ...] 
     builder.add_node("plan", plan)
     builder.add_node("summarize", summarize)
     builder.add_node("combine", combine)
-    builder.add_node("review", review.compile())
+    builder.add_node("review", review_node)
     builder.add_edge(START, "news")
     builder.add_edge(START, "papers")
     builder.add_edge(["news", "papers"], "plan")
@@ -603,3 +620,34 @@ class ResearchSteps(GraphAgent):
 
 
 research_steps = ResearchSteps
+
+
+# -- human in the loop: a node interrupts, the run resumes it -----------------------------------------
+
+
+def approval(h: Any, task: dict[str, Any]) -> Any:
+    """LangGraph's interrupt() in a node and Command(resume=...), on a checkpointer's thread."""
+    from langgraph.graph import MessagesState
+    from langgraph.types import interrupt
+
+    model = chat_openai(h, task["base_url"], MODEL)
+
+    def draft(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def review(state: MessagesState) -> dict[str, Any]:
+        verdict = interrupt({"draft": state["messages"][-1].text})
+        return {"messages": [("user", f"reviewer says: {verdict}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("draft", draft)
+    builder.add_node("review", review)
+    builder.add_node("final", draft)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "review")
+    builder.add_edge("review", "final")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = recorded(h, {"configurable": {"thread_id": "review-1"}})
+    paused = graph.invoke({"messages": [("user", task["question"])]}, config)
+    done = graph.invoke(Command(resume="approved"), config)
+    return {"paused_on": paused["__interrupt__"][0].value, "answer": final_text(done)}

@@ -187,36 +187,42 @@ def _delay(seconds: dict[str, float]) -> Callable[[bytes], float]:
 def test_parallel_branches_send_fan_out_and_a_sub_graph_run_concurrently_with_their_own_steps(
     entry: str, tmp_path: Path
 ) -> None:
-    """Two branches in one superstep, three ``Send`` tasks, a sub-graph: the requests of a superstep are in
-    flight together as unrecorded; each request is in the step of the node that made it (whichever thread
-    or task it ran in), and the state after a parallel superstep hangs from the same observation whichever
-    branch finished last."""
+    """Two branches in one superstep, three ``Send`` tasks, a node running a sub-graph of two reviewers at
+    once and then asking the model itself: the requests of a superstep are in flight together as
+    unrecorded; each request and its answer are in the step of the node that made it, whichever thread or
+    task it ran in and whichever parallel node ended last; the state after a parallel superstep hangs from
+    the same observation whichever branch finished last."""
     causes = []
     for slow, fast in (("news about", "papers about"), ("papers about", "news about")):
-        delay = _delay({slow: 0.4, fast: 0.2, "summarize": 0.3})
+        reviewers = {"critique": 0.3, "factcheck": 0.1} if slow == "news about" else {"critique": 0.1, "factcheck": 0.3}
+        delay = _delay({slow: 0.4, fast: 0.2, "summarize": 0.3, **reviewers})
         with GraphModelServer(agents.research_policy, delay=delay) as server:
             journal = tmp_path / f"{entry}-{slow.split()[0]}.jsonl"
             _record(entry, {"question": "the Arctic", "base_url": server.openai_url}, journal)
             intervals = server.heard.intervals
             asked = [json.loads(body)["messages"][-1]["content"] for body in server.bodies()]
-            branches = [i for i, text in enumerate(asked) if text.startswith(("news about", "papers about"))]
-            fan_out = [i for i, text in enumerate(asked) if text.startswith("summarize")]
+            groups = {
+                "branches": [i for i, text in enumerate(asked) if text.startswith(("news about", "papers about"))],
+                "fan-out": [i for i, text in enumerate(asked) if text.startswith("summarize")],
+                "reviewers": [i for i, text in enumerate(asked) if text.startswith(("critique", "factcheck"))],
+            }
             load = os.getloadavg()
-            assert overlap([intervals[i] for i in branches]) > 0.05, (intervals, load)
-            assert overlap([intervals[i] for i in fan_out]) > 0.1, (intervals, load)
+            for name, group in groups.items():
+                assert overlap([intervals[i] for i in group]) > 0.05, (name, intervals, load)
             recorded = events(journal)
+            expected = {
+                "news about": "01:news",
+                "papers about": "01:papers",
+                "critique": "05:review/01:critique",
+                "factcheck": "05:review/01:factcheck",
+                "polish": "05:review",
+            }
             for event in recorded:
                 if event.kind == "model.request":
                     text = event.payload["request"]["messages"][-1]["content"]
-                    expected = {
-                        "news about": "01:news",
-                        "papers about": "01:papers",
-                        "critique": "05:review/01:critique",
-                    }
                     step = next((s for key, s in expected.items() if text.startswith(key)), None)
                     if text.startswith("summarize"):
-                        topic = text.split()[-1]
-                        step = f"03:summarize[{['ice', 'wind', 'sun'].index(topic)}]"
+                        step = f"03:summarize[{['ice', 'wind', 'sun'].index(text.split()[-1])}]"
                     assert event.step_id == step, (text, event.step_id)
                     answer = next(e for e in recorded if e.parent_event_id == event.event_id)
                     assert answer.kind == "model.response" and answer.step_id == step, (text, answer.step_id)
@@ -449,3 +455,44 @@ def test_tools_another_recorder_keeps_run_as_they_are(tmp_path: Path) -> None:
     called = sorted(e.payload["tool"] for e in events(journal) if e.kind == "tool.call")
     assert called == ["get_alerts", "get_forecast", "get_station", "get_weather"]
     assert "get_radar" in marker.read_text()
+
+
+def test_concurrent_service_sessions_record_their_own_graphs_and_replay(tmp_path: Path) -> None:
+    """Three sessions of a service (``record_session`` in one running event loop) run the prebuilt agent at
+    once: each journal holds its own session's calls in its own steps, and replays to a match."""
+    from replay_tui.harness import record_session
+
+    journals = tmp_path / "sessions"
+
+    async def session(server: Any, number: int) -> Any:
+        task = {"question": f"Weather in City{number}?", "base_url": server.openai_url, "form": "ainvoke"}
+        async with record_session(
+            CONFIG, directory=journals, session_id=f"s{number}", agent=f"{ENTRY}:weather_async", input=task
+        ) as h:
+            return await h.session.run()
+
+    async def all_sessions(server: Any) -> list[Any]:
+        return await asyncio.gather(*(session(server, number) for number in range(3)))
+
+    with GraphModelServer(agents.weather_policy) as server:
+        answers = asyncio.run(all_sessions(server))
+        assert [f"City{n}" in answer for n, answer in enumerate(answers)] == [True] * 3
+        for number in range(3):
+            recorded = events(journals / f"s{number}")
+            requests = [e for e in recorded if e.kind == "model.request"]
+            assert [e.step_id for e in requests] == ["01:agent", "03:agent"]
+            assert all(f"City{number}" in json.dumps(e.payload["request"]["messages"]) for e in requests)
+            assert sum(e.kind == "tool.call" for e in recorded) == 5
+        _replays_with_nothing_live(journals / "s1", server)
+
+
+def test_an_interrupt_in_a_node_and_its_resume_record_and_replay(tmp_path: Path) -> None:
+    """Human in the loop as LangGraph's docs show it: a node calls interrupt(), the run resumes the thread with
+    Command(resume=...) (the second graph run of the recording, its steps graph-2/...)."""
+    with GraphModelServer(agents.research_policy) as server:
+        journal = tmp_path / "approval.jsonl"
+        outcome = _record("approval", {"question": "Draft a reply", "base_url": server.openai_url}, journal)
+        assert outcome.output == {"paused_on": {"draft": "on Draft a reply"}, "answer": "on reviewer says: approved"}
+        steps = [e.step_id for e in events(journal) if e.kind == "model.request"]
+        assert steps == ["01:draft", "graph-2/03:final"]
+        _replays_with_nothing_live(journal, server)

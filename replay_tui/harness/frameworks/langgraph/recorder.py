@@ -8,9 +8,11 @@ recorded as it is. From LangChain's callbacks it names the step of each node's f
 (LangGraph's superstep and the node; ``[i]`` after a node a ``Send`` started, the i-th of its superstep;
 ``outer/NN:inner`` inside a sub-graph; ``graph-K/`` in front in the K-th graph run of the recording).
 
-Steps are named on the node's own flow only (its thread or task, see ``harness/lanes.py``), never on
-the flows around it: LangGraph runs a superstep's first task in the thread that runs the graph and the
-others in its pool, and a step named in one of them must not reach the events of another.
+A node names the step of its own flow only (its thread or task, see ``harness/lanes.py``), never of the
+flows around it, as ``h.step_id = ...`` would: LangGraph runs a superstep's first task in the thread that
+runs the graph (or the enclosing node) and the others in its pool, and a step named in one of them must
+not reach the events of another, nor outlive the node (when it ends its flow gets back the step it had).
+Nothing is named inside a recorded tool's live run (nothing in it is recorded).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ __all__ = [
     "LIVE_TOOL",
     "GraphRecorder",
     "Recording",
-    "name_own_step",
+    "name_step",
     "recorded",
     "recorder_for",
     "recording_of",
@@ -52,7 +54,7 @@ IN_TOOLNODE: ContextVar[bool] = ContextVar("replay_tui_langgraph_in_toolnode", d
 _PUSH = "__pregel_push"
 
 
-def name_own_step(h: Harness, step: str | None) -> str | None:
+def name_step(h: Harness, step: str | None) -> str | None:
     """Name the step of the calling flow only (not of the flows it was started from, as ``h.step_id = ...``
     does); returns the step it had."""
     lane = h._lanes.lane()  # (the harness has no public setter for one flow's step yet)
@@ -74,9 +76,10 @@ class Recording:
 
     def on_event(self, event: Event) -> None:  # a HookPoint: every event, under the bus lock
         if event.kind in (MODEL_RESPONSE, TOOL_RESULT) and event.step_id is not None:
-            self.observations.append(event)
-            if len(self.observations) > _KEPT_OBSERVATIONS:
-                del self.observations[: _KEPT_OBSERVATIONS // 2]
+            with self.lock:
+                self.observations.append(event)
+                if len(self.observations) > _KEPT_OBSERVATIONS:
+                    del self.observations[: _KEPT_OBSERVATIONS // 2]
 
     def refuse(self, message: str) -> HarnessError:
         """The error that ends the recording (the first one stays: later hooks raise it again)."""
@@ -91,7 +94,7 @@ class Recording:
 
     def take_observations(self, belongs: Callable[[str], bool]) -> list[Event]:
         """The observations written in the steps ``belongs`` picks, taken out of the list."""
-        with self.h._bus_lock:  # (the list grows under the bus lock, in on_event)
+        with self.lock:
             taken = [event for event in self.observations if belongs(event.step_id or "")]
             self.observations = [event for event in self.observations if not belongs(event.step_id or "")]
         return taken
@@ -128,12 +131,13 @@ def recording_of(h: Harness) -> Recording:
 
 @dataclass
 class _Run:
-    """A chain run in flight: the step of the node run it is (or is inside of); for a node run, the step its
-    flow had before it, and its task's namespace."""
+    """A chain run in flight: the step of the node run it is (or is inside of); for a node run, its task's
+    namespace, whether it named its flow's step, and the step that flow had before."""
 
     step: str | None
-    previous: str | None = None
     namespace: str | None = None
+    named: bool = False
+    previous: str | None = None
 
 
 class GraphRecorder(BaseCallbackHandler):
@@ -159,7 +163,8 @@ class GraphRecorder(BaseCallbackHandler):
     # -- graph runs --------------------------------------------------------------------
 
     def graph_started(self, run_id: UUID | None) -> str:
-        """A root graph run's first superstep: the prefix of its steps (``graph-K/`` from the second on)."""
+        """A root graph run's first superstep (in the flow that runs it): the prefix of its steps (``graph-K/``
+        from the recording's second graph run on)."""
         with self._lock:
             if run_id is not None and run_id in self._graphs:
                 return self._graphs[run_id]
@@ -170,10 +175,6 @@ class GraphRecorder(BaseCallbackHandler):
             if run_id is not None:
                 self._graphs[run_id] = prefix
             return prefix
-
-    def graph_prefix(self, run_id: UUID | None) -> str:
-        with self._lock:
-            return self._graphs.get(run_id, "") if run_id is not None else ""
 
     def node_step(self, metadata: Mapping[str, Any], enclosing: str | None, prefix: str) -> str:
         """The step of a node run (override to name them otherwise)."""
@@ -209,7 +210,8 @@ class GraphRecorder(BaseCallbackHandler):
             self._tasks.add(namespace)  # type: ignore[arg-type]
             prefix = self._graphs.get(parent_run_id, "") if parent_run_id is not None else ""
         step = self.node_step(metadata, enclosing, prefix)
-        run = _Run(step, name_own_step(self.h, step), namespace)
+        named = LIVE_TOOL.get() is None
+        run = _Run(step, namespace, named, name_step(self.h, step) if named else None)
         with self._lock:
             self._runs[run_id] = run
 
@@ -241,8 +243,8 @@ class GraphRecorder(BaseCallbackHandler):
             self._graphs.pop(run_id, None)
             if run is not None and run.namespace is not None:
                 self._tasks.discard(run.namespace)
-        if run is not None and run.namespace is not None:
-            name_own_step(self.h, run.previous)
+        if run is not None and run.named:
+            name_step(self.h, run.previous)
 
 
 def recorder_in(config: Mapping[str, Any] | None) -> GraphRecorder | None:

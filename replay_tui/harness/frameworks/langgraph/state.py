@@ -28,7 +28,7 @@ from langchain_core.messages import BaseMessage, messages_to_dict
 from langgraph.pregel._io import read_channels
 from pydantic import BaseModel
 
-from .recorder import GraphRecorder, name_own_step, recorder_for
+from .recorder import GraphRecorder, name_step, recorder_for
 
 __all__ = ["state_view", "superstep_started", "superstep_done"]
 
@@ -73,11 +73,11 @@ def superstep_done(loop: Any, superstep: int, tasks: list[Any]) -> None:
     cause = recorder.recording.cause_of(
         lambda step: step in steps or any(step.startswith(f"{name}/") for name in steps)
     )
-    previous = name_own_step(recorder.h, step)
+    previous = name_step(recorder.h, step)
     try:
         recorder.h.record_state(state, cause=cause)
     finally:
-        name_own_step(recorder.h, previous)
+        name_step(recorder.h, previous)
 
 
 def state_view(values: Any) -> Any:
