@@ -115,7 +115,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-# Twin of journal/model.py:PAYLOAD_SPECS in shape (a (field, type, required) table; the checks differ)
 _FIELDS: tuple[tuple[str, type, bool], ...] = (
     ("key", str, True),
     ("seq", int, True),

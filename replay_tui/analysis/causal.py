@@ -22,7 +22,6 @@ DEFAULT_PAGE = 20_000
 DEFAULT_MAX_CHILDREN = 50
 
 
-# Twin of analysis/diff.py:Change in shape only (frozen dataclass field lists; nothing to share)
 @dataclass(frozen=True)
 class ChildrenPage:
     """Children found in ``[scanned_from, scanned_to)``; ``exhausted`` when nothing is left to scan."""
@@ -115,7 +114,6 @@ class CausalIndex:
         result.extend(reversed(walked))
         return result
 
-    # Twin of tui/screens/main.py:MainScreen.__init__ in shape only (a keyword parameter list)
     def children(
         self,
         position: int,

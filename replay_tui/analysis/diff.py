@@ -67,7 +67,6 @@ class ValueDiff:
         return {"added": list(self.added), "removed": list(self.removed), "changed": list(self.changed)}
 
 
-# Twin of analysis/causal.py:ChildrenPage in shape only (frozen dataclass field lists; nothing to share)
 @dataclass(frozen=True)
 class Change:
     """One difference found by ``walk_changes``: where (keys and indexes), what kind, the two values."""

@@ -93,6 +93,11 @@ class ChainLink:
     state_changes: tuple[StateChange, ...]
     state_status: str
 
+    @property
+    def state_problem(self) -> bool:
+        """The state could not be rebuilt here (a patch that does not apply, or builds too much)."""
+        return self.state_status.startswith("problem: ")
+
 
 @dataclass(frozen=True)
 class FailurePoint:
@@ -187,7 +192,6 @@ def is_error_event(event: Event) -> bool:
 
 
 def view_of(event: Event, mask: Callable[[Any], Any]) -> EventView:
-    # Twin of cli/replay.py:_spec in shape only (keyword arguments of two unrelated records)
     payload = mask(event.logical_payload())
     text, cut = _json_text(payload, PAYLOAD_CHARS)
     return EventView(

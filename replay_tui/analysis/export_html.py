@@ -115,6 +115,9 @@ def _chain_link(link: ChainLink) -> str:
             f'<h3>State before → after seq {link.event.seq} <span class="muted">({_e(link.state_status)})</span></h3>'
             + _state_table(link.state_changes)
         )
+    elif link.state_problem:  # a patch that does not apply changes nothing: say why
+        state = f'<h3>State at seq {link.event.seq} <span class="muted">({_e(link.state_status)})</span></h3>'
+
     card = _event_card(link.event, open_payload=link.role == "failing", tag=tag)
     return f'<li class="{" ".join(classes)}"><span class="dot"></span>{card}{state}</li>'
 

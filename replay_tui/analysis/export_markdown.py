@@ -100,6 +100,8 @@ def _link(link: ChainLink, number: int) -> str:
     if link.state_changes:
         lines.append(f"\n   State before → after seq {link.event.seq} ({_text(link.state_status)}):\n")
         lines.append("\n".join("   " + line for line in _state(link.state_changes).splitlines()))
+    elif link.state_problem:  # a patch that does not apply changes nothing: say why
+        lines.append(f"\n   State at seq {link.event.seq}: {_text(link.state_status)}")
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ import orjson
 
 from .. import __version__
 from ..journal import Event, Journal, JournalError
+from ..journal.depth import json_text
 from ..journal.model import MODEL_REQUEST, MODEL_RESPONSE, NOTE, RUN_ENDED, RUN_STARTED, TOOL_CALL, TOOL_RESULT
 
 SPANS_PER_REQUEST = 1000
@@ -76,8 +77,14 @@ def _hex_id(text: str, length: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
-def _json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+#: A recorded value as JSON text, at any depth a journal holds (orjson alone writes 255 levels: a journal
+#: nested 256 deep was 'internal error: TypeError: Recursion limit reached', exit 70).
+_json = json_text
+
+
+def _text(value: Any) -> str:
+    """A text part's content: the text itself, anything else as its JSON (a run's output may be an object)."""
+    return value if isinstance(value, str) else _json(value)
 
 
 def to_otel_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -271,11 +278,17 @@ class _Spans:
         }
         if "input" in root:
             attributes["gen_ai.input.messages"] = _json(
-                [{"role": "user", "parts": [{"type": "text", "content": root["input"]}]}]
+                [{"role": "user", "parts": [{"type": "text", "content": _text(root["input"])}]}]
             )
         if root.get("output") is not None:
             attributes["gen_ai.output.messages"] = _json(
-                [{"role": "assistant", "parts": [{"type": "text", "content": root["output"]}], "finish_reason": "stop"}]
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": _text(root["output"])}],
+                        "finish_reason": "stop",
+                    }
+                ]
             )
         start = min(int(root.get("start") or 0) or self.earliest, self.earliest)
         start = 0 if start == 1 << 63 else start

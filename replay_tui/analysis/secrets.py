@@ -368,8 +368,6 @@ def scan_events(
     return report
 
 
-# Twin of analysis/stats.py:compute_stats (the journal-wide wrapper of a different event loop; the shared part,
-# the skipped lines, lives in journal/skipped.py)
 def scan_journal(
     journal: Journal,
     *,

@@ -32,6 +32,7 @@ import orjson
 
 from ..journal import Event, Journal, JournalError
 from ..journal.describe import is_timeout
+from ..journal.levels import request_view
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,
@@ -154,7 +155,6 @@ class Timeline:
         return {name: values[:length] for name, values in self.series.items()}
 
 
-# Twin of analysis/stats.py:ModelStats in shape (counters of two different things, each with its to_json)
 @dataclass
 class ToolStats:
     name: str
@@ -178,7 +178,6 @@ class ToolStats:
         }
 
 
-# Twin of analysis/stats.py:ToolStats in shape (counters of two different things, each with its to_json)
 @dataclass
 class ModelStats:
     name: str
@@ -249,7 +248,6 @@ def _span_ms(start: str, end: str) -> float | None:
     return (last - first).total_seconds() * 1000.0
 
 
-# Twin of journal/verify.py:Fault in shape only (dataclass field lists; nothing to share)
 @dataclass
 class RunStats:
     """Everything the stats CLI prints and the stats screen shows."""
@@ -438,8 +436,7 @@ class StatsCollector:
         return model
 
     def _model_request(self, event: Event) -> None:
-        request = event.payload.get("request")
-        name = request.get("model") if isinstance(request, dict) else None
+        name = request_view(event.payload).get("model")  # (an info journal keeps only its summary)
         name = name if isinstance(name, str) and name else "(unnamed)"
         self._model(name).calls += 1
         if len(self._pending) >= _PENDING_REQUESTS_CAP:
@@ -589,8 +586,6 @@ def collect_stats(
     return stats
 
 
-# Twin of analysis/secrets.py:scan_journal (the journal-wide wrapper of a different event loop; the shared part,
-# the skipped lines, lives in journal/skipped.py)
 def compute_stats(
     journal: Journal,
     *,

@@ -95,7 +95,6 @@ def _header(stats: RunStats) -> RenderableType:
     return text
 
 
-# Twin of analysis/stats_render.py:steps_table in shape (column declarations of two different tables)
 def kinds_table(stats: RunStats) -> Table:
     table = _table("Events by kind")
     table.add_column("kind")
@@ -217,7 +216,6 @@ def errors_table(stats: RunStats) -> Table | None:
     return table
 
 
-# Twin of analysis/stats_render.py:kinds_table in shape (column declarations of two different tables)
 def steps_table(stats: RunStats) -> Table:
     table = _table("Longest steps")
     table.add_column("by wall time")

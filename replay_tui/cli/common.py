@@ -12,6 +12,17 @@ from ..journal.safe_text import safe, safe_json, safe_json_text
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def incomplete_exit(unreadable: int, consequence: str, *, quiet: bool) -> int:
+    """EXIT_USAGE when ``unreadable`` lines (or a shard the reader gave up on) kept part of the journal out of
+    a report, saying so ("... could not be read, so ``consequence``") on stderr unless ``quiet`` (--json says
+    it in the report); else EXIT_OK."""
+    if not unreadable:
+        return EXIT_OK
+    if not quiet:
+        print(f"replay-tui: {unreadable} line(s) could not be read, so {consequence}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def print_text(text: str, *, error: bool = False) -> None:
     """A report or message that may hold journal text, on stdout (stderr with ``error``): escaped, never raw."""
     print(safe(text, multiline=True), file=sys.stderr if error else sys.stdout)

@@ -1,7 +1,8 @@
-"""`replay-tui import SRC -o OUT.jsonl [--format ...]`: a foreign trace as a schema-v1 journal.
+"""`replay-tui import SRC [SRC ...] -o OUT.jsonl [--format ...]`: a foreign trace as a schema-v1 journal.
 
-Exit 0 written, 2 bad input (the message names the file and the record) or an output
-that exists already.
+Several sources of one trace are joined into one journal: OTLP/JSON spans and the logs that carry their
+content, as the OpenTelemetry SDK's span and log exporters write them to two files (importers/join.py).
+Exit 0 written, 2 bad input (the message names the file and the record) or an output that exists already.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from .common import EXIT_OK, EXIT_USAGE, print_json, print_text
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "src", metavar="SRC", help="OTLP/JSON file, Agents SDK trace export, Inspect .eval/.json log or vcrpy cassette"
+        "src",
+        metavar="SRC",
+        nargs="+",
+        help="OTLP/JSON file, Agents SDK trace export, Inspect .eval/.json log or vcrpy cassette; several OTLP/JSON "
+        "or Agents SDK files of one trace (spans in one, the logs with their content in another) become one journal",
     )
     parser.add_argument(
         "-o",

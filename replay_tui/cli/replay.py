@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..journal.safe_text import safe_line
@@ -109,6 +109,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a local corpus: start each child as a new interpreter (bubblewrap when installed) instead of "
         "forking it from a warm fork server (in-process namespaces)",
     )
+    shuffle = parser.add_argument_group("shuffle")
+    shuffle.add_argument(
+        "--shuffle-completions",
+        action="store_true",
+        help="replay with the completion order of calls that were in flight together permuted (everything else "
+        "from the journal, nothing live): says per seed whether the trajectory changed",
+    )
+    shuffle.add_argument("--seed", type=int, default=1, metavar="N", help="the first seed (default 1)")
+    shuffle.add_argument("--runs", type=int, default=None, metavar="K", help="how many seeds, N to N+K-1 (default 20)")
     parser.add_argument(
         "--rerecord-from-divergence",
         action="store_true",
@@ -193,6 +202,8 @@ def _run(args: argparse.Namespace) -> int:
         return _run_corpus(args, journal)
     if args.rerecord_from_divergence:
         return _run_rerecord(args, journal)
+    if args.shuffle_completions:
+        return _run_shuffle(args, journal)
     spec = _spec(args, journal)
     show_progress = not args.quiet and not args.json and sys.stderr.isatty()
     runner = ReplayRunner(spec, timeout_s=args.timeout, on_progress=_progress_line if show_progress else None)
@@ -266,6 +277,49 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
     if show_progress:
         sys.stderr.write("\r\033[K")
     return print_result(result, as_json=args.json)
+
+
+def _run_shuffle(args: argparse.Namespace, journal: str) -> int:
+    """`replay JOURNAL --shuffle-completions [--seed N] [--runs K]` (replay/shuffle_runs.py)."""
+    from ..replay.shuffle_runs import DEFAULT_RUNS, shuffle_runs
+
+    if args.mode not in (STRICT, NEW_CODE) or args.out or args.from_seq:
+        print(
+            "replay-tui replay: --shuffle-completions replays from the journal alone (no --mode experiment, --out or "
+            "--from-seq)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    runs = args.runs if args.runs is not None else DEFAULT_RUNS
+    if runs < 1:
+        print("replay-tui replay: --runs must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    show_progress = not args.quiet and not args.json and sys.stderr.isatty()
+    extra = ["--agent", args.agent] if args.agent else []
+    for path in args.agent_path:
+        extra += ["--agent-path", path]
+    result = shuffle_runs(
+        _spec(args, journal),
+        seed=args.seed,
+        runs=runs,
+        timeout_s=args.timeout,
+        extra_args=extra,
+        on_run=_shuffle_progress(runs) if show_progress else None,
+    )
+    if show_progress:
+        sys.stderr.write("\r\033[K")
+    return print_result(result, as_json=args.json)
+
+
+def _shuffle_progress(runs: int) -> Callable[[int, object], None]:
+    done = [0]
+
+    def shown(seed: int, outcome: object) -> None:
+        done[0] += 1
+        sys.stderr.write(f"\r\033[Kshuffled {done[0]}/{runs} seeds")
+        sys.stderr.flush()
+
+    return shown
 
 
 def _corpus_progress(entry: object, done: int, total: int) -> None:

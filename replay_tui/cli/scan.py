@@ -7,17 +7,15 @@ and nothing was found in the rest.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ..analysis.secrets import scan_journal
 from ..journal import open_journal
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json, print_text
+from .common import EXIT_FAILED, incomplete_exit, print_json, print_text
 from .stats import stderr_progress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    # Twin of cli/replay.py:configure in shape (argparse option declarations, nothing to share)
     parser.add_argument("path", help="journal file (.jsonl, .jsonl.gz) or directory of shards")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of one line per finding")
     parser.add_argument(
@@ -47,10 +45,4 @@ def run(args: argparse.Namespace) -> int:
         print_text(report.to_text())
     if not report.clean:
         return EXIT_FAILED
-    if report.unreadable:
-        if not args.json:
-            print(
-                f"replay-tui: {report.unreadable} line(s) could not be read, so the scan is incomplete", file=sys.stderr
-            )
-        return EXIT_USAGE
-    return EXIT_OK
+    return incomplete_exit(report.unreadable, "the scan is incomplete", quiet=args.json)

@@ -12,7 +12,7 @@ from rich.console import Console
 from ..analysis.stats import compute_stats
 from ..analysis.stats_render import render_stats
 from ..journal import open_journal
-from .common import EXIT_OK, print_json
+from .common import incomplete_exit, print_json
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,4 +57,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         console = Console(width=None if sys.stdout.isatty() else 120, highlight=False, soft_wrap=False)
         console.print(render_stats(stats, width=console.width))
-    return EXIT_OK
+    # a journal read only in part (blank or broken lines, a shard given up on) is no full account of it
+    return incomplete_exit(stats.unreadable, "the statistics cover part of it", quiet=args.json)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ..journal import JournalError, verify_journal
+from ..journal.files import open_regular_binary
 from ..journal.safe_text import safe_line
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json, print_text
 
@@ -47,9 +48,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def first_run_id(path: Path) -> str | None:
     """The run_id on the first line of a journal file (None when it has none or cannot be read)."""
     try:
-        with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as handle:
+        with (
+            open_regular_binary(path) as raw,
+            gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw as handle,
+        ):
             first = orjson.loads(handle.readline(1 << 20))
-    except (OSError, EOFError, orjson.JSONDecodeError):
+    except (OSError, EOFError, orjson.JSONDecodeError, JournalError):
         return None
     if not isinstance(first, dict):
         return None

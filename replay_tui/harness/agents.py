@@ -146,6 +146,13 @@ def run_agent(
                     output = result
     except StopRun:
         raise
+    except BaseExceptionGroup as group:  # a task group's: a replay's stop inside it is still the stop
+        stop = _stop_in(group)
+        if stop is not None:
+            raise stop from None
+        if not isinstance(group, Exception):
+            raise
+        status, output, error = "error", None, group
     except KeyboardInterrupt as interrupt:
         harness.end_run("cancelled", None, interrupt)
         raise
@@ -155,6 +162,16 @@ def run_agent(
         CURRENT_HARNESS.reset(current)
     harness.end_run(status, output, error)
     return RunOutcome(status, output, error if isinstance(error, BaseException) else None, harness.last_seq)
+
+
+def _stop_in(group: BaseExceptionGroup[BaseException]) -> StopRun | None:
+    """The first ``StopRun`` among the exceptions of a group (nested groups included), if any."""
+    for inner in group.exceptions:
+        if isinstance(inner, StopRun):
+            return inner
+        if isinstance(inner, BaseExceptionGroup) and (found := _stop_in(inner)) is not None:
+            return found
+    return None
 
 
 def _drive_steps(agent: StepAgent, harness: Harness) -> Done:

@@ -3,6 +3,7 @@ transport plugin (or given), tools and memory registered, run.started info fille
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .. import __version__
+from ..journal.levels import LEVELS, TRACE
 from .builtin import memory_tools
 from .config import ConfigError, HarnessConfig, PluginSet, load_config
 from .environment import fingerprint
@@ -33,6 +35,8 @@ _HARNESS_KEYS = {
     "signing_key",
     "checkpoint_every",
     "on_journal_error",
+    "level",
+    "trace_flag",
 }
 
 
@@ -47,6 +51,8 @@ class HarnessOptions:
     signing_key: str | None = None  # private key file ('replay-tui keygen'): the journal is sealed on close
     checkpoint_every: int | None = None  # with signing_key: a signed chain.checkpoint every N events
     on_journal_error: str = "fail"  # a journal that cannot be written: fail the run, or "continue" unrecorded
+    level: str | None = None  # "info" or "trace" (journal/levels.py); None: the caller's default
+    trace_flag: str | None = None  # a file whose existence turns trace on for the run, from its next model call
 
 
 def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> HarnessOptions:
@@ -99,9 +105,34 @@ def harness_options(table: Mapping[str, Any], source: str = "[harness]") -> Harn
             f'[harness]: on_journal_error must be "fail" (the run stops) or "continue" (it goes on unrecorded), '
             f"not {on_journal_error!r}",
         )
+    level = table.get("level")
+    if level is not None and level not in LEVELS:
+        raise ConfigError(
+            source, f'[harness]: level must be "info" (what a replay needs) or "trace" (everything), not {level!r}'
+        )
+    trace_flag = table.get("trace_flag")
+    if trace_flag is not None and (not isinstance(trace_flag, str) or not trace_flag):
+        raise ConfigError(source, "[harness]: trace_flag must be the path of a file (its existence turns trace on)")
     return HarnessOptions(
-        snapshot_every, wall, monotonic, seed, flags, tuple(bundle), signing_key, checkpoint_every, on_journal_error
+        snapshot_every,
+        wall,
+        monotonic,
+        seed,
+        flags,
+        tuple(bundle),
+        signing_key,
+        checkpoint_every,
+        on_journal_error,
+        level,
+        trace_flag,
     )
+
+
+def env_level() -> str | None:
+    """``REPLAY_TUI_LEVEL`` (info or trace): the level of every run a process records when its config names
+    none (a service started with it set records in trace); anything else is ignored."""
+    value = os.environ.get("REPLAY_TUI_LEVEL")
+    return value if value in LEVELS else None
 
 
 def _signer_for(options: HarnessOptions, config: HarnessConfig) -> Signer | None:
@@ -182,13 +213,18 @@ def build_harness(
     observation_sources: Mapping[str, ObservationSource] | None = None,
     extensions: Iterable[str] | None = None,
     environment: Mapping[str, Any] | None = None,
+    level: str | None = None,
+    default_level: str = TRACE,
+    trace_flag: str | Path | None = None,
 ) -> Recording:
     """Start the plugins of ``config`` and build a harness over them.
 
     Record: give ``journal`` (the transport plugin opens it; with no transport
     plugin a JSONL sink is used). Replay or experiments: give ``sink`` and
     ``observation_sources``, and ``extensions`` to start only some plugin kinds
-    (``{"model"}`` for model-live). ``environment`` replaces the fingerprint.
+    (``{"model"}`` for model-live). ``environment`` replaces the fingerprint. ``level``: the recording
+    level (journal/levels.py), else the config's ``[harness] level``, else ``$REPLAY_TUI_LEVEL``, else
+    ``default_level``; ``trace_flag``: a file that turns ``trace`` on (the config's ``trace_flag`` wins).
     """
     if not isinstance(config, HarnessConfig):
         config = load_config(config)
@@ -230,6 +266,10 @@ def build_harness(
                 feature_flags=options.feature_flags,
                 plugins=described,
             )
+        if level is not None and level not in LEVELS:
+            raise ConfigError(config.source, f'level must be "info" or "trace", not {level!r}')
+        run_level = level or options.level or env_level() or default_level
+        flag = options.trace_flag and str(config.base_dir / options.trace_flag) or (trace_flag and str(trace_flag))
         info = RunInfo(
             agent=agent,
             environment=environment,
@@ -239,6 +279,7 @@ def build_harness(
                 "config_hash": config.config_hash,
                 "options": dict(config.harness),
                 "redaction": dict(config.redaction),
+                "level": run_level,
             },
         )
         harness = Harness(
@@ -255,6 +296,8 @@ def build_harness(
             random_seed=options.random_seed,
             run_info=info,
             on_journal_error=options.on_journal_error,
+            level=run_level,
+            trace_flag=flag or None,
         )
         if isinstance(sink, UnrecordedSink):
             harness.unrecorded = sink.reason

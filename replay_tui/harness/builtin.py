@@ -98,7 +98,6 @@ class PythonTools(PluginBase):
         return self._tools
 
 
-# Twin of harness/builtin.py:JsonlSessionStore in shape (plugin class header and path option; nothing to share)
 class SqliteMemory(PluginBase):
     """Key-value memory in a real SQLite file (``options.path``). Values are JSON."""
 
@@ -158,7 +157,6 @@ def memory_tools(plugin_id: str, memory: Any) -> dict[str, ToolSpec]:
     }
 
 
-# Twin of harness/builtin.py:SqliteMemory in shape (plugin class header and path option; nothing to share)
 class JsonlSessionStore(PluginBase):
     """Appends one line per session start and end to ``options.path`` (a run index)."""
 

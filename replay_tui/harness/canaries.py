@@ -26,6 +26,7 @@ _ALNUM = string.ascii_letters + string.digits
 _URLSAFE = _ALNUM + "_-"
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
 _B64 = _ALNUM + "+/"
+_HEX = "0123456789abcdef"
 
 
 def _pick(rng: random.Random, alphabet: str, count: int) -> str:
@@ -70,6 +71,7 @@ def detector_canaries(rng: random.Random | None = None) -> list[Canary]:
     return [
         Canary("private-key", f"-----BEGIN RSA PRIVATE KEY-----\n{key_body}\n-----END RSA PRIVATE KEY-----"),
         Canary("aws-access-key-id", "AKIA" + _pick(rng, _UPPER_DIGITS, 16), alphabet=_UPPER_DIGITS),
+        Canary("aws-session-token", "IQoJb3JpZ2luX2VjE" + _pick(rng, _B64, 700), alphabet=_B64),
         Canary("github-token", "ghp_" + _pick(rng, _ALNUM, 36), alphabet=_ALNUM),
         Canary("gitlab-token", "glpat-" + _pick(rng, _URLSAFE, 20), alphabet=_URLSAFE),
         Canary("anthropic-key", "sk-ant-api03-" + _pick(rng, _URLSAFE, 40), alphabet=_URLSAFE),
@@ -83,10 +85,19 @@ def detector_canaries(rng: random.Random | None = None) -> list[Canary]:
         ),
         Canary("stripe-key", "sk_live_" + _pick(rng, _ALNUM, 24), alphabet=_ALNUM),
         Canary("google-api-key", "AIza" + _pick(rng, _URLSAFE, 35), alphabet=_URLSAFE),
+        Canary("google-oauth-token", "ya29.a0" + _pick(rng, _URLSAFE, 600), alphabet=_URLSAFE),
         Canary("sendgrid-key", "SG." + _pick(rng, _URLSAFE, 22) + "." + _pick(rng, _URLSAFE, 43), alphabet=_URLSAFE),
         Canary("npm-token", "npm_" + _pick(rng, _ALNUM, 36), alphabet=_ALNUM),
         Canary("pypi-token", "pypi-AgEIcHlwaS5vcmc" + _pick(rng, _URLSAFE, 60), alphabet=_URLSAFE),
         Canary("twilio-key", "SK" + _pick(rng, string.hexdigits.lower(), 32), alphabet=string.hexdigits),
+        Canary("digitalocean-token", "dop_v1_" + _pick(rng, _HEX, 64), alphabet=_HEX),
+        Canary("databricks-token", "dapi" + _pick(rng, _HEX, 32), alphabet=_HEX),
+        Canary("shopify-token", "shpat_" + _pick(rng, _HEX, 32), alphabet=_HEX),
+        Canary("sentry-token", "sntryu_" + _pick(rng, _HEX, 64), alphabet=_HEX),
+        Canary("mailchimp-key", _pick(rng, _HEX, 32) + "-us" + str(rng.randrange(1, 22))),
+        Canary("pulumi-token", "pul-" + _pick(rng, _HEX, 40), alphabet=_HEX),
+        Canary("rubygems-token", "rubygems_" + _pick(rng, _HEX, 48), alphabet=_HEX),
+        Canary("postman-key", f"PMAK-{_pick(rng, _HEX, 24)}-{_pick(rng, _HEX, 34)}", alphabet=_HEX),
         Canary(
             "discord-bot-token",
             rng.choice("MNO")
@@ -112,6 +123,12 @@ def detector_canaries(rng: random.Random | None = None) -> list[Canary]:
             "url-password", _pick(rng, _ALNUM, 20), context="postgres://admin:{}@db.internal:5432/app", alphabet=_ALNUM
         ),
         Canary("assignment", _pick(rng, _ALNUM, 20), context="export DB_PASSWORD={}", alphabet=_ALNUM),
+        Canary(
+            "command-line",
+            _pick(rng, _ALNUM, 20),
+            context="run: curl -u admin:{} https://api.example.com",
+            alphabet=_ALNUM,
+        ),
         Canary(
             "json", _pick(rng, string.ascii_lowercase, 12), context='[["X-Api-Key", "{}"]]', whole=True
         ),  # only decoding sees it

@@ -50,7 +50,6 @@ class PluginEntry:
     depends_on: tuple[str, ...] = ()
 
 
-# Twin of importers/__init__.py:ImportedJournal in shape only (frozen dataclass field lists; nothing to share)
 @dataclass(frozen=True)
 class HarnessConfig:
     source: str

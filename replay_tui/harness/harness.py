@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import threading
 import time
 from contextvars import ContextVar
@@ -25,6 +26,7 @@ from ..journal import Event, JournalError, call_key_of
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.errors import SchemaError, missing
 from ..journal.hashing import sha256_hex
+from ..journal.levels import TRACE, info_request, info_response
 
 # Twin of journal/describe.py's and replay/report.py's imports (the kind names each uses; an import list)
 from ..journal.model import (
@@ -103,6 +105,8 @@ class Harness:
         run_info: RunInfo | None = None,
         turns: Turns | None = None,
         on_journal_error: str = "fail",
+        level: str = TRACE,
+        trace_flag: str | None = None,
     ) -> None:
         if snapshot_every < 1:
             raise HarnessError("snapshot_every must be at least 1")
@@ -142,6 +146,10 @@ class Harness:
         # A journal that cannot be written: "fail" stops the run (RecordingFailed, raised again at every later
         # call), "continue" goes on with an UnrecordedSink (see unrecorded.py).
         self.on_journal_error = on_journal_error
+        # What a model call keeps (journal/levels.py); ``trace_flag``: a file whose existence turns trace on
+        # from the next model call, for a running session that needs it
+        self.level = level
+        self.trace_flag = trace_flag
         self._failed: RecordingFailed | None = None
         self.unrecorded: BaseException | None = None  # why the run went on unrecorded
         # replay: the responses open_model_exchange wrote (or took, to write when their stream ends), by request
@@ -530,7 +538,8 @@ class Harness:
         if source is None:
             return self._emit(kind, live(), step_id=step, parent=parent)
         if self.turns is not None:
-            return self.turns.observe(kind, key, request, answers, self._served(kind, step, parent), self._write)
+            reserved = self.turns.reserve(kind, key, request, answers)
+            return self.turns.observe_reserved(reserved, self._served(kind, step, parent), self._write)
         return self._emit(kind, source.observe(kind, key, request), step_id=step, parent=parent, redact=False)
 
     async def _aobserve(
@@ -540,7 +549,8 @@ class Harness:
         source = self.sources[kind]
         step = self.step_id
         if self.turns is not None:
-            return await self.turns.aobserve(kind, key, request, answers, self._served(kind, step, parent), self._write)
+            reserved = self.turns.reserve(kind, key, request, answers)
+            return await self.turns.aobserve_reserved(reserved, self._served(kind, step, parent), self._write)
         return self._emit(kind, source.observe(kind, key, request), step_id=step, parent=parent, redact=False)
 
     def _served(self, kind: str, step_id: str | None, parent: str | None) -> Callable[[dict[str, Any]], Pending]:
@@ -560,7 +570,7 @@ class Harness:
             handed = self._hand_recorded_chunks(reserved, on_chunk)
             return self._model_outcome(self._write_reserved(request_event, reserved), None if handed else on_chunk)
         raised: list[BaseException] = []  # the caller's own error while streaming: raised once the answer is written
-        payload = self._live_model(request_event.payload["request_hash"], normalized, on_chunk, raised)
+        payload = self._at_level(self._live_model(request_event.payload["request_hash"], normalized, on_chunk, raised))
         response_event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
         if raised:
             raise raised[0]
@@ -594,7 +604,7 @@ class Harness:
                 if not isinstance(error, Exception):  # the caller's task cancelled before the answer began
                     raised.append(error)
                 payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
-        event = self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id)
+        event = self._emit(MODEL_RESPONSE, self._at_level(payload), step_id=self.step_id, parent=request_event.event_id)
         if raised:
             raise raised[0]
         return self._model_outcome(event, on_chunk)
@@ -615,10 +625,23 @@ class Harness:
         payload = self.redactor.redact(MODEL_REQUEST, {"request": normalized})
         request_json = canonical_json_of_parsed(payload["request"])
         payload["request_hash"] = request_hash = sha256_hex(request_json)
+        if not self.tracing():  # info: the hash and a summary (journal/levels.py)
+            payload = info_request(payload)
+            return payload, normalized, canonical_json_of_parsed(payload), LANE_CURSOR
         # the payload's canonical JSON from the request's, which is hashed anyway ("request" sorts before
         # "request_hash"; a hash needs no escaping): the writer splices it in, not serializing the request again
         payload_json = b'{"request":%s,"request_hash":"%s"}' % (request_json, request_hash.encode("ascii"))
         return payload, normalized, payload_json, LANE_CURSOR
+
+    def tracing(self) -> bool:
+        """Whether this model call is recorded at ``trace`` (the run's level, or its trace flag file is there)."""
+        if self.level == TRACE:
+            return True
+        return self.trace_flag is not None and os.path.exists(self.trace_flag)
+
+    def _at_level(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A live model.response payload as this run's level keeps it."""
+        return payload if self.tracing() else info_response(payload)
 
     def _emit_model_request(self, request: Mapping[str, Any], *, parsed: bool = False) -> tuple[Event, dict[str, Any]]:
         payload, normalized, payload_json, parent = self._model_request_parts(request, parsed)
@@ -711,7 +734,11 @@ class Harness:
         stream = payload.get("stream")
         if not stream:
             return [content]
-        boundaries = stream.get("boundaries")
+        if not isinstance(stream, Mapping):
+            raise self.unusable_record(SchemaError("payload.stream", "the stream record, an object", stream, seq=seq))
+        if "boundaries" not in stream:  # kept at info level: the text in one chunk
+            return [content]
+        boundaries: list[int] = stream["boundaries"]
         if not _fit(boundaries, len(content)):
             error = SchemaError("payload.stream.boundaries", _CHUNK_BOUNDARIES, boundaries, seq=seq)
             raise self.unusable_record(error)
@@ -972,11 +999,15 @@ class Harness:
     def _reserve_response(self, request_event: Event) -> Reserved:
         """The recorded answer to ``request_event``, taken for it: in a strict replay not written until its
         turn; served by key (an experiment: no recorded order to keep) it is written at once."""
-        key = request_event.payload["request_hash"]
+        return self._take(MODEL_RESPONSE, request_event.payload["request_hash"], request_event, self.step_id)
+
+    def _take(self, kind: str, key: str, answers: Event, step_id: str | None) -> Reserved:
+        """The recorded ``kind`` observation answering ``answers``, taken for it (``_reserve_response``,
+        ``_take_tool_result``)."""
         if self.turns is not None:
-            return self.turns.reserve(MODEL_RESPONSE, key, request_event.payload, request_event)
-        payload = self.sources[MODEL_RESPONSE].observe(MODEL_RESPONSE, key, request_event.payload)
-        event = self._write(self._served(MODEL_RESPONSE, self.step_id, request_event.event_id)(payload))
+            return self.turns.reserve(kind, key, answers.payload, answers)
+        payload = self.sources[kind].observe(kind, key, answers.payload)
+        event = self._write(self._served(kind, step_id, answers.event_id)(payload))
         return Reserved(event.payload, event.seq, event)
 
     def _write_reserved(self, request_event: Event, reserved: Reserved, step_id: str | None = None) -> Event:
@@ -1015,7 +1046,11 @@ class Harness:
             if isinstance(served, _Deferred):
                 return self._write_reserved(request_event, served.reserved, served.step_id)
         return self._emit(
-            MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id, redact=not recorded
+            MODEL_RESPONSE,
+            payload if recorded else self._at_level(payload),
+            step_id=self.step_id,
+            parent=request_event.event_id,
+            redact=not recorded,
         )
 
     async def aclose_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:
@@ -1058,8 +1093,43 @@ class Harness:
     ) -> Any:
         """``record_tool_call`` for async tools; concurrent calls run concurrently, each result written when it
         arrives."""
+        call = await self.aopen_tool_call(name, arguments, call_id=call_id)
+        return await self.aclose_tool_call(call, lambda: live(call.arguments))
+
+    async def aopen_tool_call(
+        self, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None, take_result: bool = False
+    ) -> OpenToolCall:
+        """``arecord_tool_call`` in two halves, for a recorder whose call and result are written from different
+        places (an MCP request: its tool.call when the client sends it, its tool.result when the answer comes):
+        the tool.call, written now (at its turn in a strict replay). ``take_result``: a replay also takes the
+        recorded tool.result for this call now, without writing it, and hands over its payload (``recorded``),
+        for a call whose answer holds what the caller needs before the result is written (what an MCP server
+        sent during a session, written when it closes), as a streamed model answer is taken. Close it with
+        ``aclose_tool_call``."""
         call_event, copy = await self._atool_call(name, arguments, call_id, registered=False)
-        return await self._await_tool_result(call_event, lambda: self._run_live_async(call_event, lambda: live(copy)))
+        taken = self._take_tool_result(call_event) if take_result and TOOL_RESULT in self.sources else None
+        return OpenToolCall(call_event, copy, taken)
+
+    async def aclose_tool_call(self, call: OpenToolCall, live: Callable[[], Awaitable[Any]]) -> Any:
+        """The tool.result of an ``aopen_tool_call``: ``await live()`` while recording (its error recorded and
+        raised), the recorded one in a replay (at its turn; ``live`` not called). Returns the result as
+        recorded, or raises the recorded error; a cancelled wait is recorded as ``arecord_tool_call`` does."""
+        taken = call.taken
+        if taken is None:
+            run_live = lambda: self._run_live_async(call.event, live)  # noqa: E731
+            return await self._await_tool_result(call.event, run_live)
+        if isinstance(taken.token, Event):
+            event = taken.token  # (served by key, written when it was taken)
+        else:
+            assert self.turns is not None
+            served = self._served(TOOL_RESULT, call.event.step_id, call.event.event_id)
+            event = await self.turns.aobserve_reserved(taken, served, self._write)
+        return _raise_or_return(event.payload)
+
+    def _take_tool_result(self, call_event: Event) -> Reserved:
+        """The recorded tool.result of ``call_event``, taken for it: in a strict replay written at its turn by
+        ``aclose_tool_call``; served by key (an experiment) it is written at once."""
+        return self._take(TOOL_RESULT, call_event.payload["call_key"], call_event, call_event.step_id)
 
     def record_state(self, state: Any, *, cause: Event | None = None) -> Event | None:
         """Make ``state`` (a framework's own state: graph channels, run context) the run state and
@@ -1143,6 +1213,21 @@ class Harness:
         if expected is not None and kind in self.sources and not expected.test(value):  # (a live value is ours)
             raise self.unusable_record(SchemaError("payload.value", expected.description, value, seq=event.seq))
         return value
+
+
+@dataclass(frozen=True)
+class OpenToolCall:
+    """A tool call whose tool.call is written and whose tool.result is not yet (``aopen_tool_call``):
+    ``arguments`` is the tool's own copy; ``taken``, in a replay asked to, the recorded result taken for it."""
+
+    event: Event
+    arguments: Any
+    taken: Reserved | None = None
+
+    @property
+    def recorded(self) -> dict[str, Any] | None:
+        """The recorded tool.result payload taken for this call (a replay), else None (recording)."""
+        return self.taken.payload if self.taken is not None else None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ What a session promises a service:
 * sessions are isolated: each has its own harness, journal and lock, and ``current_harness()`` gives
   the code running in a session (hooks, tools, callbacks of a framework) that session's harness,
   through a context variable that tasks inherit;
+* sessions record at ``info`` unless told otherwise (``level=``, ``[harness] level``, or
+  ``$REPLAY_TUI_LEVEL``): what a replay needs, not every chunk of every stream (journal/levels.py);
+  ``touch DIRECTORY/.trace/SESSION_ID`` turns ``trace`` on for one running session, from its next
+  model call, without a restart;
 * the block's outcome is the run's: an exception ends it with status ``error`` (``cancelled`` for a
   cancellation) and goes on up; a journal that cannot be written follows ``[harness]
   on_journal_error`` (``fail``: the session fails with ``RecordingFailed``; ``continue``: it goes
@@ -31,12 +35,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterator
 
+from ..journal.levels import INFO
 from .agents import StepAgent, load_agent
 from .builder import Recording, build_harness
 from .config import ConfigError, HarnessConfig, load_config
 from .harness import CURRENT_HARNESS, Harness, HarnessError, current_harness
 
-__all__ = ["Session", "current_harness", "record_session", "record_session_sync"]
+__all__ = ["Session", "current_harness", "record_session", "record_session_sync", "trace_flag_of"]
+
+#: The directory, beside a service's journals, whose file named after a session turns trace on for it.
+TRACE_FLAGS = ".trace"
+
+
+def trace_flag_of(directory: str | Path, session_id: str) -> Path:
+    """The file that turns ``trace`` on for one running session from its next model call: ``touch`` it
+    (``DIRECTORY/.trace/SESSION_ID``); remove it to go back to the session's level."""
+    return Path(directory) / TRACE_FLAGS / session_id
+
 
 #: A session id becomes a directory name: letters, digits and ``._-``, not starting with a dot, at most 128.
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
@@ -89,11 +104,12 @@ async def record_session(
     agent: str,
     input: Any,
     run_id: str | None = None,
+    level: str | None = None,
 ) -> AsyncIterator[Harness]:
     """Record one session of a running service (see the module docstring)."""
     import asyncio
 
-    recording = await asyncio.to_thread(_open, config, directory, session_id, agent, input, run_id)
+    recording = await asyncio.to_thread(_open, config, directory, session_id, agent, input, run_id, level)
     token = CURRENT_HARNESS.set(recording.harness)
     status, error = "ok", None  # type: tuple[str, BaseException | None]
     try:
@@ -118,9 +134,10 @@ def record_session_sync(
     agent: str,
     input: Any,
     run_id: str | None = None,
+    level: str | None = None,
 ) -> Iterator[Harness]:
     """``record_session`` for a sync service (a thread per request)."""
-    recording = _open(config, directory, session_id, agent, input, run_id)
+    recording = _open(config, directory, session_id, agent, input, run_id, level)
     token = CURRENT_HARNESS.set(recording.harness)
     status, error = "ok", None  # type: tuple[str, BaseException | None]
     try:
@@ -140,6 +157,7 @@ def _open(
     agent: str,
     input: Any,
     run_id: str | None,
+    level: str | None,
 ) -> Recording:
     """Build the session's harness, open its journal, write run.started and the input (in a worker thread)."""
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
@@ -154,7 +172,15 @@ def _open(
     if journal.exists():
         raise ConfigError(str(journal), "a journal of this session id exists already: a journal is never overwritten")
     journal.parent.mkdir(parents=True, exist_ok=True)
-    recording = build_harness(config, journal=journal, run_id=run_id or f"session-{session_id}", agent=agent)
+    recording = build_harness(
+        config,
+        journal=journal,
+        run_id=run_id or f"session-{session_id}",
+        agent=agent,
+        level=level,
+        default_level=INFO,
+        trace_flag=trace_flag_of(directory, session_id),
+    )
     harness = recording.harness
     try:
         recording.started(agent)

@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import jsonpatch
 import orjson
 
-from ..journal import Event
+from ..journal import Event, json_patch
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
 from .patch import diff
@@ -73,5 +72,6 @@ class StateTracker:
 
 
 def apply_patch(state: Any, patch: list[dict[str, Any]]) -> Any:
-    """RFC 6902 apply, returning a new state (the input is not modified)."""
-    return jsonpatch.apply_patch(state, patch, in_place=False)
+    """RFC 6902 apply, returning a new state (the input is not modified), bounded like every other
+    application (journal/json_patch.py: a PatchLimitError past the largest state a journal holds)."""
+    return json_patch.apply_patch(state, patch).state

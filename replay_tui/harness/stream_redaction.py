@@ -9,6 +9,7 @@ A *channel* is one text a stream builds piece by piece: an answer's text, one to
 * a word that introduces a credential after a space (``Bearer``, ``Basic``) and the token after it;
 * an assignment to a sensitive name whose value has not ended (``password = "a b``, ``DB_TOKEN=ab``);
 * a private key whose ``-----END ... PRIVATE KEY-----`` has not arrived;
+* a command line whose password may still arrive (``sshpass -p``, ``--password``), to its line's end;
 * JSON (a text whose first character is ``{`` or ``[``): each key and value until it ends, a pair that may
   turn out to be a ``{"name": "Authorization", "value": ...}`` header, a value under a sensitive key.
 
@@ -29,6 +30,7 @@ from typing import Any
 import orjson
 
 from ..journal import detectors
+from ..journal.command_line import open_command_start
 from .redaction import REDACTED, Redactor
 
 #: The key a channel's text is judged under: any name neither sensitive nor id-like judges alike.
@@ -247,7 +249,9 @@ class _TextRedactor:
         token = self._space_end  # the token the text ends in starts there (len: it ends in whitespace)
         if self._commas and self._cuts:
             token = max(token, self._cuts[-1])  # (in JSON text a comma ends a token too)
-        return min(token, self._after_scheme(token), self._open_assignment(), self._open_private_key())
+        return min(
+            token, self._after_scheme(token), self._open_assignment(), self._open_private_key(), self._open_command()
+        )
 
     def _after_scheme(self, token: int) -> int:
         """A scheme word (``Bearer``) followed by whitespace and at most the open token: from the word."""
@@ -273,6 +277,12 @@ class _TextRedactor:
                 return match.start()
             match = _OPEN_ASSIGNMENT.search(pending, match.end("name"))
         return len(pending)
+
+    def _open_command(self) -> int:
+        """A command line that may still get its password (``sshpass -p``, ``--password``): from its start."""
+        window = max(0, len(self._pending) - _ASSIGNMENT_WINDOW)
+        start = open_command_start(self._pending[window:], detectors.is_secret_key)
+        return len(self._pending) if start is None else window + start
 
     def _open_private_key(self) -> int:
         pending = self._pending

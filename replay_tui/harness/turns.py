@@ -6,8 +6,8 @@ answer arrived, a tool started or finished). A strict replay must reproduce that
 order the agent's tasks and threads happen to run in this time, and must hand out recorded
 answers in the order they arrived. The harness does not know how; it hands each event it is about
 to write to a ``Turns`` object, which writes it (through the function it is given) when its turn
-comes, and hands each observation request to it, which writes the recorded answer at its turn and
-gives it back. The replay side implements it (``replay_tui.replay.scheduler``); while recording
+comes, and asks it for each observation (``reserve``, then ``observe_reserved``), which writes the
+recorded answer at its turn and gives it back. The replay side implements it (``replay_tui.replay.scheduler``); while recording
 there is none.
 
 A flow that cannot wait (sync code on a running event loop: a clock read inside a coroutine, a
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..journal import Event
@@ -28,14 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["Pending", "Reserved", "Served", "Turns", "can_block"]
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     """An event the harness is about to write (payload redacted).
 
     ``finalize``, when given, makes the payload at the moment the event is written (a snapshot's state, a
     framework state's transition from the state before it): a replay may write it later than it was asked
     for, and ``payload`` then holds only what places it (``after_hash``). ``lane``: the flow it came from
-    (what its own consequences hang from). ``position``: where a replay placed it on the tape."""
+    (what its own consequences hang from). ``position``: where a replay placed it on the tape
+    (``pending._replace(position=...)``). A tuple: every recorded event makes one, and a frozen dataclass's
+    ``__init__`` cost three times as much."""
 
     kind: str
     payload: dict[str, Any]
@@ -70,39 +71,15 @@ class Turns(Protocol):
         """``write`` for a coroutine: awaits the turn instead of blocking the loop."""
         ...
 
-    def observe(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        """The recorded observation of ``kind`` answering ``answers`` (the call event, or None for a clock read
-        or a random draw): at its turn, ``served(recorded payload)`` is written by ``write``; blocks until then
-        when it may."""
-        ...
-
-    def aobserve(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Awaitable[Event]:
-        """``observe`` for a coroutine."""
-        ...
-
     def reserve(self, kind: str, key: str, request: dict[str, Any], answers: Event | None) -> Reserved:
-        """The recorded observation ``observe`` would write, taken for this call but not written: a streamed
-        answer is handed over first and written when its stream ends (``observe_reserved``)."""
+        """The recorded observation of ``kind`` answering ``answers`` (the call event, or None for a clock read
+        or a random draw), taken for this call and not written yet (a streamed answer is handed over first and
+        written when its stream ends)."""
         ...
 
     def observe_reserved(self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]) -> Event:
-        """Write a reserved observation at its turn (``observe``'s second half)."""
+        """Write a reserved observation at its turn: ``served(recorded payload)`` is written by ``write``;
+        blocks until then when it may."""
         ...
 
     def aobserve_reserved(

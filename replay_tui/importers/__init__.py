@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..journal.collector import collector_paused
+from ..journal.files import check_readable_path
 from ..journal.hashing import file_sha256
 from ..journal.private import make_private_dirs
 from .builder import IMPORTER_VERSION, SourceInfo, rfc3339_of_nanos, write_run
 from .detect import FORMATS, INSPECT, JOURNAL, OPENAI_AGENTS, OTLP, VCR, detect_format
 from .errors import TraceImportError
+from .join import Joined, refuse_unjoinable
 from .plain import TextBudget, plain_json, rfc3339_or_none, run_file_names, safe_id, shown
 from .records import Fidelity, Record, with_leading_input
 
@@ -34,6 +37,10 @@ __all__ = [
     "file_sha256",
     "import_trace",
 ]
+
+
+#: The sources of a joined input, as the run's ``imported.detail.joined`` lists them (``Joined.describe``).
+Joins = Sequence[dict[str, Any]]
 
 
 # Twin of harness/config.py:HarnessConfig in shape only (frozen dataclass field lists; nothing to share)
@@ -74,13 +81,25 @@ class _HashedMeanwhile:
         self._stop.set()
 
 
+Source = str | os.PathLike[str]
+
+
 def import_trace(
-    src: str | os.PathLike[str], out: str | os.PathLike[str], *, format: str = "auto", sha256: str | None = None
+    src: Source | Sequence[Source], out: Source, *, format: str = "auto", sha256: str | None = None
 ) -> list[ImportedJournal]:
-    """Convert ``src`` into ``out``; raises TraceImportError on bad input (nothing is left behind)."""
-    path = Path(src)
-    if not path.is_file():
-        raise TraceImportError(str(path), None, "a trace file (no such file)")
+    """Convert ``src`` into ``out``; raises TraceImportError on bad input (nothing is left behind). Several
+    sources (OTLP spans and the logs that carry their content, as two exporters write them) are joined
+    into one journal (importers/join.py)."""
+    sources = [Path(item) for item in ([src] if isinstance(src, (str, os.PathLike)) else src)]
+    for path in sources:
+        check_readable_path(path, "trace")  # a FIFO or a device: a JournalOpenError naming what it is
+        if not path.is_file():
+            raise TraceImportError(
+                str(path), None, f"a trace file ({'a directory' if path.is_dir() else 'no such file'})"
+            )
+    if len(sources) > 1:
+        return _import_joined(sources, Path(out), format)
+    path = sources[0]
     chosen = detect_format(path) if format == "auto" else format
     if chosen == JOURNAL:
         raise TraceImportError(
@@ -93,17 +112,35 @@ def import_trace(
     hashed = _HashedMeanwhile(path, sha256)
     try:
         with collector_paused():  # the parse makes containers by the million (a third of it was collection)
-            return IMPORTERS[chosen](path, Path(out), hashed.result)
+            return IMPORTERS[chosen](path, Path(out), hashed.result, ())
     finally:
         hashed.stop()
 
 
-def _source(path: Path, fmt: str, digest: str, detail: dict[str, Any] | None = None) -> SourceInfo:
-    detail = plain_json(detail or {}, path, "the run's detail")  # ids and names the trace chose
+def _import_joined(sources: list[Path], out: Path, format: str) -> list[ImportedJournal]:
+    """Several sources of one trace as one input (``Joined``), imported as one file is."""
+    formats = [detect_format(path) if format == "auto" else format for path in sources]
+    refuse_unjoinable(sources, formats)
+    folder = Path(tempfile.mkdtemp(prefix=".replay-tui-joining-", dir=out.parent))
+    try:
+        joined = Joined(sources, folder)
+        try:
+            with collector_paused():
+                return IMPORTERS[str(formats[0])](joined.path, out, lambda: joined.digest, joined.describe())
+        except TraceImportError as error:
+            raise joined.located(error) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _source(path: Path, fmt: str, digest: str, detail: dict[str, Any] | None = None, joined: Joins = ()) -> SourceInfo:
+    """The run's ``imported`` block; ``joined``: the sources a joined input came from (which lines each)."""
+    detail = {**(detail or {}), **({"joined": list(joined)} if joined else {})}
+    detail = plain_json(detail, path, "the run's detail")  # ids and names the trace chose
     return SourceInfo(fmt, path.name, "sha256:" + digest, path.stat().st_size, detail)
 
 
-def _import_otlp(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
+def _import_otlp(path: Path, out: Path, digest_of: Callable[[], str], joined: Joins = ()) -> list[ImportedJournal]:
     from .otlp import OtlpTrace
 
     trace = OtlpTrace(path)  # pass one, while the file is hashed
@@ -115,7 +152,7 @@ def _import_otlp(path: Path, out: Path, digest_of: Callable[[], str]) -> list[Im
         events = trace.write(
             out,
             run_id=f"otlp-{digest[:12]}",
-            source=_source(path, OTLP, digest, detail),
+            source=_source(path, OTLP, digest, detail, joined),
             fidelity=counted,
             started_at=started,
         )
@@ -136,7 +173,9 @@ class _Run:
     started_at: str | None = None
 
 
-def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) -> list[ImportedJournal]:
+def _write_runs(
+    path: Path, out: Path, fmt: str, digest: str, runs: list[_Run], joined: Joins = ()
+) -> list[ImportedJournal]:
     """One run: ``out`` is the journal; several: ``out`` is a directory holding one journal each."""
     if len(runs) > 1:
         make_private_dirs(out, exist_ok=False)  # 0700, like the journals the writer puts in it
@@ -152,7 +191,7 @@ def _write_runs(path: Path, out: Path, fmt: str, digest: str, runs: list[_Run]) 
                 target,
                 _located(path, records, last),
                 run_id=safe_id(run.run_id),
-                source=_source(path, fmt, digest, run.detail),
+                source=_source(path, fmt, digest, run.detail, joined),
                 fidelity=fidelity,
                 initial_state=run.initial_state,
                 started_at=rfc3339_or_none(run.started_at),
@@ -180,7 +219,7 @@ def _located(path: Path, records: list[Record], last: list[Record]) -> Iterator[
         yield record
 
 
-def _import_agents(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
+def _import_agents(path: Path, out: Path, digest_of: Callable[[], str], joined: Joins = ()) -> list[ImportedJournal]:
     from .agents_sdk import TraceRecords, traces
 
     digest = digest_of()
@@ -202,10 +241,10 @@ def _import_agents(path: Path, out: Path, digest_of: Callable[[], str]) -> list[
                 started_at=str(started).replace("+00:00", "Z") if started else None,
             )
         )
-    return _write_runs(path, out, OPENAI_AGENTS, digest, runs)
+    return _write_runs(path, out, OPENAI_AGENTS, digest, runs, joined)
 
 
-def _import_inspect(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
+def _import_inspect(path: Path, out: Path, digest_of: Callable[[], str], joined: Joins = ()) -> list[ImportedJournal]:
     from .inspect_log import sample_records, samples
 
     digest = digest_of()
@@ -239,7 +278,7 @@ def _import_inspect(path: Path, out: Path, digest_of: Callable[[], str]) -> list
     return _write_runs(path, out, INSPECT, digest, runs)
 
 
-def _import_vcr(path: Path, out: Path, digest_of: Callable[[], str]) -> list[ImportedJournal]:
+def _import_vcr(path: Path, out: Path, digest_of: Callable[[], str], joined: Joins = ()) -> list[ImportedJournal]:
     from .vcr import cassette_records
 
     digest = digest_of()
@@ -248,8 +287,9 @@ def _import_vcr(path: Path, out: Path, digest_of: Callable[[], str]) -> list[Imp
     return _write_runs(path, out, VCR, digest, [_Run("cassette", f"vcr-{digest[:12]}", records, detail)])
 
 
-#: Each importer, given the source, the output and the source's sha256 (``result()``: it may be hashed still).
-IMPORTERS: dict[str, Callable[[Path, Path, Callable[[], str]], list[ImportedJournal]]] = {
+#: Each importer, given the source, the output, the source's sha256 (``result()``: it may be hashed still) and,
+#: for a joined input, which sources it came from (only the line-oriented formats are ever joined).
+IMPORTERS: dict[str, Callable[[Path, Path, Callable[[], str], Joins], list[ImportedJournal]]] = {
     OTLP: _import_otlp,
     OPENAI_AGENTS: _import_agents,
     INSPECT: _import_inspect,

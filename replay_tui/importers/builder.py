@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import jsonpatch  # type: ignore[import-untyped, unused-ignore]
 import orjson
 
 from .. import __version__
+from ..journal import json_patch
 from ..journal.canonical import canonical_json_of_parsed, canonical_string
 from ..journal.hashing import sha256_hex
 from ..journal.model import (
@@ -373,8 +373,8 @@ class JournalBuilder:
 
     def _state(self, record: StateRecord) -> None:
         try:
-            after = jsonpatch.apply_patch(self.state, record.patch, in_place=False)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as error:
+            after = json_patch.apply_patch(self.state, record.patch).state
+        except json_patch.PatchError as error:
             raise ValueError(f"its JSON Patch does not apply to the state so far: {error}") from None
         after_hash = json_hash(after)
         payload = {

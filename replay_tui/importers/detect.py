@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 
+from ..journal.files import open_regular_binary
+
 JOURNAL = "journal"
 OTLP = "otlp"
 OPENAI_AGENTS = "openai-agents"
@@ -24,7 +26,7 @@ def detect_format(path: str | Path) -> str | None:
     path = Path(path)
     if path.is_dir():
         return JOURNAL  # shard directories and corpora are journals' business
-    with open(path, "rb") as handle:
+    with open_regular_binary(path, "trace") as handle:  # a FIFO or a device: refused, never waited on
         head = handle.read(SNIFF_BYTES)
     if head.startswith(b"\x1f\x8b"):
         return JOURNAL  # gzip: a journal shard

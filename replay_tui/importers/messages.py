@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..journal.depth import json_text
 from ..journal.model_response import tool_arguments
 
 Message = dict[str, Any]
@@ -53,6 +54,13 @@ def _joined(texts: list[str], others: list[Any]) -> Any:
 # -- OpenTelemetry GenAI (parts) --------------------------------------------------------
 
 
+def _text(content: Any) -> str:
+    """A text part's content as text: a trace may hold any value there (a deep object's ``str`` ran out of stack)."""
+    if isinstance(content, str):
+        return content
+    return "" if not content else json_text(content)
+
+
 def from_otel_messages(messages: Any) -> list[Message]:
     """``gen_ai.input.messages`` / ``gen_ai.output.messages`` -> normalized messages."""
     normalized: list[Message] = []
@@ -61,12 +69,12 @@ def from_otel_messages(messages: Any) -> list[Message]:
     for item in messages:
         if not isinstance(item, dict):
             continue
-        role = str(item.get("role") or "user")
+        role = _text(item.get("role")) or "user"
         parts = item.get("parts") or ()
         if type(parts) is list and len(parts) == 1:  # most messages are one text part: no lists to gather in
             part = parts[0]
             if type(part) is dict and part.get("type") == "text":
-                normalized.append({"role": role, "content": str(part.get("content") or "")})
+                normalized.append({"role": role, "content": _text(part.get("content"))})
                 continue
         texts: list[str] = []
         others: list[Any] = []
@@ -77,7 +85,7 @@ def from_otel_messages(messages: Any) -> list[Message]:
                 continue
             kind = part.get("type")
             if kind == "text":
-                texts.append(str(part.get("content") or ""))
+                texts.append(_text(part.get("content")))
             elif kind == "tool_call":
                 calls.append(
                     {
@@ -140,7 +148,7 @@ def from_openai_chat(messages: Any) -> list[Message]:
         content = item.get("content")
         if isinstance(content, list):
             texts = [
-                str(part.get("text", ""))
+                _text(part.get("text", ""))
                 for part in content
                 if isinstance(part, Mapping) and part.get("type") == "text"
             ]
@@ -160,7 +168,7 @@ def from_openai_chat(messages: Any) -> list[Message]:
                     "arguments": parse_arguments(function.get("arguments")),
                 }
             )
-        normalized.append(message(str(item.get("role") or "user"), content, calls, item.get("tool_call_id")))
+        normalized.append(message(_text(item.get("role")) or "user", content, calls, item.get("tool_call_id")))
     return normalized
 
 

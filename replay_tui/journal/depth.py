@@ -8,8 +8,12 @@ handles a whole payload (the replay's referee and protocol, the jobs' pipe) rais
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Iterator
+from typing import Any
+
+import orjson
 
 #: Journals nest up to 1,024 levels; comparing (==) and the stdlib JSON codec recurse once per level.
 DEEP_RECURSION_LIMIT = 4000
@@ -26,3 +30,13 @@ def deep_enough() -> Iterator[None]:
     finally:
         if previous < DEEP_RECURSION_LIMIT:
             sys.setrecursionlimit(previous)
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text of a JSON value at any depth a journal holds: orjson writes 255 levels and the reader
+    reads 1,024, so a deeper value goes through the standard library's encoder, with room on the stack."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except orjson.JSONEncodeError:
+        with deep_enough():
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -16,8 +16,8 @@ from typing import Any, Literal
 import orjson
 
 from .errors import JournalError
+from .levels import request_view
 
-# Twin of replay/report.py's and harness/harness.py's imports (the kind names each uses; an import list)
 from .model import (
     CLOCK_READ,
     INPUT_RECEIVED,
@@ -103,14 +103,12 @@ def _patch_text(patch: list[Any], shown: int) -> str:
 
 
 def _short(kind: str, payload: dict[str, Any]) -> str:
-    # Twin of journal/describe.py:_report (one-line wording, short hashes and no prose, against the report's
-    # sentences: the same kinds in the same order; keep the two in step when a kind is added)
     if kind == RUN_STARTED:
         return f"agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:
         return f"{_name(payload.get('role'))}: {compact(payload.get('content'), 100)}"
     if kind == MODEL_REQUEST:
-        request = _dict(payload.get("request"))
+        request = request_view(payload)
         return f"{_name(request.get('model', 'model'))} request {short_hash(payload.get('request_hash'))}"
     if kind == MODEL_RESPONSE:
         if payload.get("error"):
@@ -150,13 +148,17 @@ def _short(kind: str, payload: dict[str, Any]) -> str:
 
 
 def _report(kind: str, payload: dict[str, Any]) -> str:
-    # Twin of journal/describe.py:_short (the same kinds worded as the incident report's sentences)
     if kind == RUN_STARTED:
         return f"run started: agent {_name(payload.get('agent'))}"
     if kind == INPUT_RECEIVED:
         return f"{_name(payload.get('role'))}: {compact(payload.get('content'), 90)}"
     if kind == MODEL_REQUEST:
-        request = _dict(payload.get("request"))
+        request = request_view(payload)
+        summary = _dict(payload.get("summary"))
+        if summary and not payload.get("request"):  # an info journal: the summary (journal/levels.py)
+            users = _list(summary.get("user_messages"))
+            said = compact(users[-1], 70) if users else f"{summary.get('messages')} messages"
+            return f"model request to {_name(request.get('model', '?'))}: {said}"
         messages = _list(request.get("messages"))
         last = _dict(messages[-1]).get("content") if messages else None
         return f"model request to {_name(request.get('model', '?'))}: {compact(last, 70)}"

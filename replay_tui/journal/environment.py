@@ -13,6 +13,7 @@ import hashlib
 import locale
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -34,18 +35,79 @@ LOCKFILES = (
 
 
 def code_revision(directory: Path) -> dict[str, Any]:
-    """Git commit and dirty flag of the checkout holding ``directory`` (nulls outside git)."""
+    """Git commit and dirty flag of the checkout holding ``directory`` (nulls outside git).
 
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+    One ``git status`` gives both (its porcelain v2 header names the commit); it takes no optional lock, so
+    sessions recording side by side never wait on each other's index refresh."""
+    try:
+        done = subprocess.run(
+            ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        done = None
+    if done is None or done.returncode != 0:
+        return {"vcs": None, "commit": None, "dirty": None}
+    lines = done.stdout.splitlines()
+    commit = next((line[len("# branch.oid ") :] for line in lines if line.startswith("# branch.oid ")), None)
+    if commit is None or commit == "(initial)":  # a repository without a commit: as rev-parse HEAD failing
+        return {"vcs": None, "commit": None, "dirty": None}
+    return {"vcs": "git", "commit": commit, "dirty": any(not line.startswith("#") for line in lines)}
+
+
+def process_code_revision(directory: Path) -> dict[str, Any]:
+    """``code_revision`` once per process and checkout, while the checkout's ``HEAD`` and index stay as they
+    were: a service records every session with the code it imported, and each session ran ``git status``
+    (a child process, about 5 ms of CPU) to say so again. A commit, a checkout or a change staged since is
+    seen; a file edited and not staged is not (the modules a running process imported do not change with it)."""
+    stamp = _git_stamp(directory)
+    if stamp is None:  # not a checkout git can be asked about cheaply: ask git every time, as before
+        return code_revision(directory)
+    return dict(_cached_code_revision(str(directory.resolve()), stamp))
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_code_revision(directory: str, stamp: tuple[Any, ...]) -> dict[str, Any]:
+    return code_revision(Path(directory))
+
+
+def _git_stamp(directory: Path) -> tuple[Any, ...] | None:
+    """What changes when a checkout's commit or index does: the modification times of its git directory's
+    ``HEAD``, index and packed refs, and of the branch ``HEAD`` names. None when no git directory is found."""
+    try:
+        folder = directory.resolve()
+        for candidate in (folder, *folder.parents):
+            dot_git = candidate / ".git"
+            if dot_git.is_dir():
+                git_dir = common = dot_git
+                break
+            if dot_git.is_file():  # a worktree: "gitdir: PATH", its refs in the common directory
+                text = dot_git.read_text().strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                git_dir = (candidate / text[len("gitdir:") :].strip()).resolve()
+                common_file = git_dir / "commondir"
+                common = (git_dir / common_file.read_text().strip()).resolve() if common_file.is_file() else git_dir
+                break
+        else:
             return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"vcs": "git" if commit else None, "commit": commit, "dirty": bool(status) if status is not None else None}
+        head = (git_dir / "HEAD").read_text().strip()
+        stamps: list[Any] = [str(git_dir), head]
+        paths = [git_dir / "HEAD", git_dir / "index", common / "packed-refs"]
+        if head.startswith("ref:"):
+            paths.append(common / head[len("ref:") :].strip())
+        for path in paths:
+            try:
+                info = path.stat()
+                stamps.append((info.st_mtime_ns, info.st_size, info.st_ino))
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
+    except OSError:
+        return None
 
 
 def lockfile_hash(directory: Path) -> dict[str, Any]:
@@ -56,7 +118,73 @@ def lockfile_hash(directory: Path) -> dict[str, Any]:
             candidate = folder / name
             if candidate.is_file():
                 return {"source": name, "hash": "sha256:" + hashlib.sha256(candidate.read_bytes()).hexdigest()}
-    return {"source": "installed-distributions", "hash": _installed_hash(_path_state())}
+    return {"source": "installed-distributions", "hash": _installed_hash(_distribution_listing())}
+
+
+#: Where a distribution's metadata lives on a directory of the import path (as importlib.metadata finds it).
+_INFO_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def _distribution_listing() -> tuple[Any, ...] | None:
+    """What decides the installed set, cheaply (a directory listing per import path entry): the metadata
+    entries of each directory, with the modification time of those whose name carries no version (an old
+    ``name.egg-info`` is rewritten in place). None where ``importlib.metadata`` must search instead: a path
+    entry that is not a plain directory (a zip, an ``.egg``), or a distribution finder of its own on
+    ``sys.meta_path``."""
+    from importlib.machinery import PathFinder
+
+    if any(
+        getattr(finder, "find_distributions", None) is not None for finder in sys.meta_path if finder is not PathFinder
+    ):
+        return None
+    listing = []
+    for entry in sys.path:
+        root = entry or "."
+        if root.lower().endswith(".egg") or not os.path.isdir(root):
+            if os.path.exists(root):
+                return None
+            continue
+        try:
+            children = os.listdir(root)
+        except OSError:
+            continue
+        infos = []
+        for child in children:
+            if child.lower().endswith(_INFO_SUFFIXES):
+                stamp = 0
+                if "-" not in child:
+                    try:
+                        stamp = os.stat(os.path.join(root, child)).st_mtime_ns
+                    except OSError:
+                        pass
+                infos.append((child, stamp))
+        listing.append((root, tuple(sorted(infos))))
+    return tuple(listing)
+
+
+def _installed_hash(listing: tuple[Any, ...] | None) -> str:
+    """The hash of every installed distribution's ``name==version`` (lowercased, sorted): once per process
+    while ``listing`` stays as it was (each recording used to pay it again; a service's sessions share it)."""
+    return _hash_of_listing(listing) if listing is not None else _hash_of_search(_path_state())
+
+
+@functools.lru_cache(maxsize=4)
+def _hash_of_listing(listing: tuple[Any, ...]) -> str:
+    """Each distribution's name and version read from the head of its metadata file (``_metadata_fields``),
+    not parsed whole by ``email``: the set ``importlib.metadata`` gives, in about 10 ms instead of 200."""
+    fields = [_metadata_fields(os.path.join(root, child)) for root, infos in listing for child, _ in infos]
+    return _hash_of_fields(fields)
+
+
+@functools.lru_cache(maxsize=4)
+def _hash_of_search(path_state: tuple[tuple[str, int], ...]) -> str:
+    from importlib import metadata  # here: it costs every process that imports the journal (replay children too)
+
+    return _hash_of_fields([(dist.metadata["Name"], dist.metadata["Version"]) for dist in metadata.distributions()])
+
+
+def _hash_of_fields(fields: list[tuple[str | None, str | None]]) -> str:
+    return hash_value(sorted({f"{name}=={version}".lower() for name, version in fields if name}))
 
 
 def _path_state() -> tuple[tuple[str, int], ...]:
@@ -71,20 +199,55 @@ def _path_state() -> tuple[tuple[str, int], ...]:
     return tuple(state)
 
 
-@functools.lru_cache(maxsize=4)
-def _installed_hash(path_state: tuple[tuple[str, int], ...]) -> str:
-    """Reading every distribution's metadata takes about 0.25 s: once per process while the import path
-    and its directories stay as they were (each recording used to pay it again)."""
-    from importlib import metadata  # here: it costs every process that imports the journal (replay children too)
+#: A header line as ``email``'s parser knows one (a continuation starts with a blank).
+_HEADER_LINE = re.compile(r"(From |[\041-\071\073-\176]*:|[\t ])")
 
-    installed = sorted(
-        {
-            f"{dist.metadata['Name']}=={dist.version}".lower()
-            for dist in metadata.distributions()
-            if dist.metadata["Name"]
-        }
-    )
-    return hash_value(installed)
+
+def _metadata_fields(info: str) -> tuple[str | None, str | None]:
+    """``Name`` and ``Version`` of the distribution whose metadata directory (or old egg-info file) is ``info``,
+    read from the METADATA (or PKG-INFO) header lines. A header this quick reading could get wrong (folded
+    onto a second line, CRLF, non-ASCII) is read by ``importlib.metadata`` itself."""
+    text = None
+    for candidate in (os.path.join(info, "METADATA"), os.path.join(info, "PKG-INFO"), info):
+        try:
+            with open(candidate, encoding="utf-8") as handle:
+                text = handle.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            continue
+        except (OSError, UnicodeDecodeError):
+            break
+        if text:
+            break
+    if not text:
+        return None, None
+    found: dict[str, str] = {}
+    blank = text.find("\n\n")  # the headers end at the first empty line: the description after it is long
+    head = text if blank < 0 else text[: blank + 1]
+    if "\r" in head:  # email's parser ends a line at a lone CR too
+        return _importlib_fields(info)
+    lines = head.split("\n")
+    for number, line in enumerate(lines):
+        if not line or not _HEADER_LINE.match(line):
+            break  # the end of the headers, for email's parser too
+        name, colon, value = line.partition(":")
+        key = name.lower()
+        if not colon or key not in ("name", "version") or key in found:
+            continue
+        following = lines[number + 1] if number + 1 < len(lines) else ""
+        if following[:1] in (" ", "\t") or not value.isascii():
+            return _importlib_fields(info)
+        found[key] = value.lstrip(" \t")
+        if len(found) == 2:
+            break
+    return found.get("name"), found.get("version")
+
+
+def _importlib_fields(info: str) -> tuple[str | None, str | None]:
+    """What ``importlib.metadata`` reads for the distribution at ``info``: the slow way, for the odd header."""
+    from importlib import metadata
+
+    message = metadata.PathDistribution(Path(info)).metadata
+    return message["Name"], message["Version"]
 
 
 def prompt_bundle_hash(paths: Iterable[Path], base: Path) -> str | None:
@@ -132,7 +295,7 @@ def fingerprint(
     plugins: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     return {
-        "code_revision": code_revision(base_dir),
+        "code_revision": process_code_revision(base_dir),
         "runtime": runtime(),
         "lockfile_hash": lockfile_hash(base_dir),
         "prompt_bundle_hash": prompt_bundle_hash([Path(p) for p in prompt_bundle], base_dir),

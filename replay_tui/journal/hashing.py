@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .canonical import canonical_json, canonical_json_of_parsed
+from .files import open_regular
 
 HASH_PREFIX = "sha256:"
 
@@ -50,7 +51,10 @@ def file_sha256(path: str | os.PathLike[str], stop: threading.Event | None = Non
     view = memoryview(block)
     path = Path(path)
     for part in sorted(path.iterdir()) if path.is_dir() else [path]:
-        with open(part, "rb", buffering=0) as handle:
-            while (size := handle.readinto(block)) and not (stop and stop.is_set()):
+        descriptor = open_regular(part)  # a FIFO or a device is refused, never read for ever
+        try:
+            while (size := os.readv(descriptor, [block])) and not (stop and stop.is_set()):
                 digest.update(view[:size])  # a megabyte: hashed without the GIL
+        finally:
+            os.close(descriptor)
     return digest.hexdigest()

@@ -73,7 +73,6 @@ _SEAL_SPEC: PayloadSpec = (
     ("signature", _STR, True),
 )
 
-# Twin of analysis/annotations.py:_FIELDS in shape; its entries are twins of each other too (a data table)
 PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
     RUN_STARTED: (
         ("agent", _STR, True),
@@ -84,7 +83,8 @@ PAYLOAD_SPECS: Mapping[str, PayloadSpec] = {
         ("initial_state", _ANY, True),
     ),
     INPUT_RECEIVED: (("role", _STR, True), ("content", _ANY, True), ("context", _ANY, False)),
-    MODEL_REQUEST: (("request_hash", _HASH, True), ("request", _OBJECT, True)),
+    # the request, or at level info its summary (journal/levels.py): one of the two (check_event)
+    MODEL_REQUEST: (("request_hash", _HASH, True), ("request", _OBJECT, False), ("summary", _OBJECT, False)),
     MODEL_RESPONSE: (
         ("request_hash", _HASH, True),
         ("response", _OBJECT_OR_NULL, True),
@@ -219,6 +219,9 @@ def check_event(obj: Any) -> None:
         if test is None:
             raise UnknownKindError("kind", "one of " + ", ".join(sorted(KINDS)), obj["kind"], seq=obj["seq"])
         _explain_payload(obj)
+    if kind == MODEL_REQUEST and "request" not in obj["payload"] and "summary" not in obj["payload"]:
+        expected = "an object (required for model.request; an info journal keeps payload.summary instead)"
+        raise SchemaError("payload.request", expected, missing(), seq=obj["seq"])
     event_hash = obj.get("event_hash")
     if event_hash is not None and not (
         type(event_hash) is str and len(event_hash) == 71 and event_hash.startswith("sha256:")
@@ -249,19 +252,80 @@ def event_of(obj: dict[str, Any]) -> Event:
 
     Only for lines already checked elsewhere (the replay child's copy of a journal the parent
     verified); a missing field raises ``KeyError``."""
-    return Event(
-        seq=obj["seq"],
-        kind=obj["kind"],
-        run_id=obj["run_id"],
-        event_id=obj["event_id"],
-        step_id=obj["step_id"],
-        parent_event_id=obj["parent_event_id"],
-        recorded_at=obj["recorded_at"],
-        payload=obj["payload"],
-        prev_event_hash=obj["prev_event_hash"],
-        event_hash=obj.get("event_hash"),
-        raw=obj,
+    return new_event(
+        obj["seq"],
+        obj["kind"],
+        obj["run_id"],
+        obj["event_id"],
+        obj["step_id"],
+        obj["parent_event_id"],
+        obj["recorded_at"],
+        obj["payload"],
+        obj["prev_event_hash"],
+        obj.get("event_hash"),
+        obj,
     )
+
+
+#: The Event's fields in order, and each slot's setter: ``new_event`` fills them.
+EVENT_FIELDS = (
+    "seq",
+    "kind",
+    "run_id",
+    "event_id",
+    "step_id",
+    "parent_event_id",
+    "recorded_at",
+    "payload",
+    "prev_event_hash",
+    "event_hash",
+    "raw",
+)
+_new = object.__new__
+(
+    _set_seq,
+    _set_kind,
+    _set_run_id,
+    _set_event_id,
+    _set_step_id,
+    _set_parent,
+    _set_recorded_at,
+    _set_payload,
+    _set_prev_hash,
+    _set_event_hash,
+    _set_raw,
+) = (getattr(Event, name).__set__ for name in EVENT_FIELDS)
+
+
+def new_event(
+    seq: int,
+    kind: str,
+    run_id: str,
+    event_id: str,
+    step_id: str | None,
+    parent_event_id: str | None,
+    recorded_at: str,
+    payload: dict[str, Any],
+    prev_event_hash: str | None,
+    event_hash: str | None,
+    raw: dict[str, Any],
+) -> Event:
+    """``Event(...)`` (positional, in ``EVENT_FIELDS`` order) without the frozen dataclass's ``__init__``, whose
+    eleven ``object.__setattr__`` calls cost three times as much: the same object, each field set through its
+    slot. Every event a reader, the replay's tape or the writer makes comes this way."""
+    event = _new(Event)
+    _set_seq(event, seq)
+    _set_kind(event, kind)
+    _set_run_id(event, run_id)
+    _set_event_id(event, event_id)
+    _set_step_id(event, step_id)
+    _set_parent(event, parent_event_id)
+    _set_recorded_at(event, recorded_at)
+    _set_payload(event, payload)
+    _set_prev_hash(event, prev_event_hash)
+    _set_event_hash(event, event_hash)
+    _set_raw(event, raw)
+    return event
 
 
 def event_id_for(run_id: str, seq: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import os
+import stat
 import threading
 from array import array
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import orjson
 from . import dialects
 from .duplicate_keys import find_duplicate_key
 from .errors import DuplicateKeyError, JournalError, JournalOpenError, MalformedLineError
+from .files import not_regular
 from .model import Event, validate_event
 from .progress import CancelCheck, ProgressCallback
 from .segments import DEFAULT_MAX_LINE_BYTES, Segment
@@ -89,10 +91,24 @@ def check_duplicate_keys(obj: dict[str, Any], data: bytes, *, path: str | None, 
 
 
 def list_shards(directory: Path) -> list[Path]:
-    """Shard files of a directory journal; a shard caught mid-gzip is taken once."""
-    names = {p.name for p in directory.iterdir() if p.is_file() and p.name.endswith(SHARD_SUFFIXES)}
+    """Shard files of a directory journal; a shard caught mid-gzip is taken once. A shard that is no
+    regular file (a FIFO, a symlink to a device) is refused, naming it, rather than left out unsaid."""
+    names = {p.name for p in directory.iterdir() if p.name.endswith(SHARD_SUFFIXES) and _is_shard_file(p)}
     chosen = [n for n in names if not (n.endswith(".gz") and n[:-3] in names)]
     return [directory / n for n in sorted(chosen)]
+
+
+def _is_shard_file(path: Path) -> bool:
+    """A regular file (through symlinks); False for a directory or what vanished; anything else raises."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISDIR(mode):
+        return False
+    if not stat.S_ISREG(mode):
+        raise not_regular(path, mode)
+    return True
 
 
 class Journal:
@@ -122,7 +138,14 @@ class Journal:
             shards = list_shards(self.path)
             if not shards and not self.allow_empty:
                 raise JournalOpenError("directory holds no journal shards (*.jsonl or *.jsonl.gz)", path=str(self.path))
-            segments = [Segment(p, self.max_line_bytes) for p in shards]
+            segments: list[Segment] = []
+            try:
+                for shard in shards:
+                    segments.append(Segment(shard, self.max_line_bytes))
+            except JournalError:
+                for segment in segments:  # the shards opened before the one refused
+                    segment.close()
+                raise
             segments.sort(key=self._first_seq_of)
             self.segments = segments
         else:
@@ -142,6 +165,20 @@ class Journal:
         self._expansion: array[int] | None = array("Q") if self.dialect == dialects.TYPE_DATA else None
         self._expanded_lines = 0
         self._event_cache = lru_cache(maxsize=self._cache_size)(self._load_event)
+
+    def _reopen(self) -> None:
+        """Open the path again (it was replaced or truncated). If what is there now cannot be opened (a FIFO
+        put in its place, a file gone), the journal stays as it was, its shards still open and readable, and
+        the JournalError says why: follow mode shows it, the view keeps what it showed."""
+        before = dict(self.__dict__)
+        try:
+            self._open()
+        except JournalError:
+            self.__dict__.update(before)
+            raise
+        for segment in before["segments"]:
+            segment.close()
+        self.index()
 
     def _first_seq_of(self, segment: Segment) -> int:
         try:
@@ -224,9 +261,7 @@ class Journal:
             for segment in self.segments:
                 change = segment.replaced_or_truncated()
                 if change:
-                    self.close()
-                    self._open()
-                    self.index()
+                    self._reopen()
                     return RefreshResult(new_events=len(self), reset=change)
             new_shards = 0
             if self.is_directory:

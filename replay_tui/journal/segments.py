@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import gzip
-import io
 import os
 import tempfile
 import zlib
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from .errors import JournalOpenError
+from .files import open_regular, open_regular_binary
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 #: A line shorter than this cannot be an event of any dialect (the smallest is ~150 bytes).
@@ -42,7 +42,7 @@ CHUNK_BYTES = 4 * 1024 * 1024
 GZIP_CHUNK_BYTES = 256 * 1024
 
 
-def _read_shard(stream: BinaryIO | gzip.GzipFile | io.FileIO, size: int, path: Path) -> bytes:
+def _read_shard(stream: BinaryIO | gzip.GzipFile, size: int, path: Path) -> bytes:
     """``stream.read(size)``, with a damaged gzip shard reported as a JournalOpenError."""
     try:
         return stream.read(size)
@@ -83,14 +83,7 @@ class Segment:
         self._line_end_source = 0  # plain: file offset after the newline of the line being ended
         self._starts: dict[int, int] = {}  # plain: start of a line that follows skipped lines
         self._gzip: gzip.GzipFile | None = None
-        try:
-            self._fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise JournalOpenError("no such file", path=str(path)) from None
-        except IsADirectoryError:
-            raise JournalOpenError("is a directory, expected a journal file", path=str(path)) from None
-        except OSError as error:
-            raise JournalOpenError(f"cannot be read: {error.strerror}", path=str(path)) from None
+        self._fd = open_regular(path)  # a FIFO, a device or a socket is refused, never waited on
         stat = os.fstat(self._fd)
         self.identity = (stat.st_dev, stat.st_ino)
         if self.compressed:
@@ -317,7 +310,7 @@ class Segment:
         Only the first ``limit`` bytes are looked at: past them, b"" (an empty journal, for the caller).
         """
         if self.compressed:
-            with gzip.open(self.path, "rb") as stream:
+            with open_regular_binary(self.path) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
                 try:
                     data, looked, lines = b"", 0, 0
                     while looked < limit and lines < MAX_CONSECUTIVE_FAULTS and not data.strip(b" \t\r\n"):
@@ -386,11 +379,12 @@ def line_batches(
     data ends without a newline. A line longer than a chunk is still whole, up to
     ``max_line_bytes``; a longer one comes as an ``OversizedLine`` and is never held.
     """
-    stream: gzip.GzipFile | io.FileIO
+    stream: gzip.GzipFile | BinaryIO
+    raw = open_regular_binary(segment.path, buffering=0)  # opened again by name: refused unless a regular file
     if segment.compressed:
-        stream = gzip.GzipFile(segment.path, "rb")
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
     else:
-        stream = open(segment.path, "rb", buffering=0)
+        stream = raw
         stream.seek(start)
     remaining = None if end is None else end - start
     line_no = 1
@@ -398,7 +392,7 @@ def line_batches(
     carry_len = 0
     carry_head = b""
     oversized = False  # the current line passed the limit: only its length is counted
-    with stream:
+    with raw, stream:
         while remaining is None or remaining > 0:
             size = GZIP_CHUNK_BYTES if segment.compressed else CHUNK_BYTES
             chunk = _read_shard(stream, size if remaining is None else min(size, remaining), segment.path)

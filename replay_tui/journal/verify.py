@@ -92,7 +92,6 @@ _HASH_PREFIX_BYTES = len(_CANONICAL_PREFIX) + 71 + 2 - 1
 _BOUNDARY_KINDS = frozenset({RUN_ENDED, RUN_SEALED, CHAIN_CHECKPOINT})
 
 
-# Twin of analysis/stats.py:RunStats in shape only (dataclass field lists; nothing to share)
 @dataclass
 class Fault:
     kind: str

@@ -64,6 +64,9 @@ class Channel:
         self._batch_bytes = 0
         self._first_sent = False  # the first event goes out alone: the parent sees the agent start at once
         self.first_event_cpu_s: float | None = None  # CPU this process spent from exec to the first event
+        # each step of the start-up and the run, {cpu_s, wall_s} (informational: benches list them)
+        self.phases: dict[str, dict[str, float]] = {}
+        self._phase_mark = (time.process_time(), time.perf_counter())
         # a concurrent agent's flows produce events and requests from several threads: one line at a time
         self._lock = threading.RLock()
         os.set_inheritable(fd, False)  # agent subprocesses must not keep the pipe open
@@ -82,6 +85,18 @@ class Channel:
                 if not self._first_sent:
                     self._first_sent, self.first_event_cpu_s = True, round(time.process_time(), 4)
                 self.flush()
+
+    def phase(self, name: str) -> None:
+        """The step just done (``name``) took the CPU and wall time since the last one. The sandbox's fork (the
+        agent runs as the first process of a new PID namespace) starts this process's CPU clock again: a step
+        across it counts this process's CPU only."""
+        cpu, wall = time.process_time(), time.perf_counter()
+        last_cpu, last_wall = self._phase_mark
+        self.phases[name] = {
+            "cpu_s": round(cpu - last_cpu if cpu >= last_cpu else cpu, 5),
+            "wall_s": round(wall - last_wall, 5),
+        }
+        self._phase_mark = (cpu, wall)
 
     def request(self, kind: str, key: Any) -> None:
         """One observation the agent asked for."""
@@ -150,6 +165,7 @@ def main(argv: list[str]) -> int:
 
     live = spec.mode in (MODEL_LIVE, TOOLS_LIVE)
     report = enter_sandbox(SandboxPolicy(**spec.sandbox)) if spec.sandbox is not None else None
+    channel.phase("sandbox")
     reason = None
     allow = list(spec.allow_hosts)
     config_error = None
@@ -187,6 +203,7 @@ def main(argv: list[str]) -> int:
     channel.send(
         HELLO, protocol=PROTOCOL_VERSION, pid=os.getpid(), isolation=info.to_json(), python=sys.version.split()[0]
     )
+    channel.phase("guard_and_hello")
     if config_error is not None:
         channel.error(USAGE_ERROR, config_error)
         return 2
@@ -223,7 +240,10 @@ def run_session(spec: ReplaySpec, channel: Channel, guard: SocketGuard) -> int:
         channel.error(AGENT_CRASH, f"the agent called sys.exit({error.code!r}) during the replay", error)
         return 1
     cpu_s = round(time.process_time(), 4)  # the whole child, start-up included (for benches: bwrap hides it)
-    channel.send(RESULT, **result, first_event_cpu_s=channel.first_event_cpu_s, child_cpu_s=cpu_s)
+    channel.phase("result")
+    channel.send(
+        RESULT, **result, first_event_cpu_s=channel.first_event_cpu_s, child_cpu_s=cpu_s, phases=channel.phases
+    )
     return 0
 
 

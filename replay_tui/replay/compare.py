@@ -23,10 +23,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
+import orjson
+
 from ..journal import Event, Journal, JournalError, canonical_json
 from ..journal.canonical import canonical_json_of_parsed
 from ..journal.collector import collector_paused
+from ..journal.levels import recorded_level
 from ..journal.model import (
+    DIAGNOSTIC_FIELDS,
     MODEL_REQUEST,
     MODEL_RESPONSE,
     RUN_STARTED,
@@ -324,7 +328,7 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
     """Which run-setup fields of run.started differ (agent, environment.*, harness.*)."""
     if not a_events or not b_events or a_events[0].kind != RUN_STARTED or b_events[0].kind != RUN_STARTED:
         return []
-    a, b = a_events[0].payload, b_events[0].payload
+    a, b = _with_level(a_events[0].payload), _with_level(b_events[0].payload)
     found: list[str] = []
     for name in sorted(SETUP_FIELDS):
         a_value, b_value = a.get(name), b.get(name)
@@ -339,16 +343,44 @@ def setup_differences(a_events: Sequence[Event], b_events: Sequence[Event]) -> l
     return found
 
 
+def _with_level(run_started: dict[str, Any]) -> dict[str, Any]:
+    """``run.started`` with its level said, so a journal written before levels compares as ``trace``."""
+    harness = run_started.get("harness")
+    if not isinstance(harness, dict):
+        return run_started
+    return {**run_started, "harness": {**harness, "level": recorded_level(run_started)}}
+
+
+def _logical(payload: dict[str, Any]) -> dict[str, Any]:
+    """``strip_diagnostics`` for a comparison, which only reads it: the payload itself when it has none."""
+    for name in DIAGNOSTIC_FIELDS:
+        if name in payload:
+            return strip_diagnostics(payload)
+    return payload
+
+
 def _same_json(a: Any, b: Any) -> bool:
     """Equal in canonical (RFC 8785) form, as the hash chain sees them: ``3`` is ``3.0``, key order never
-    counts, ``true`` is not ``1``. Any depth the reader accepts (canonical_json is iterative)."""
+    counts, ``true`` is not ``1``. Any depth the reader accepts (canonical_json is iterative). Two values
+    parsed from JSON that orjson writes alike are the same value: two runs of one agent mostly agree, member
+    for member, and that test costs neither the sort nor the canonical spelling's checks."""
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except (TypeError, orjson.JSONEncodeError):
+        pass  # deeper than orjson writes: the canonical form says
     try:
         return canonical_json_of_parsed(a) == canonical_json_of_parsed(b)
     except RecursionError:
         return canonical_json(a) == canonical_json(b)
 
 
-def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: dict[int, int]) -> tuple[str, ...]:
+def _differences(
+    a: Event, b: Event, partner_id: dict[str, str], partner_seq: dict[int, int], alike: bool = False
+) -> tuple[str, ...]:
+    """What differs in an aligned pair (kind, step_id, parent, key, payload). ``alike``: the two payloads are the
+    same bytes (``journal_diff`` knows it from the lines): equal, but for a transition's cause, compared through
+    the alignment."""
     found = []
     if a.kind != b.kind:
         found.append("kind")
@@ -358,12 +390,29 @@ def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: di
         found.append("parent")
     if a.kind != RUN_STARTED and key_of(a.kind, a.payload) != key_of(b.kind, b.payload):
         found.append("key")
-    a_payload, b_payload = strip_diagnostics(a.payload), strip_diagnostics(b.payload)
-    if a.kind == RUN_STARTED and b.kind == RUN_STARTED:
-        a_payload, b_payload = _without(a_payload, SETUP_FIELDS), _without(b_payload, SETUP_FIELDS)
+    if alike:
+        if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
+            cause = a.payload.get("cause_seq")
+            if not _same_json(partner_seq.get(cause), cause):  # type: ignore[arg-type]
+                found.append("payload")
+        return tuple(found)
+    a_payload, b_payload = _payload_parts(a, b)
     if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
         # cause_seq is a position: compare it through the alignment, like parents
         a_payload = dict(a_payload, cause_seq=partner_seq.get(a_payload.get("cause_seq")))  # type: ignore[arg-type]
+    if not _same_json(a_payload, b_payload):
+        found.append("payload")
+    return tuple(found)
+
+
+def _payload_parts(a: Event, b: Event) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two payloads as compared: logical (no diagnostics), without what only describes the set-up (run.started),
+    how a patch was written when both transitions reach the same states, and a snapshot's resume bookkeeping.
+    A transition's ``cause_seq`` is the caller's: it is compared through the alignment, like parents."""
+    a_payload, b_payload = _logical(a.payload), _logical(b.payload)
+    if a.kind == RUN_STARTED and b.kind == RUN_STARTED:
+        a_payload, b_payload = _without(a_payload, SETUP_FIELDS), _without(b_payload, SETUP_FIELDS)
+    if a.kind == STATE_TRANSITION and b.kind == STATE_TRANSITION:
         if a_payload.get("before_hash") == b_payload.get("before_hash") and a_payload.get(
             "after_hash"
         ) == b_payload.get("after_hash"):
@@ -372,6 +421,4 @@ def _differences(a: Event, b: Event, partner_id: dict[str, str], partner_seq: di
     if a.kind == STATE_SNAPSHOT and b.kind == STATE_SNAPSHOT:
         # "resume" is bookkeeping for a restart (step count, causal cursor as seqs)
         a_payload, b_payload = _without(a_payload, _RESUME), _without(b_payload, _RESUME)
-    if not _same_json(a_payload, b_payload):
-        found.append("payload")
-    return tuple(found)
+    return a_payload, b_payload

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..journal import Event, Journal, open_journal
 from ..journal.dialects import V1
+from ..journal.levels import recorded_level
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_RESPONSE,
@@ -30,7 +31,7 @@ from ..journal.model import (
     TOOL_RESULT,
 )
 from .entry_point import load_entry_point
-from .protocol import DIVERGENCE, MODEL_LIVE, MODES, START, TOOLS_LIVE, ReplaySpec
+from .protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
 from .referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .scheduler import TapeTurns
 from .tape import (
@@ -70,6 +71,8 @@ class ReplaySession:
             raise UsageError(f"unknown mode {spec.mode!r}; expected one of {', '.join(MODES)}")
         if spec.from_seq is not None and spec.from_seq < 1:
             raise UsageError(f"--from-seq must be a positive seq, not {spec.from_seq}")
+        if spec.mode == SHUFFLE and (not spec.out or spec.shuffle_seed is None):
+            raise UsageError("a shuffle run writes its own journal: give --out PATH and a seed")
         if spec.mode in EXPERIMENTS and not spec.out:
             raise UsageError(f"a {spec.mode} experiment writes its own journal: give --out PATH")
         if spec.mode == MODEL_LIVE and not spec.model_config:
@@ -89,10 +92,12 @@ class ReplaySession:
     # -- entry ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
+        self.channel.phase("engine")
         journal = Journal(self.spec.journal)
         total_bytes = max(journal.known_bytes(), 1)
         journal.index(progress=lambda done, _: self.channel.progress("load", done, total_bytes, None))
         total = len(journal)
+        self.channel.phase("journal_index")
         if self.spec.verify_hash_chain:
             self.channel.progress("verify", 0, total, None, force=True)
             from ..journal import verify_journal  # only when asked: the runner verifies in the parent instead
@@ -116,10 +121,15 @@ class ReplaySession:
             raise UsageError(f"--from-seq {self.spec.from_seq} is past the end of the journal (last seq {last_seq})")
         agent_name = self.spec.agent or first.payload["agent"]
         if self.spec.wait_for_go:
+            self.channel.phase("journal_checks")
             await_go()
+            self.channel.phase("wait_for_go")
         entry = load_entry_point(agent_name)
+        self.channel.phase("agent_import")
         if self.spec.mode in EXPERIMENTS:
             return self.run_experiment(journal, first, agent_name)
+        if self.spec.mode == SHUFFLE:
+            return self.run_shuffle(journal, first, agent_name)
         return self.run_strict(journal, first, agent_name, entry)
 
     # -- strict --------------------------------------------------------------------------
@@ -165,6 +175,7 @@ class ReplaySession:
         if resume is not None:
             restore_causal_cursor(harness, journal, resume)
         self.keep_agent_error(harness)
+        self.channel.phase("tape_and_harness")
         loop_started, loop_cpu = time.perf_counter(), time.process_time()
         try:
             run_agent(agent_name, harness, inputs, resume_from=resume)
@@ -177,6 +188,7 @@ class ReplaySession:
         finally:
             sink.close()
             self.loop = (time.perf_counter() - loop_started, time.process_time() - loop_cpu)
+            self.channel.phase("agent_run")
         if divergence is None and isinstance(tape.stopped, Divergence):
             divergence = tape.stopped
         self.channel.progress("replay", tape.consumed, to_consume, tape.last_seq, force=True)
@@ -230,7 +242,7 @@ class ReplaySession:
     # -- experiments -----------------------------------------------------------------------
 
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
-        from ..harness import ConfigError, JsonlSink, StopRun, UnusableJournal, build_harness, load_config, run_agent
+        from ..harness import ConfigError, JsonlSink, build_harness, load_config
         from .compare import read_events
         from .experiment_verdict import summarize_experiment
 
@@ -247,7 +259,6 @@ class ReplaySession:
             JsonlSink(spec.out, run_id=f"{first.run_id}-{spec.mode}"),  # type: ignore[arg-type]
             lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
         )
-        stopped: dict[str, Any] | None = None
         try:
             recording = build_harness(
                 config,
@@ -257,20 +268,14 @@ class ReplaySession:
                 observation_sources={kind: source for kind in served},
                 extensions=live,
                 environment=first.payload.get("environment") or {},
+                level=recorded_level(first.payload),  # the experiment keeps what the recording kept
             )
         except ConfigError as error:
             sink.close()
             Path(spec.out).unlink()  # type: ignore[arg-type]  # nothing was written: leave no empty journal
             raise UsageError(str(error)) from None
         with recording:
-            try:
-                run_agent(agent_name, recording.harness, recorded_inputs(journal))
-            except UnrecordedCall as missing:
-                stopped = {"kind": missing.kind, "key": missing.key, "request": missing.request}
-            except UnusableJournal as unusable:
-                raise unusable.error.located(path=spec.journal) from None
-            except StopRun as other:
-                stopped = {"kind": None, "key": None, "request": None, "message": str(other)}
+            stopped = self.run_to_its_end(agent_name, recording.harness, journal)
         with open_journal(spec.out) as produced_journal:  # type: ignore[arg-type]
             produced = read_events(produced_journal)
         experiment = summarize_experiment(spec.mode, recorded, produced, served, stopped)
@@ -292,6 +297,71 @@ class ReplaySession:
             live_calls=live_calls,
             last_seq=produced[-1].seq if produced else None,
         )
+
+    def run_shuffle(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
+        """Everything served from the journal by key, the answers of concurrent calls released in the seed's
+        permuted order (shuffle.py); the agent's events go to the run's own journal, which the parent judges."""
+        from ..harness import HarnessError, JsonlSink
+        from ..harness.replay_support import harness_for_recording
+        from .compare import read_events
+        from .shuffle import ShuffleTurns
+
+        spec = self.spec
+        recorded = read_events(journal)
+        assert spec.shuffle_seed is not None and spec.out is not None  # (checked in __init__)
+        turns = ShuffleTurns(recorded, spec.shuffle_seed)
+        source = KeyedSource(recorded, OBSERVATION_KINDS)  # (turns serve; the source says what is served)
+        sink = CountingSink(
+            JsonlSink(spec.out, run_id=f"{first.run_id}-{SHUFFLE}"),
+            lambda count, event: self.channel.progress("replay", count, len(recorded), event.seq),
+        )
+        try:
+            harness = harness_for_recording(
+                first, sink=sink, observation_sources={kind: source for kind in OBSERVATION_KINDS}, turns=turns
+            )
+        except HarnessError as error:
+            sink.close()
+            raise UsageError(f"{spec.journal}: its run.started cannot configure a replay: {error}") from None
+        try:
+            stopped = self.run_to_its_end(agent_name, harness, journal)
+        finally:
+            sink.close()
+        with open_journal(spec.out) as produced_journal:
+            produced = read_events(produced_journal)
+        status = "unrecorded_call" if stopped and stopped.get("kind") else "match"
+        summary = f"seed {spec.shuffle_seed}: {turns.groups} group(s) of concurrent calls permuted"
+        experiment = {
+            "mode": SHUFFLE,
+            "identical": status == "match",
+            "summary": summary,
+            "stopped": stopped,
+            "first_difference": None,
+            "first_decision": None,
+            "first_live_observation": None,
+            "alignment": {"groups": turns.groups, "skipped": len(turns.skipped)},
+        }
+        return self.result(
+            status,
+            sink.count,
+            len(recorded),
+            experiment=experiment,
+            last_seq=produced[-1].seq if produced else None,
+        )
+
+    def run_to_its_end(self, agent_name: str, harness: Any, journal: Journal) -> dict[str, Any] | None:
+        """Run the agent on the recorded inputs, writing its own journal (an experiment, a shuffle run); what
+        stopped it (a call the journal never recorded, another stop), or None when it ended."""
+        from ..harness import StopRun, UnusableJournal, run_agent
+
+        try:
+            run_agent(agent_name, harness, recorded_inputs(journal))
+        except UnrecordedCall as missing:
+            return {"kind": missing.kind, "key": missing.key, "request": missing.request}
+        except UnusableJournal as unusable:
+            raise unusable.error.located(path=self.spec.journal) from None
+        except StopRun as other:
+            return {"kind": None, "key": None, "request": None, "message": str(other)}
+        return None
 
     def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
         from .experiment_verdict import pair_report

@@ -79,7 +79,7 @@ def pair_report(journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> 
 
     produced = None
     if pair.b is not None:
-        produced = _as_produced(pair.b)
+        produced = as_produced(pair.b)
     seq = pair.a.seq if pair.a is not None else pair.b.seq
     if pair.a is None:
         reason = f"the new run has a {pair.kind} the recording does not"
@@ -92,14 +92,13 @@ def pair_report(journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> 
     return build_report(journal, seq, reason, produced, expected=pair.a)
 
 
-def judge_experiment(
-    mode: str, recorded: Journal, produced_path: str, stopped: dict[str, Any] | None
-) -> ExperimentVerdict:
-    """Verify and compare the journal the child wrote against the parent's own recording."""
+def read_child_journal(
+    recorded: Journal, produced_path: str, where: str
+) -> tuple[list[Event], list[Event], tuple[int, str] | None] | ExperimentVerdict:
+    """The recorded events, the events of the journal a child wrote (it must verify), and its first false state
+    claim; or the failed verdict that says why it cannot be read."""
     from .compare import read_events
-    from .report import build_report
 
-    where = "the experiment journal the child wrote"
     try:
         verification = verify_journal(produced_path)
     except (JournalError, OSError) as error:
@@ -114,8 +113,26 @@ def judge_experiment(
         recorded_events = read_events(recorded)
         with deep_enough():
             false_state = first_false_state(produced)
-            experiment = summarize_experiment(mode, recorded_events, produced, SERVED_KINDS[mode], stopped)
     except (JournalError, OSError, RecursionError) as error:
+        return ExperimentVerdict("failed", error=f"{where} cannot be compared: {error}")
+    return recorded_events, produced, false_state
+
+
+def judge_experiment(
+    mode: str, recorded: Journal, produced_path: str, stopped: dict[str, Any] | None
+) -> ExperimentVerdict:
+    """Verify and compare the journal the child wrote against the parent's own recording."""
+    from .report import build_report
+
+    where = "the experiment journal the child wrote"
+    read = read_child_journal(recorded, produced_path, where)
+    if isinstance(read, ExperimentVerdict):
+        return read
+    recorded_events, produced, false_state = read
+    try:
+        with deep_enough():
+            experiment = summarize_experiment(mode, recorded_events, produced, SERVED_KINDS[mode], stopped)
+    except RecursionError as error:
         return ExperimentVerdict("failed", error=f"{where} cannot be compared: {error}")
     first_pair = experiment.pop("_first_pair")
     live_calls = [
@@ -142,11 +159,11 @@ def judge_experiment(
         experiment["summary"] = claim if experiment["identical"] else f"{claim}; {experiment['summary']}"
         experiment["identical"] = False
         verdict.status = "diverged" if verdict.status == "match" else verdict.status
-        verdict.divergence = build_report(recorded, seq, reason, _as_produced(event))
+        verdict.divergence = build_report(recorded, seq, reason, as_produced(event))
     return verdict
 
 
-def _as_produced(event: Event) -> dict[str, Any]:
+def as_produced(event: Event) -> dict[str, Any]:
     return {
         "kind": event.kind,
         "step_id": event.step_id,

@@ -13,9 +13,9 @@ enters the sandbox (``enter_sandbox``: its own network and mount namespaces, nob
 no capabilities, seccomp) before any agent code is imported.
 
 What is warm: the interpreter, replay_tui's child side (journal, harness, engine) and
-their libraries. What is not: the agent's modules. Importing them in the server would
-run agent code outside the sandbox, so each child imports them after entering it, as a
-single replay does; they live only in that child's copy-on-write memory, so nothing an
+their libraries, and the default redaction rules compiled (``warm_up``). What is not: the
+agent's modules. Importing them in the server would run agent code outside the sandbox,
+so each child imports them after entering it, as a single replay does; they live only in that child's copy-on-write memory, so nothing an
 agent leaves behind (a mutated module global, a file in its cwd) reaches the next journal.
 
 A forked child cannot be wrapped by bubblewrap (bwrap execs a new program): it uses the
@@ -470,6 +470,14 @@ def fcntl_dup(fd: int, lowest: int) -> int:
 SERVER_CWD = os.getcwd()
 
 
+def warm_up() -> None:
+    """Work every child would repeat, done once before the first fork: the default redaction rules compiled
+    (the detectors' patterns: about 8 ms of each child's harness set-up). Nothing here runs agent code."""
+    from ..harness.redaction import RedactionRules, Redactor
+
+    Redactor(RedactionRules.from_config({}, source="the fork server's warm-up"))
+
+
 def serve(control_fd: int) -> int:
     _set_parent_death_signal()
     _prctl(PR_SET_DUMPABLE, 0)  # a same-uid child (no root: user namespaces) cannot ptrace or read the server
@@ -479,6 +487,7 @@ def serve(control_fd: int) -> int:
 
         for name in PRELOAD:
             importlib.import_module(name)
+        warm_up()
         if threading.active_count() > 1:
             raise ForkServerError("preloading started a thread; enter_sandbox needs a single-threaded parent")
     except Exception as error:

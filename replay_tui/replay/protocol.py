@@ -41,7 +41,8 @@ type             fields
                  ``verification`` (verify report or null), ``elapsed_s``,
                  ``replay_s``, ``replay_cpu_s``, ``events_per_s``,
                  ``first_event_cpu_s``, ``child_cpu_s`` (the child's own CPU
-                 figures, informational), ``out``
+                 figures, informational), ``phases`` (optional: each step of
+                 the child's start-up and run, ``{cpu_s, wall_s}``), ``out``
                  (journal written, or null), ``experiment`` {mode, identical,
                  summary, stopped, first_difference, first_decision,
                  first_live_observation, alignment} or null, ``live_calls``
@@ -100,9 +101,14 @@ MESSAGE_TYPES = frozenset({HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR, 
 ISOLATIONS = ("auto", "bwrap", "namespaces", "guard-only")
 
 #: Replay modes. ``strict`` and ``new-code`` serve every observation from the journal
-#: in order; the other two make one group of dependencies live.
-STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE = "strict", "new-code", "model-live", "tools-live"
-MODES = (STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE)
+#: in order; ``model-live`` and ``tools-live`` make one group of dependencies live; ``shuffle``
+#: serves everything from the journal with the completion order of concurrent calls permuted.
+STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE, SHUFFLE = "strict", "new-code", "model-live", "tools-live", "shuffle"
+MODES = (STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE, SHUFFLE)
+#: Modes with something live (the broker, the allowed hosts).
+LIVE_MODES = (MODEL_LIVE, TOOLS_LIVE)
+#: Modes whose verdict the parent makes from the journal the child wrote, not from the events it streamed.
+JOURNAL_JUDGED_MODES = (MODEL_LIVE, TOOLS_LIVE, SHUFFLE)
 
 # Error kinds.
 AGENT_IMPORT, AGENT_CRASH, JOURNAL_ERROR, USAGE_ERROR, INTERNAL_ERROR = (
@@ -241,8 +247,9 @@ MESSAGE_SHAPES: dict[str, Record] = {
             "last_seq": _SEQ,
             "first_event_cpu_s": _SECONDS,
             "child_cpu_s": Number(),
+            "phases": MapOf(Record({"cpu_s": Number(), "wall_s": Number()}), 16, SHORT_TEXT),
         },
-        optional=frozenset({"resumed_from_snapshot", "state_checks", "observations_served", "last_seq"}),
+        optional=frozenset({"resumed_from_snapshot", "state_checks", "observations_served", "last_seq", "phases"}),
     ),
     ERROR: Record(
         {
@@ -275,6 +282,7 @@ class ReplaySpec:
     verify_hash_chain: bool = True  # the parent verifies the chain before the child starts
     fail_on_unused_events: bool = False
     out: str | None = None  # experiment journal
+    shuffle_seed: int | None = None  # shuffle mode: the seed of the permuted completion order
     model_config: str | None = None  # live model plugin config (model-live)
     tools_config: str | None = None  # live tool plugin config (tools-live)
     allow_hosts: list[str] = field(default_factory=list)

@@ -18,6 +18,7 @@ import orjson
 from ..journal import Event, Journal, JournalError
 from ..journal.depth import deep_enough
 from ..journal.dialects import V1
+from ..journal.levels import info_request
 from ..journal.model import (
     CHAIN_CHECKPOINT,
     CLOCK_READ,
@@ -132,10 +133,19 @@ def produced_event(
     return {"kind": kind, "step_id": step_id, "parent_event_id": parent_event_id, "payload": payload}
 
 
+def at_recorded_level(recorded: Event, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A produced event's payload in the form the recorded one was kept in: a full request against a request an
+    ``info`` journal kept as its summary is compared (and reported) as its summary (journal/levels.py)."""
+    if kind == MODEL_REQUEST and recorded.kind == MODEL_REQUEST and "summary" in recorded.payload:
+        return info_request(payload)
+    return payload
+
+
 def mismatch(
     recorded: Event, kind: str, payload: dict[str, Any], step_id: str | None, parent: str | None
 ) -> tuple[str, bool] | None:
     """Why ``recorded`` and the produced event differ, or None. Returns (reason, parent_matches)."""
+    payload = at_recorded_level(recorded, kind, payload)
     if (
         recorded.payload == payload
         and recorded.kind == kind
@@ -313,7 +323,7 @@ class Cursor:
         found = mismatch(recorded, kind, payload, step_id, parent_event_id)
         if found is not None:
             reason, parent_matches = found
-            produced = produced_event(kind, payload, step_id, parent_event_id)
+            produced = produced_event(kind, at_recorded_level(recorded, kind, payload), step_id, parent_event_id)
             return Mismatch(recorded.seq, reason, produced, recorded, parent_matches)
         self._match_ahead(position, recorded)
         return recorded
@@ -359,7 +369,7 @@ class Cursor:
             if early is not None:
                 return early
             reason, parent_matches = found
-            produced = produced_event(kind, payload, step_id, parent_event_id)
+            produced = produced_event(kind, at_recorded_level(recorded, kind, payload), step_id, parent_event_id)
             return Mismatch(seq, reason, produced, recorded, parent_matches)
         self.advance(recorded)
         return recorded

@@ -29,6 +29,7 @@ from ..harness.replay_support import RecordedObservations
 from ..harness.seam import ObservationSource
 from ..journal import Event, JournalError, open_journal
 from ..journal.hashing import file_sha256
+from ..journal.levels import recorded_level
 from ..journal.model import OBSERVATION_KINDS, event_id_for
 from .compare import read_events
 from .engine import recorded_config, recorded_inputs
@@ -210,6 +211,7 @@ def _continue_live(result: RerecordResult, live_config: Any, out: str, agent: st
             sink=sink,
             run_id=new_run_id,
             agent=agent_name,
+            level=recorded_level(first.payload),
         )
     except (ConfigError, HarnessError, ValueError, ImportError) as error:  # a plugin refused its options
         sink.close()

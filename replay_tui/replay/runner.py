@@ -37,12 +37,14 @@ from .protocol import (
     ERROR,
     EVENTS,
     HELLO,
+    JOURNAL_JUDGED_MODES,
     MAX_LINE,
     MAX_REFUSALS,
     MODEL_LIVE,
     PROGRESS,
     REFUSAL,
     RESULT,
+    SHUFFLE,
     START,
     STRICT,
     TOOLS_LIVE,
@@ -126,6 +128,7 @@ class ReplayOutcome:
     first_event_s: float | None = None  # spawn to the first event the agent produced
     first_event_cpu_s: float | None = None  # the child's CPU from exec to its first event (stable under load)
     child_cpu_s: float | None = None  # the child's CPU in all, as it reports it (informational)
+    child_phases: dict[str, dict[str, float]] | None = None  # each step of the child, as it reports it (benches)
     elapsed_s: float | None = None  # whole child run, from start-up to result
     replay_s: float | None = None  # the replay loop alone
     replay_cpu_s: float | None = None  # CPU seconds of the replay loop (stable under machine load)
@@ -511,7 +514,7 @@ class ReplayRunner:
                     message = f"{spec.journal}: {where}{fault.get('message')}"
                     return self._failed("journal", message, verification=verification)
                 return self._outcome(VERIFICATION_FAILED, verification=verification)
-        if spec.mode not in (MODEL_LIVE, TOOLS_LIVE):
+        if spec.mode not in JOURNAL_JUDGED_MODES:
             try:
                 self._journal = Journal(spec.journal)
                 self._journal.index()
@@ -565,7 +568,7 @@ class ReplayRunner:
                         outcome.fail(PROTOCOL, str(error))
             if self._launch.policy.mechanism == BWRAP and exit_code is not None and exit_code > 128:
                 outcome.child_exit = 128 - exit_code  # bwrap exits 128+N when the child dies of signal N
-        if ended_by is None and self._stop_reason is None and self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+        if ended_by is None and self._stop_reason is None and self.spec.mode in JOURNAL_JUDGED_MODES:
             self._judge_experiment(outcome)
         for thread in self._drains:
             thread.join(timeout=2)
@@ -641,7 +644,7 @@ class ReplayRunner:
                 outcome.divergence = None
                 outcome.fail(PROTOCOL, self._protocol_fault)
                 return
-        if outcome.experiment is not None or self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+        if outcome.experiment is not None or self.spec.mode in JOURNAL_JUDGED_MODES:
             outcome.divergence = self._child_divergence
             return  # experiments: the child's summary of its own new journal (see the README)
         if referee is None:
@@ -693,6 +696,7 @@ class ReplayRunner:
             return
         from ..journal import Journal, JournalError
         from .experiment_verdict import judge_experiment
+        from .shuffle_verdict import judge_shuffle
 
         stopped = (outcome.experiment or {}).get("stopped") if claimed == UNRECORDED_CALL else None
         if claimed == UNRECORDED_CALL and not (isinstance(stopped, dict) and isinstance(stopped.get("kind"), str)):
@@ -700,7 +704,10 @@ class ReplayRunner:
         try:
             with Journal(self.spec.journal) as recorded:
                 recorded.index()
-                verdict = judge_experiment(self.spec.mode, recorded, outcome.out, stopped)
+                if self.spec.mode == SHUFFLE:
+                    verdict = judge_shuffle(recorded, outcome.out, stopped)
+                else:
+                    verdict = judge_experiment(self.spec.mode, recorded, outcome.out, stopped)
         except (JournalError, OSError) as error:
             outcome.experiment = None
             outcome.fail("journal", str(error))
@@ -845,15 +852,16 @@ class ReplayRunner:
             "first_event_cpu_s",
             "child_cpu_s",
         ]
-        if self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+        if self.spec.mode in JOURNAL_JUDGED_MODES:
             names += ["consumed", "total", "state_checks", "observations_served", "unused", "experiment"]
         if self.spec.out:
             names.append("out")
         for name in names:
             if name in message:
                 setattr(outcome, name, message[name])
+        outcome.child_phases = message.get("phases")
         outcome.live_calls = list(message.get("live_calls") or [])
-        if message.get("last_seq") is not None and self.spec.mode in (MODEL_LIVE, TOOLS_LIVE):
+        if message.get("last_seq") is not None and self.spec.mode in JOURNAL_JUDGED_MODES:
             outcome.last_seq = message["last_seq"]
 
     def _await_exit(self, limit_s: float) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..harness.seam import StopRun, is_cancellation
@@ -131,36 +130,11 @@ class TapeTurns:
 
     def write(self, pending: Pending, write: Callable[[Pending], Event], *, nested: bool = False) -> Event:
         position = self._place(pending)
-        return self._take_turn(position, lambda: write(replace(pending, position=position)), pending, nested)
+        return self._take_turn(position, lambda: write(pending._replace(position=position)), pending, nested)
 
     async def awrite(self, pending: Pending, write: Callable[[Pending], Event]) -> Event:
         position = self._place(pending)
-        return await self._await_turn(position, lambda: write(replace(pending, position=position)), pending)
-
-    def observe(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        position = self._place_observation(kind, key, answers)
-        return self._take_turn(position, self._serving(position, served, write), None, False)
-
-    async def aobserve(
-        self,
-        kind: str,
-        key: str,
-        request: dict[str, Any],
-        answers: Event | None,
-        served: Served,
-        write: Callable[[Pending], Event],
-    ) -> Event:
-        position = self._place_observation(kind, key, answers)
-        cancelled = is_cancellation(self.tape.event_at(position).payload)
-        return await self._await_turn(position, self._serving(position, served, write), None, awaits_cancel=cancelled)
+        return await self._await_turn(position, lambda: write(pending._replace(position=position)), pending)
 
     def reserve(self, kind: str, key: str, request: dict[str, Any], answers: Event | None) -> Reserved:
         position = self._place_observation(kind, key, answers)
@@ -173,7 +147,8 @@ class TapeTurns:
 
     async def aobserve_reserved(self, reserved: Reserved, served: Served, write: Callable[[Pending], Event]) -> Event:
         position = reserved.token
-        return await self._await_turn(position, self._serving(position, served, write), None)
+        cancelled = is_cancellation(reserved.payload)
+        return await self._await_turn(position, self._serving(position, served, write), None, awaits_cancel=cancelled)
 
     # -- placing ------------------------------------------------------------------------------------
 
@@ -207,7 +182,7 @@ class TapeTurns:
     def _serving(self, position: int, served: Served, write: Callable[[Pending], Event]) -> Callable[[], Event]:
         def serve() -> Event:
             recorded = self.tape.event_at(position)
-            return write(replace(served(recorded.payload), position=position))
+            return write(served(recorded.payload)._replace(position=position))
 
         return serve
 

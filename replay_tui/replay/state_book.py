@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..journal import Event
+from ..journal import Event, json_patch
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.hashing import sha256_hex
 from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
@@ -33,6 +33,7 @@ class StateBook:
     def __init__(self, state: Any) -> None:
         self.state = state
         self.hash: str | None = None  # computed when first needed: most runs check it at the first transition
+        self.size: int | None = None  # bytes of JSON, known after the first patch (then carried, not measured)
 
     def current_hash(self) -> str:
         if self.hash is None:
@@ -41,7 +42,6 @@ class StateBook:
 
     def transition(self, payload: dict[str, Any]) -> str | None:
         """Apply the produced patch; the state it builds must hash to the transition's after_hash."""
-        # Twin of replay/state_book.py:StateBook.snapshot in shape (two claims, each checked by hash)
         try:
             before = self.current_hash()
         except _UNHASHABLE as error:
@@ -54,13 +54,16 @@ class StateBook:
         patch = payload.get("patch")
         if not isinstance(patch, list):
             return "the transition carries no patch (a JSON Patch list) for the parent to apply"
-        try:  # the patch is copied: its values become part of the state, which later patches change in place
-            after = apply_patch(self.state, _copy(patch))
+        try:  # bounded as it is applied: a copy bomb is refused at the operation that would pass the limit
+            after, size = json_patch.apply_patch(self.state, patch, size=self.size)
             after_hash = state_hash(after)
+        except json_patch.PatchLimitError as error:
+            self.state, self.hash, self.size = None, None, None
+            return f"the agent's patch builds a state larger than a state may be ({error})"
         except Exception as error:  # hostile patches: any failure to apply is the child's, never a traceback
-            self.state, self.hash = None, None
+            self.state, self.hash, self.size = None, None, None
             return f"the agent's patch does not apply to the state the parent rebuilt ({type(error).__name__}: {error})"
-        self.state, self.hash = after, after_hash
+        self.state, self.hash, self.size = after, after_hash, size
         if payload.get("after_hash") != after_hash:
             return (
                 f"after_hash differs from the hash of the state the agent's patch builds ({after_hash}): "
@@ -70,7 +73,6 @@ class StateBook:
 
     def snapshot(self, payload: dict[str, Any]) -> str | None:
         """A snapshot must be the state the patches built, by hash."""
-        # Twin of replay/state_book.py:StateBook.transition in shape (two claims, each checked by hash)
         try:
             current = self.current_hash()
         except _UNHASHABLE as error:
@@ -85,57 +87,9 @@ class StateBook:
         return None
 
 
-_SIMPLE_OPS = frozenset({"add", "replace", "remove"})
-
-
 def apply_patch(state: Any, patch: list[Any]) -> Any:
-    """RFC 6902, in place. The common ops (add, replace, remove below the root) are applied here, as
-    ``jsonpatch`` applies them, at a fraction of its cost per transition; any other patch goes to jsonpatch."""
-    if not all(
-        type(op) is dict and op.get("op") in _SIMPLE_OPS and type(op.get("path")) is str and op["path"][:1] == "/"
-        for op in patch
-    ):
-        import jsonpatch  # move, copy, test, the root: the library
-
-        return jsonpatch.apply_patch(state, patch, in_place=True)
-    for op in patch:
-        *parents, last = [token.replace("~1", "/").replace("~0", "~") for token in op["path"][1:].split("/")]
-        container = state
-        for token in parents:
-            container = container[token] if type(container) is dict else container[_index(container, token)]
-        kind = op["op"]
-        if type(container) is dict:
-            if kind == "add":
-                container[last] = op["value"]
-            elif last not in container:
-                raise KeyError(f"{op['path']}: no such member to {kind}")
-            elif kind == "replace":
-                container[last] = op["value"]
-            else:
-                del container[last]
-        elif type(container) is list:
-            if kind == "add":
-                position = len(container) if last == "-" else _index(container, last, end_ok=True)
-                container.insert(position, op["value"])
-            elif kind == "replace":
-                container[_index(container, last)] = op["value"]
-            else:
-                del container[_index(container, last)]
-        else:
-            raise TypeError(f"{op['path']}: not inside an object or an array")
-    return state
-
-
-def _index(container: Any, token: str, *, end_ok: bool = False) -> int:
-    """An array index token (RFC 6901: 0, or digits without a leading zero) within bounds."""
-    if type(container) is not list:
-        raise TypeError(f"{token!r}: not an array index into an array")
-    if not token.isdecimal() or not token.isascii() or (token[0] == "0" and token != "0"):
-        raise ValueError(f"{token!r} is not an array index")
-    position = int(token)
-    if position > len(container) or (position == len(container) and not end_ok):
-        raise IndexError(f"array index {position} is out of range")
-    return position
+    """RFC 6902 through the one bounded applier (journal/json_patch.py); ``state`` is left as it was."""
+    return json_patch.apply_patch(state, patch).state
 
 
 def check_event(book: StateBook | None, kind: str, payload: dict[str, Any]) -> tuple[StateBook | None, str | None]:

@@ -16,7 +16,8 @@ annotations            ``J.replay-tui.json`` beside the journal (and its   analy
                        ``$XDG_STATE_HOME/replay-tui/annotations/``
 experiment output      ``$TMPDIR/replay-tui-experiments-*/``               tui/screens/experiments.py
 replay scratch copy    ``$TMPDIR/replay-tui-scratch-*/``,                  replay/sandbox_launch.py,
-                       ``$TMPDIR/replay-tui-ray-*/`` (a killed replay)     replay/executors.py
+                       ``$TMPDIR/replay-tui-ray-*/``,                      replay/executors.py,
+                       ``$TMPDIR/replay-tui-shuffle-*/`` (a killed replay) replay/shuffle_runs.py
 corpus index rows      every index ``replay-tui index`` built (listed in   analysis/corpus_index.py
                        ``$XDG_STATE_HOME/replay-tui/indexes.ndjson``)
 =====================  ==================================================  ===============================
@@ -58,12 +59,13 @@ INDEX_ROWS = "corpus index rows"
 MANIFEST_LINES = "shipped manifest lines"
 #: The replay modes whose output journals are the run ``<run_id>-<mode>`` (replay/engine.py names them so;
 #: tests/lifecycle/test_forget.py holds this list to replay/protocol.py's MODES).
-DERIVED_MODES = ("strict", "new-code", "model-live", "tools-live")
+DERIVED_MODES = ("strict", "new-code", "model-live", "tools-live", "shuffle")
 #: Temporary directories replay-tui makes that may hold a journal when their process was killed.
 TEMP_PREFIXES = {
     "replay-tui-experiments-": EXPERIMENT_OUTPUT,
     "replay-tui-scratch-": SCRATCH_COPY,
     "replay-tui-ray-": SCRATCH_COPY,
+    "replay-tui-shuffle-": SCRATCH_COPY,
 }
 
 

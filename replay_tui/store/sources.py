@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from ..journal.errors import JournalOpenError
+from ..journal.files import check_readable_path, open_regular_binary
 from ..journal.hashing import file_sha256
 from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
 from . import audit, storage
@@ -81,6 +83,7 @@ def _resolve(argument: str) -> ResolvedSource:
         fetched = storage.fetch(argument)
         return replace(_resolve(str(fetched.local)), argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()
+    check_readable_path(path)  # a FIFO, a device, a socket: refused here, for every command and the app
     if not path.is_file() or _starts_with_a_v1_event(path):
         return ResolvedSource(argument, path, (path,))
     # Only now the importers (their package loads the builders): opening a journal never pays for them.
@@ -118,9 +121,9 @@ def _starts_with_a_v1_event(path: Path) -> bool:
     """The cheap case first: a first line holding a schema-v1 event's own fields is a journal
     (``detect_format`` would say so too); anything else goes to the importers' detection."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular_binary(path) as handle:
             head = handle.read(FIRST_LINE_BYTES)
-    except OSError:
+    except (OSError, JournalOpenError):
         return False
     line, newline, _ = head.partition(b"\n")
     if not newline:
@@ -153,7 +156,7 @@ def _cached(target: Path) -> list[Path] | None:
                 return None
             if file_sha256(journal) != entry.get("sha256"):
                 return None
-        except OSError:
+        except (OSError, JournalOpenError):  # gone, or no longer a regular file: imported again
             return None
         journals.append(journal)
     return journals

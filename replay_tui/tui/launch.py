@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import replay_tui
 
 from ..journal import Journal, JournalError
+from ..journal.files import open_regular_binary
 
 if TYPE_CHECKING:
     from ..store.storage import ObjectFollower
@@ -61,7 +62,7 @@ def resolve_journal(argument: str | None) -> Path:
         raise ValueError(f"{argument}: no such file or directory")
     if path.is_file():
         try:
-            with open(path, "rb") as handle:
+            with open_regular_binary(path) as handle:
                 handle.read(1)
         except OSError as error:
             raise ValueError(f"{argument}: cannot be read ({error.strerror})") from None
@@ -78,7 +79,7 @@ def last_seq_of(path: Path) -> int | None:
     (gzip, shard directory, a last line longer than TAIL_BYTES or unreadable): the app then checks."""
     if not path.is_file() or path.suffix == ".gz":
         return None
-    with open(path, "rb") as handle:
+    with open_regular_binary(path) as handle:
         size = handle.seek(0, os.SEEK_END)
         handle.seek(max(0, size - TAIL_BYTES))
         tail = handle.read()

@@ -193,9 +193,12 @@ def write_incident(path: Path, snapshot_every: int = 4) -> Path:
     return path
 
 
-def write_bulk(path: Path, events: int, progress: Callable[[int], None] | None = None) -> Path:
-    """About ``events`` events: the incident's steps repeated with growing state."""
-    story = StoryWriter(path, "run-bulk-0001", {"customer": None, "refunds": [], "notes": [], "counter": 0}, 64)
+def write_bulk(
+    path: Path, events: int, progress: Callable[[int], None] | None = None, run_id: str = "run-bulk-0001"
+) -> Path:
+    """About ``events`` events: the incident's steps repeated with growing state (under ``run_id``: the same
+    story recorded again has other event ids and hashes on every line)."""
+    story = StoryWriter(path, run_id, {"customer": None, "refunds": [], "notes": [], "counter": 0}, 64)
     root = story.append("input.received", {"role": "user", "content": "bulk run"}, None)
     step = 0
     while story.last_seq < events - 7:

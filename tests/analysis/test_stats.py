@@ -100,6 +100,30 @@ def test_bad_line_is_counted_and_named_not_fatal(incident: Path, tmp_path: Path)
     assert "line 11" in stats.unreadable_examples[0]
 
 
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_journal_read_only_in_part_exits_2(
+    incident: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """A journal followed by blank lines past what the reader reads in a row (it stops there): stats said
+    its numbers and exited 0. A broken line in the middle keeps part of it out too."""
+    blanks = tmp_path / "blanks.jsonl"
+    blanks.write_bytes(incident.read_bytes() + b"\n" * 5000)
+    damaged = tmp_path / "damaged.jsonl"
+    lines = incident.read_bytes().splitlines(keepends=True)
+    lines[10] = b'{"this is": "not an event"}\n'
+    damaged.write_bytes(b"".join(lines))
+    for path, unreadable in ((blanks, 1000), (damaged, 1)):
+        assert main(["stats", str(path), *(["--json"] if as_json else [])]) == 2, path.name
+        out, err = capsys.readouterr()
+        if as_json:
+            assert json.loads(out)["unreadable"]["count"] == unreadable
+        else:
+            assert f"{unreadable} line(s) could not be read, so the statistics cover part of it" in err
+        assert "Traceback" not in err
+    assert main(["stats", str(incident)]) == 0
+    capsys.readouterr()
+
+
 def test_cancel_stops_early_and_says_so(tmp_path: Path) -> None:
     path = write_incident_journal(tmp_path / "big.jsonl", filler_steps=3000)
     journal = open_journal(path)

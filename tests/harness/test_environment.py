@@ -6,6 +6,7 @@ import os
 import secrets
 import subprocess
 import sys
+from pathlib import Path
 
 from replay_tui.harness import record_run
 
@@ -85,3 +86,136 @@ def test_the_installed_distributions_hash_follows_an_install_and_a_removal(tmp_p
     (info / "METADATA").unlink()
     info.rmdir()
     assert lockfile_hash(Path("/")) == before
+
+
+def test_installed_distributions_are_read_as_importlib_metadata_reads_them(tmp_path, monkeypatch):
+    """The quick reading of each distribution's name and version gives what importlib.metadata gives, for the
+    installed ones and for metadata it could get wrong (a folded header, CRLF, lower-case names, PKG-INFO
+    only, an old egg-info file, a line that ends the headers before the name)."""
+    from importlib import metadata
+
+    from replay_tui.journal import environment
+
+    site = tmp_path / "site"
+    site.mkdir()
+    shapes = {
+        "plain-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: Plain_Pkg\nVersion: 1.0\n\nName: not-this\n",
+        "folded-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: folded\n pkg\nVersion: 1.0\n",
+        "crlf-2.0.dist-info/METADATA": "Metadata-Version: 2.1\r\nName: crlf\r\nVersion: 2.0\r\n\r\n",
+        "lower-3.0.dist-info/METADATA": "metadata-version: 2.1\nname: Lower\nversion: 3.0 \n",
+        "pkginfo-4.0.egg-info/PKG-INFO": "Metadata-Version: 1.0\nName: pkginfo\nVersion: 4.0\n",
+        "oldstyle.egg-info": "Metadata-Version: 1.0\nName: oldstyle\nVersion: 0.1\n",
+        "broken-5.0.dist-info/METADATA": "Metadata-Version: 2.1\nnot a header\nName: broken\nVersion: 5.0\n",
+        "spaced-6.0.dist-info/METADATA": "Metadata-Version: 2.1\nName:\tspaced\nVersion:   6.0\n",
+        "empty-7.0.dist-info/METADATA": "",
+    }
+    for relative, text in shapes.items():
+        path = site / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode())
+    monkeypatch.syspath_prepend(str(site))
+    listing = environment._distribution_listing()
+    assert listing is not None
+    quick = sorted(
+        (environment._metadata_fields(str(Path(root) / child)) for root, infos in listing for child, _ in infos),
+        key=repr,
+    )
+    expected = sorted(
+        ((dist.metadata["Name"], dist.metadata["Version"]) for dist in metadata.distributions()), key=repr
+    )
+    assert quick == expected
+    assert environment._hash_of_listing(listing) == environment._hash_of_search(environment._path_state())
+
+
+def test_the_installed_distributions_are_not_read_again_for_a_file_written_beside_them(tmp_path, monkeypatch):
+    """A journal written into a directory on the import path (the current directory of ``python -c``) is no
+    new distribution: the next recording does not read every distribution's metadata again."""
+    from replay_tui.journal import environment
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = environment.lockfile_hash(Path("/"))
+    misses = environment._hash_of_listing.cache_info().misses
+    (site / "session.jsonl").write_text("{}\n")
+    assert environment.lockfile_hash(Path("/")) == before
+    assert environment._hash_of_listing.cache_info().misses == misses
+
+
+def test_code_revision_of_a_dirty_checkout_and_of_one_without_commits(tmp_path):
+    from replay_tui.journal.environment import code_revision
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    assert code_revision(tmp_path) == {"vcs": None, "commit": None, "dirty": None}  # as rev-parse HEAD failing
+    (tmp_path / "agent.py").write_text("x = 1\n")
+    git("add", "agent.py")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "first")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert code_revision(tmp_path) == {"vcs": "git", "commit": head, "dirty": False}
+    (tmp_path / "notes.txt").write_text("untracked files do not count\n")
+    assert code_revision(tmp_path)["dirty"] is False
+    (tmp_path / "agent.py").write_text("x = 2\n")
+    assert code_revision(tmp_path) == {"vcs": "git", "commit": head, "dirty": True}
+
+
+def test_a_process_asks_git_once_per_checkout_until_its_head_or_index_changes(tmp_path):
+    """A service's sessions share the code revision their process imported; a commit or a staged change since
+    is seen at once."""
+    from replay_tui.journal import environment
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q")
+    (tmp_path / "agent.py").write_text("x = 1\n")
+    git("add", "agent.py")
+    git("commit", "-q", "-m", "first")
+    first = environment.process_code_revision(tmp_path)
+    assert first == environment.code_revision(tmp_path) and first["dirty"] is False
+    hits = environment._cached_code_revision.cache_info().hits
+    assert environment.process_code_revision(tmp_path) == first
+    assert environment._cached_code_revision.cache_info().hits == hits + 1  # no git this time
+    (tmp_path / "agent.py").write_text("x = 2\n")
+    git("add", "agent.py")
+    assert environment.process_code_revision(tmp_path) == {"vcs": "git", "commit": first["commit"], "dirty": True}
+    git("commit", "-q", "-m", "second")
+    second = environment.process_code_revision(tmp_path)
+    assert second["commit"] != first["commit"] and second == environment.code_revision(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".git").write_text("not a gitdir line\n")  # no git directory found: git is asked, as before
+    assert environment.process_code_revision(outside) == environment.code_revision(outside)
+
+
+def test_the_code_revision_of_a_worktree_follows_its_own_head(tmp_path):
+    from replay_tui.journal import environment
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+        )
+
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "agent.py").write_text("x = 1\n")
+    git(main, "add", "agent.py")
+    git(main, "commit", "-q", "-m", "first")
+    git(main, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
+    side = tmp_path / "side"
+    before = environment.process_code_revision(side)
+    (side / "agent.py").write_text("x = 3\n")
+    git(side, "commit", "-q", "-am", "on the side")
+    after = environment.process_code_revision(side)
+    assert after == environment.code_revision(side) and after["commit"] != before["commit"]

@@ -474,7 +474,7 @@ HOSTILE_ANSWERS = [
     ({"response": ANSWER, "stream": {"boundaries": [3, 1]}}, True, "payload.stream.boundaries"),
     ({"response": ANSWER, "stream": {"boundaries": [99]}}, True, "payload.stream.boundaries"),
     ({"response": ANSWER, "stream": {"boundaries": "5"}}, True, "payload.stream.boundaries"),
-    ({"response": ANSWER, "stream": {"chunks": 1}}, True, "payload.stream.boundaries"),
+    ({"response": ANSWER, "stream": {"chunks": 1, "boundaries": None}}, True, "payload.stream.boundaries"),
 ]
 
 

@@ -13,7 +13,7 @@ from replay_helpers import wait_for_replay, wait_until
 from tui_helpers import SIZE, settle
 
 from replay_tui.harness import record_run
-from replay_tui.journal import Journal, JournalWriter, call_key_of, verify_journal
+from replay_tui.journal import Journal, JournalWriter, call_key_of, hash_value, verify_journal
 from replay_tui.tui.app import ReplayApp
 from replay_tui.tui.screens.compare_app import CompareApp
 
@@ -25,28 +25,28 @@ from .test_hostile_app import screen_text
 LEVELS = 1_015  # + event, payload and field: the line nests just under the reader's limit of 1,024
 
 
-def write_deep(path: Path, leaf: Any) -> Path:
+def write_deep(path: Path, leaf: Any, levels: int = LEVELS) -> Path:
     with JournalWriter(path, run_id="run-deep", fsync="never") as writer:
         writer.append(
             "run.started",
             {
                 "agent": "m:a",
-                "environment": {"deep": nested(LEVELS, leaf)},
+                "environment": {"deep": nested(levels, leaf)},
                 "harness": {"version": "0", "plugins": [], "config_hash": None},
                 "reducer_version": "1",
                 "snapshot_every": 50,
                 "initial_state": {},
             },
         )
-        arguments = {"a": nested(LEVELS, leaf)}
+        arguments = {"a": nested(levels, leaf)}
         key = call_key_of("t", arguments)
         writer.append("tool.call", {"call_id": "c", "call_key": key, "tool": "t", "arguments": arguments}, step_id="s1")
         writer.append(
             "tool.result",
-            {"call_id": "c", "call_key": key, "tool": "t", "result": nested(LEVELS, leaf), "duration_ms": 1},
+            {"call_id": "c", "call_key": key, "tool": "t", "result": nested(levels, leaf), "duration_ms": 1},
             step_id="s1",
         )
-        writer.append("run.ended", {"status": "ok", "output": nested(LEVELS, leaf)})
+        writer.append("run.ended", {"status": "ok", "output": nested(levels, leaf)})
     return path
 
 
@@ -104,12 +104,32 @@ def test_diff_of_deep_journals(deep_pair: tuple[Path, Path]) -> None:
         ["verify"],
         ["export", "--format", "md", "-o", "-"],
         ["export", "--format", "html", "-o", "-"],
+        ["export", "--format", "otlp", "-o", "-"],
     ],
 )
 def test_every_read_command_on_a_deep_journal(deep_pair: tuple[Path, Path], args: list[str]) -> None:
     result = run_cli(args[0], str(deep_pair[0]), *args[1:])
     assert result.returncode == 0, result.stderr
     assert "internal error" not in result.stderr and "Recursion" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("levels", [256, LEVELS])
+def test_an_otlp_export_of_a_deep_journal_imports_back_to_the_same_payloads(tmp_path: Path, levels: int) -> None:
+    """orjson writes 255 levels: a journal nested 256 deep or more was 'internal error: TypeError: Recursion
+    limit reached', exit 70, from export --format otlp (Markdown and HTML worked)."""
+    source = write_deep(tmp_path / "deep.jsonl", 7, levels)
+    exported = tmp_path / "deep.otlp.jsonl"
+    result = run_cli("export", str(source), "--format", "otlp", "-o", str(exported))
+    assert result.returncode == 0, result.stderr
+    back = tmp_path / "back.jsonl"
+    result = run_cli("import", str(exported), "-o", str(back))
+    assert result.returncode == 0, result.stderr
+    with Journal(source) as original, Journal(back) as imported:
+        original.index()
+        imported.index()
+        want = [hash_value(e.payload["result"]) for e in original.events() if e.kind == "tool.result"]  # type: ignore[union-attr]
+        got = [hash_value(e.payload["result"]) for e in imported.events() if e.kind == "tool.result"]  # type: ignore[union-attr]
+    assert got == want and len(want) == 1  # (hashed: comparing 1,015 levels with == runs out of stack)
 
 
 def test_replay_reports_a_divergence_in_a_deep_payload(deep_divergence: Path) -> None:

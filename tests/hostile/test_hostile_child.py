@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,30 +66,33 @@ def forging(lines: list[dict[str, Any]], repeat: int = 1, pause_s: float = 0.0) 
     }
 
 
+# Started from a small interpreter: a forked child's peak memory (ru_maxrss) starts at its parent's resident
+# size when it forks, so forked straight from this worker (hundreds of MiB after other tests) the CLI's peak
+# would be the worker's. The launcher forks it, waits for it and writes its rusage peak (KiB) to argv[1].
+_MEASURED_LAUNCH = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+_, status, usage = os.wait4(pid, 0)  # its rusage covers the children it reaped (the sandbox child)
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_cli(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[bytes], int]:
     """The CLI as a user runs it, and the most memory (KiB) it, or a child it waited for, held."""
     passed = [part for name in env for part in ("--pass-env", name)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "replay_tui", *args, *passed],
-        cwd=REPO,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    streams: dict[str, bytes] = {}
-    readers = [
-        threading.Thread(target=lambda name=name, pipe=pipe: streams.__setitem__(name, pipe.read()))
-        for name, pipe in (("out", process.stdout), ("err", process.stderr))
-    ]
-    for reader in readers:
-        reader.start()
-    _, status, usage = os.wait4(process.pid, 0)  # its rusage covers the children it reaped (the sandbox child)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    for reader in readers:
-        reader.join()
-    return subprocess.CompletedProcess(
-        process.args, process.returncode, streams["out"], streams["err"]
-    ), usage.ru_maxrss
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak-kib"
+        done = subprocess.run(
+            [sys.executable, "-c", _MEASURED_LAUNCH, str(peak_file), "-m", "replay_tui", *args, *passed],
+            cwd=REPO,
+            env={**os.environ, **env},
+            capture_output=True,
+        )
+        return done, int(peak_file.read_text())
 
 
 @pytest.mark.parametrize(("line", "field"), FORGED, ids=[field for _, field in FORGED])

@@ -15,6 +15,7 @@ import pytest
 
 from replay_tui import importers
 from replay_tui.importers import TraceImportError, otlp
+from replay_tui.journal import JournalOpenError
 
 from .test_fast_paths import _import_with, _many_runs
 
@@ -98,7 +99,7 @@ def test_the_source_is_hashed_while_pass_one_reads_it(tmp_path: Path) -> None:
     hashed.stop()
     hashed._thread.join(timeout=30)
     assert not hashed._thread.is_alive()
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(JournalOpenError, match="gone: no such file"):  # files are opened as journals are
         importers._HashedMeanwhile(tmp_path / "gone", None).result()
 
 

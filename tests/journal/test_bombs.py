@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from .sample import write_sample_journal
@@ -92,7 +93,8 @@ def test_cli_commands_stay_bounded(bombs: dict[str, Path], bomb: str, command: s
     print(f"{command} {bomb}: exit {code}, {rss_mb:.0f} MB, {seconds:.2f} s")
     assert rss_mb < RSS_LIMIT_MB and seconds < TIME_LIMIT_S, (rss_mb, seconds)
     assert "Traceback" not in output and "internal error" not in output, output
-    assert code in (0, 1, 2)
+    # verify fails (1); stats and scan could not read the whole journal: never 0, "0 faults" or "clean" for it
+    assert code == (1 if command == "verify" else 2), (code, output[-2000:])
     expected = "empty" if bomb == "newlines" else "MiB; lines over 16 MiB are refused"
     assert expected in " ".join(output.split()), output  # stats wraps its lines
 
@@ -133,3 +135,108 @@ def test_opening_a_bomb_in_the_app_stays_bounded(bombs: dict[str, Path], bomb: s
     assert rss_mb < RSS_LIMIT_MB and indexed < TIME_LIMIT_S, (rss_mb, indexed)
     events = 2 if bomb == "huge-line" else 1  # the giant line has an index entry (it is refused when read)
     assert f"events {events}; chain ✗ malformed line at line 2" in output, output
+
+
+# -- JSON Patch copy bombs ------------------------------------------------------------------
+#: Each pair of copies doubles /a (a KB to start with): 18 of them took verify --state and export to 2.3 GB.
+COPY_BOMB = [{"op": "copy", "from": "/a", "path": f"/a/{name}"} for _ in range(30) for name in "xy"]
+BOMB_FAULT = "seq 2: patch does not apply (operation 1"  # ... 1x (copy from '/a' to '/a/x'): ... over 16.0 MiB
+
+
+@pytest.fixture(scope="module")
+def copy_bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 5 KB journal that verifies: run.started, one transition whose patch is the bomb, run.ended."""
+    from replay_tui.journal import JournalWriter, hash_value
+
+    from ..journal_factory import run_started
+
+    path = tmp_path_factory.mktemp("patch-bomb") / "bomb.jsonl"
+    initial = {"a": {"seed": "s" * 1000}}
+    with JournalWriter(path, run_id="run-bomb", fsync="never") as writer:
+        started = writer.append("run.started", run_started(initial_state=initial))
+        transition = {
+            "cause_seq": 1,
+            "before_hash": hash_value(initial),
+            "after_hash": "sha256:" + "0" * 64,
+            "reducer_version": "1",
+            "patch": COPY_BOMB,
+        }
+        writer.append("state.transition", transition, step_id="s1")
+        ended = {"status": "error", "output": None, "error": {"type": "E", "message": "boom"}}
+        writer.append("run.ended", ended, parent_event_id=started.event_id)  # the export's chain: the bomb beside
+    assert path.stat().st_size < 8192
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "--state"],
+        ["verify", "--state", "--json"],
+        ["export", "--format", "md", "-o", "-"],
+        ["export", "--format", "html", "-o", "-"],
+    ],
+    ids=" ".join,
+)
+def test_a_copy_bomb_is_a_named_fault_in_bounded_memory(copy_bomb: Path, command: list[str]) -> None:
+    code, rss_mb, seconds, output = _run_measured(_CLI, command[0], str(copy_bomb), *command[1:])
+    print(f"{' '.join(command)}: exit {code}, {rss_mb:.0f} MB, {seconds:.2f} s")
+    assert rss_mb < RSS_LIMIT_MB and seconds < TIME_LIMIT_S, (rss_mb, seconds)
+    assert "Traceback" not in output and "internal error" not in output, output[-2000:]
+    assert BOMB_FAULT in output and "over the 16.0 MiB a state may hold" in output, output[-2000:]
+    assert code == (1 if command[0] == "verify" else 0), output[-2000:]
+
+
+_APP_STATE_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from replay_tui.journal import Journal
+    from replay_tui.tui.app import ReplayApp
+
+    async def main():
+        started = time.monotonic()
+        app = ReplayApp(Journal(sys.argv[1]), start_seq=2)  # the cursor on the transition: its state panes
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen_stack[0]
+            while time.monotonic() < started + 120:
+                state = getattr(screen, "last_state", None)
+                if state is not None and state.seq == 2:
+                    break
+                await pilot.pause(0.05)
+            print(f"state at seq {state.seq}: {state.status}", flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_the_apps_state_panes_on_a_copy_bomb_stay_bounded(copy_bomb: Path) -> None:
+    code, rss_mb, seconds, output = _run_measured(_APP_STATE_CHILD, str(copy_bomb))
+    print(f"app state at the bomb: exit {code}, {rss_mb:.0f} MB, {seconds:.2f} s")
+    assert code == 0 and "Traceback" not in output, output[-2000:]
+    assert "state at seq 2: problem: " + BOMB_FAULT in output and "over the 16.0 MiB" in output, output[-2000:]
+    assert rss_mb < RSS_LIMIT_MB, rss_mb
+
+
+def test_the_replay_parents_state_book_refuses_a_forged_copy_bomb_in_bounded_memory() -> None:
+    """The referee's check of a produced transition (replay/state_book.check_event), with the patch the agent
+    forged: the parent reached 1.1 GB and ran 31 s past --timeout 3 before."""
+    code, rss_mb, seconds, output = _run_measured(
+        textwrap.dedent(
+            """
+            import json, sys, time
+            from replay_tui.journal import hash_value
+            from replay_tui.replay.state_book import check_event
+            initial = {"a": {"seed": "s" * 1000}}
+            book, _ = check_event(None, "run.started", {"initial_state": initial})
+            started = time.process_time()
+            transition = {"before_hash": hash_value(initial), "after_hash": "x", "patch": json.loads(sys.argv[1])}
+            book, reason = check_event(book, "state.transition", transition)
+            print(f"reason: {reason}; cpu {time.process_time() - started:.2f} s", flush=True)
+            """
+        ),
+        orjson.dumps(COPY_BOMB).decode(),
+    )
+    print(f"state book: exit {code}, {rss_mb:.0f} MB, {seconds:.2f} s: {output.strip().splitlines()[0]}")
+    assert code == 0 and "the agent's patch builds a state larger than a state may be (operation 1" in output, output
+    assert rss_mb < RSS_LIMIT_MB and float(output.split("cpu ")[1].split()[0]) < 5, (rss_mb, output)

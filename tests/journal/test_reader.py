@@ -223,3 +223,24 @@ def test_a_run_of_lines_is_what_line_bytes_gives_line_by_line(tmp_path: Path, bu
                 found.extend(run)
                 position += len(run)
             assert found == expected
+
+
+def test_an_event_made_without_the_dataclass_init_is_the_event_the_init_makes() -> None:
+    """``new_event`` fills every field of ``Event`` through its slot, in the dataclass's order: an Event field
+    added without it fails here, not as an event missing a field somewhere later."""
+    import dataclasses
+
+    from replay_tui.journal.model import EVENT_FIELDS, Event, new_event
+
+    assert tuple(field.name for field in dataclasses.fields(Event)) == EVENT_FIELDS
+    values = (7, "tool.call", "run-1", "run-1:7", "step-01", "run-1:6", "2026-01-01T00:00:00.000000Z", {"a": 1},
+              "sha256:" + "0" * 64, "sha256:" + "1" * 64, {"raw": True})  # fmt: skip
+    made, expected = new_event(*values), Event(*values)
+    assert made == expected and repr(made) == repr(expected)
+    assert all(getattr(made, name) is value for name, value in zip(EVENT_FIELDS, values))
+    try:
+        made.seq = 8  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("an Event from new_event must stay frozen")

@@ -66,6 +66,61 @@ def test_streaming_diff_agrees_with_the_full_alignment(tmp_path: Path, case: str
     assert streamed.identical == (case == "same")
 
 
+def change_a_parent(events):  # type: ignore[no-untyped-def]
+    response = next(e for e in events[70:] if e["kind"] == "model.response")
+    response["parent_event_id"] = events[2]["event_id"]  # a pair long before, in another worker's run
+    return events
+
+
+def change_a_cause(events):  # type: ignore[no-untyped-def]
+    transition = next(e for e in events[90:] if e["kind"] == "state.transition")
+    transition["payload"]["cause_seq"] = 3
+    return events
+
+
+@pytest.mark.parametrize(
+    "case", ["same", "other-run", "changed-argument", "dropped-event", "changed-parent", "changed-cause", "bad-line"]
+)
+@pytest.mark.parametrize("chunk", [7, 40])
+def test_the_walk_in_worker_processes_gives_the_verdicts_of_the_walk_in_one(
+    tmp_path: Path, case: str, chunk: int
+) -> None:
+    """Runs of a few positions (every parent and cause of a pair before a run is a question the parent process
+    answers), against the same diff in one process: the same pairs, differences and order, the same error."""
+    a = FIXTURES / "crm.jsonl"
+    edits = {
+        "changed-argument": change_argument,
+        "dropped-event": drop_an_observation,
+        "changed-parent": change_a_parent,
+        "changed-cause": change_a_cause,
+    }
+    if case == "same":
+        b = a
+    elif case == "other-run":
+        b = FIXTURES / "crm-incident.jsonl"
+    elif case == "bad-line":
+        lines = a.read_bytes().splitlines(keepends=True)
+        b = tmp_path / "b.jsonl"
+        b.write_bytes(b"".join(lines[:100]) + b'{"broken": \n' + b"".join(lines[101:]))
+    else:
+        b = edited_copy(a, tmp_path / "b.jsonl", edits[case])
+
+    first, second = (b, a) if case == "changed-parent" else (a, b)  # the far parent on A's side: an open question
+
+    def diffed(workers: int):  # type: ignore[no-untyped-def]
+        with open_journal(first) as journal_a, open_journal(second) as journal_b:
+            try:
+                alignment = diff_journals(journal_a, journal_b, workers=workers, chunk_events=chunk)
+            except Exception as error:  # noqa: BLE001 (the error is the result to compare)
+                return type(error), str(error)
+            return verdicts(alignment), [(p.a.seq if p.a else None, p.differs_in) for p in alignment.differences]
+
+    alone = diffed(1)
+    assert diffed(2) == alone
+    if case in ("changed-parent", "changed-cause"):
+        assert any(differs for _, differs in alone[1]), alone
+
+
 def test_a_malformed_line_is_named_as_verify_names_it(tmp_path: Path) -> None:
     from replay_tui.cli import main
 

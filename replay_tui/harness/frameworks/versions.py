@@ -17,6 +17,9 @@ TESTED_RANGES: dict[str, tuple[str, str]] = {
     "langchain-anthropic": ("1.7.0", "1.8"),
     "langchain-core": ("1.8.0", "1.9"),
     "pydantic-ai-slim": ("2.68.0", "2.69"),
+    "mcp": ("1.30.0", "1.31"),
+    "fastmcp-slim": ("3.4.11", "3.5"),
+    "langchain-mcp-adapters": ("0.3.2", "0.4"),
 }
 
 
@@ -63,4 +66,5 @@ def _release(version: str) -> tuple[int, ...] | None:
 
 
 def _extra_of(distribution: str) -> str:
-    return {"openai-agents": "agents-sdk", "pydantic-ai-slim": "pydantic-ai"}.get(distribution, "langgraph")
+    extras = {"openai-agents": "agents-sdk", "pydantic-ai-slim": "pydantic-ai"}
+    return extras.get(distribution, "mcp" if "mcp" in distribution else "langgraph")

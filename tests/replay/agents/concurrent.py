@@ -93,3 +93,15 @@ async def gather_all(h: Any, query: str) -> str:
     """Order-independent: every result, sorted, whatever order they arrive in."""
     results = await asyncio.gather(*_calls(h, query, ENGINES))
     return "; ".join(sorted(result["hit"] for result in results))
+
+
+async def keeps_first(h: Any, query: str) -> str:
+    """The order-dependent bug shuffle mode finds: it keeps whichever search result arrives first (it waits for
+    all of them), then looks that one up in detail."""
+    first = None
+    for finished in asyncio.as_completed(_calls(h, query, ENGINES)):
+        result = await finished
+        first = first or result
+    assert first is not None
+    details = await h.atool("search", {"engine": first["engine"], "query": f"details of {first['hit']}"})
+    return str(details["hit"])
