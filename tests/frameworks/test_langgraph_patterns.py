@@ -424,16 +424,19 @@ def test_a_journal_whose_ordered_text_is_not_its_value_is_refused_at_that_seq(tm
 
 
 def test_state_view_keeps_what_the_journal_can_hold() -> None:
-    from langchain_core.messages import HumanMessage
+    from langchain_core.messages import HumanMessage, ToolMessage
 
+    blocks = [{"type": "text", "text": "a", "id": "lc_0e4b0032"}, {"type": "text", "text": "b", "id": "rs_7"}]
     view = state_view(
         {
-            "messages": [HumanMessage("hi", id="x")],
+            "messages": [HumanMessage("hi", id="x"), ToolMessage(blocks, tool_call_id="call_1")],
             "weather": agents.Weather(city="Oslo", temperature_c=1, conditions="fog"),
             "lock": object(),
         }
     )
     assert "id" not in view["messages"][0]["data"]
+    # LangChain's own (uuid4) ids of content blocks go, a provider's stay
+    assert view["messages"][1]["data"]["content"] == [{"type": "text", "text": "a"}, {**blocks[1]}]
     assert view["weather"] == {"city": "Oslo", "temperature_c": 1.0, "conditions": "fog"}
     assert view["lock"] == "<object>"
 

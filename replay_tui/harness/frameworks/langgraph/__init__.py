@@ -13,11 +13,15 @@ package; in short, keep your graph and your calls, and build the model through t
 ``invoke``, ``ainvoke``, ``stream`` and ``astream`` in every stream mode, sync and async nodes and tools,
 parallel branches, ``Send`` fan-out, sub-graphs and ToolNode's parallel tool calls record as they run
 unrecorded. ``GraphAgent`` runs a graph as a step-loop agent that can resume from a recorded snapshot.
+Tools from ``langchain-mcp-adapters`` are recorded at the MCP seam (``../mcp.md``), from this import on when
+the adapters are imported first, else from the first ``chat_openai``/``chat_anthropic``/``recorded`` call.
 """
+
+import sys as _sys
 
 from .graph_agent import GraphAgent, tool_call_recorder
 from .models import anthropic_api_key, chat_anthropic, chat_openai
-from .patches import DISTRIBUTIONS, instrument
+from .patches import DISTRIBUTIONS, instrument, record_mcp_sessions
 from .recorder import GraphRecorder, recorded
 from .state import state_view
 from .tool_outputs import UnrecordableOutput
@@ -37,3 +41,6 @@ __all__ = [
     "tool_call_recorder",
     "tools_recorded_elsewhere",
 ]
+
+if "langchain_mcp_adapters" in _sys.modules:  # (an agent module that imports the adapters first: their sessions)
+    record_mcp_sessions()

@@ -11,35 +11,59 @@ works through the run's recorder (``recorder.py``):
   the state written after each (``state.py``);
 * ``BaseChatModel._generate_with_cache`` / ``_agenerate_with_cache`` / ``stream`` / ``astream``: the
   check that the model's client records (``models.py``).
+
+With ``langchain-mcp-adapters`` imported, the MCP recorder's routing is installed too (``../mcp``: the MCP
+sessions are recorded at the MCP seam) and ToolNode hands the adapters' tools through (recording their calls
+again would leave a replay serving the outer call and never making the session's).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from typing import Any, Callable
 
 from ..versions import check_versions
 
-__all__ = ["DISTRIBUTIONS", "instrument"]
+__all__ = ["DISTRIBUTIONS", "instrument", "record_mcp_sessions"]
 
 DISTRIBUTIONS = ("langgraph", "langgraph-checkpoint-sqlite", "langchain-core", "langchain-openai")
 
 _installed = False
+_mcp_installed = False
 _lock = threading.Lock()
 
 
 def instrument() -> None:
     """Install the hooks (idempotent; every recorder entry point calls it)."""
     global _installed
-    if _installed:
-        return
+    if not _installed:
+        with _lock:
+            if not _installed:
+                check_versions(*DISTRIBUTIONS)
+                _install()
+                _installed = True
+    if not _mcp_installed and "langchain_mcp_adapters" in sys.modules:
+        record_mcp_sessions()
+
+
+def record_mcp_sessions() -> None:
+    """The MCP recorder for ``langchain-mcp-adapters``' sessions, its tools left to it. Only once the adapters are
+    imported: ``install()`` imports every framework it routes, seconds of a replay's start for a graph with none."""
+    global _mcp_installed
     with _lock:
-        if _installed:
+        if _mcp_installed:
             return
-        check_versions(*DISTRIBUTIONS)
-        _install()
-        _installed = True
+        try:
+            from ..mcp import install, is_mcp_tool
+        except ImportError:  # (the mcp extra is not installed)
+            return
+        from .tools import tools_recorded_elsewhere
+
+        install()
+        tools_recorded_elsewhere(is_mcp_tool)
+        _mcp_installed = True
 
 
 def _install() -> None:

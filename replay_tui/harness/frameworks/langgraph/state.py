@@ -11,8 +11,9 @@ superstep's own observations chosen by key (step, kind, tool call id or request 
 that happened to be written last. Only the outermost graph's state is written: a sub-graph's shows in
 its parent's state after the superstep that ran it.
 
-Message ids (uuid4 from ``add_messages``) and LangGraph's checkpoint ids and times never reach a model
-request; they are kept out of the recorded state. A channel value with no JSON form is written as
+Message ids (uuid4 from ``add_messages``), LangChain's ids of content blocks (``lc_<uuid4>``: an MCP tool's
+text blocks have them) and LangGraph's checkpoint ids and times never reach a model request; they are kept
+out of the recorded state. A channel value with no JSON form is written as
 ``"<TypeName>"``, so its changes are not seen.
 """
 
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
-from langchain_core.messages import BaseMessage, messages_to_dict
+from langchain_core.messages import LC_AUTO_PREFIX, LC_ID_PREFIX, BaseMessage, messages_to_dict
 from langgraph.pregel._io import read_channels
 from pydantic import BaseModel
 
@@ -111,5 +112,10 @@ def _value_view(value: Any) -> Any:
 def _messages_view(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     dumped = messages_to_dict(messages)
     for message in dumped:
-        message["data"].pop("id", None)  # uuid4 from add_messages: not part of the behaviour
+        data = message["data"]
+        data.pop("id", None)  # uuid4 from add_messages: not part of the behaviour
+        for block in data.get("content") if isinstance(data.get("content"), list) else ():
+            # LangChain's own ids of content blocks (uuid4, an MCP tool's text blocks have them): never sent
+            if isinstance(block, dict) and str(block.get("id", "")).startswith((LC_AUTO_PREFIX, LC_ID_PREFIX)):
+                del block["id"]
     return dumped
