@@ -22,7 +22,7 @@ from replay_tui.journal import verify_journal  # noqa: E402
 from . import graph_mcp_agents  # noqa: E402
 from .conftest import CONFIG, events, replay_cli  # noqa: E402
 from .mcp_server import HTTPServer  # noqa: E402
-from .test_mcp import http, model, overlapping, replay_without_server, server_log, stdio, tool_names  # noqa: E402, F401
+from .test_mcp import http, model, overlapping, replay_with_no_server, server_log, stdio, tool_names  # noqa: E402, F401
 
 QUESTION = "parallel: lookup count_down slow_echo slow_echo"
 
@@ -67,12 +67,7 @@ def test_a_graph_on_mcp_tools_records_them_once_and_replays_with_no_server(
     assert asyncio.run(getattr(graph_mcp_agents, entry)(None, task)) == outcome.output
     assert scripted.raw == recorded_bodies  # byte for byte, the tools' schemas in the server's member order
 
-    if server is None:
-        code, replayed = replay_without_server(journal, launched, log)
-    else:
-        before = server.requests
-        code, replayed = replay_cli(journal)
-        assert server.requests == before  # no connection reached the server
+    code, replayed = replay_with_no_server(journal, launched, log, server)
     assert (code, replayed["status"]) == (0, "match"), json.dumps(replayed.get("divergence") or replayed.get("error"))
     assert replayed["consumed"] == replayed["total"] == len(recorded)
     assert replayed["refusals"] == []
@@ -92,3 +87,25 @@ def _ran_in_parallel(entry: str, recorded: list[Any], log: Path | None) -> None:
     opened = [e.seq for e in connects if e.kind == "tool.call"][1:]  # (the first session lists the tools)
     closed = [e.seq for e in connects if e.kind == "tool.result"][1:]
     assert len(opened) == 4 and max(opened) < min(closed), (opened, closed)
+
+
+def test_a_graph_that_does_not_use_the_recorder_records_as_without_it(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The recorder's hooks are the process's: once they are in, a graph of a run that never set the recorder up
+    (``mcp_agents.langgraph``: its own ``ChatOpenAI`` on the harness's client, ``create_agent``) is left as it is,
+    so its journal is the one its replay (a process without the hooks) makes: no state, MCP tools not recorded
+    twice."""
+    from replay_tui.harness.frameworks.langgraph import instrument
+
+    instrument()
+    scripted, http_server = request.getfixturevalue("model"), request.getfixturevalue("http")
+    task = {"base_url": scripted.url, "server": {"url": http_server.url}, "question": "call: lookup"}
+    journal = tmp_path / "plain.jsonl"
+    outcome = record_run(CONFIG, "tests.frameworks.mcp_agents:langgraph", [task], journal=journal, run_id="plain")
+    assert outcome.status == "ok", outcome.error
+    recorded = events(journal)
+    assert not [event for event in recorded if event.kind == "state.transition"]
+    assert all(event.payload["tool"].startswith("mcp:") for event in recorded if event.kind == "tool.call")
+    code, replayed = replay_cli(journal)
+    assert (code, replayed["status"]) == (0, "match"), json.dumps(replayed.get("divergence") or replayed.get("error"))

@@ -89,6 +89,19 @@ def replay_without_server(journal: Path, stdio: dict[str, Any], log: Path, *args
     return code, outcome
 
 
+def replay_with_no_server(
+    journal: Path, stdio: dict[str, Any], log: Path, http: HTTPServer | None, *args: str
+) -> tuple[int, Any]:
+    """A strict replay through the CLI that starts no server: over stdio (``http`` None) its launcher removed and
+    nothing logged, over HTTP no request reaching it."""
+    if http is None:
+        return replay_without_server(journal, stdio, log, *args)
+    requests_before = http.requests
+    code, outcome = replay_cli(journal, *args)
+    assert http.requests == requests_before  # no connection reached the server
+    return code, outcome
+
+
 def test_the_client_session_records_every_message_and_replays_with_no_server(
     tmp_path: Path, model: ScriptedModel, stdio: dict[str, Any], server_log: Path
 ) -> None:
@@ -200,12 +213,7 @@ def test_a_framework_agent_sends_what_it_sends_unrecorded_and_replays_with_no_se
     assert names[0] == "mcp:crm connect" and "mcp:crm tools/list" in names
     assert sum(name.startswith("mcp:crm tools/call slow_echo") for name in names) == 2
 
-    if http is None:
-        code, replayed = replay_without_server(journal, stdio, server_log)
-    else:
-        requests_before = http.requests
-        code, replayed = replay_cli(journal)
-        assert http.requests == requests_before  # no connection reached the server
+    code, replayed = replay_with_no_server(journal, stdio, server_log, http)
     assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
     assert replayed["consumed"] == replayed["total"] and replayed["refusals"] == []
 

@@ -27,7 +27,7 @@ from ...httpx_transport import async_http_client, http_client
 from ..common import PLACEHOLDER_KEY, api_key
 from ..versions import check_versions
 from .patches import instrument
-from .recorder import LIVE_TOOL, not_recorded, recording_of
+from .recorder import LIVE_TOOL, not_recorded, recording_in, recording_of
 
 if TYPE_CHECKING:
     from ...harness import Harness
@@ -38,6 +38,7 @@ __all__ = ["anthropic_api_key", "chat_anthropic", "chat_openai", "check_model_ca
 def chat_openai(h: Harness, base_url: str | None, model: str, **options: Any) -> ChatOpenAI:
     """A ``ChatOpenAI`` recording through ``h``, sync and async (``options``: any other ``ChatOpenAI`` field)."""
     instrument()
+    recording_of(h)  # the run uses the recorder: its graphs are recorded, with recorded(h) or without
     settings: dict[str, Any] = {"api_key": SecretStr(api_key()), "max_retries": 0, **options}
     return ChatOpenAI(
         model=model,
@@ -61,6 +62,7 @@ def chat_anthropic(h: Harness, base_url: str | None, model: str, **options: Any)
     from langchain_anthropic import ChatAnthropic
 
     instrument()
+    recording_of(h)
     check_versions("langchain-anthropic")
     settings: dict[str, Any] = {"api_key": SecretStr(anthropic_api_key()), "max_retries": 0, **options}
     chat = ChatAnthropic(model=model, base_url=base_url, **settings)  # type: ignore[call-arg]
@@ -106,7 +108,9 @@ def check_model_call(model: Any, *, async_api: bool) -> None:
     h = CURRENT_HARNESS.get()
     if h is None:
         return
-    recording_of(h).check()
+    recording = recording_in(h)
+    if recording is not None:
+        recording.check()
     records = records_through(model, h, async_api)
     tool = LIVE_TOOL.get()
     if tool is not None:

@@ -44,6 +44,7 @@ __all__ = [
     "name_step",
     "recorded",
     "recorder_for",
+    "recording_in",
     "recording_of",
 ]
 
@@ -120,7 +121,15 @@ _recordings: weakref.WeakKeyDictionary[Harness, Recording] = weakref.WeakKeyDict
 _recordings_lock = threading.Lock()
 
 
+def recording_in(h: Harness) -> Recording | None:
+    """The run's recording, if the run has set the recorder up (``chat_openai``, ``chat_anthropic``,
+    ``recorded``, a ``GraphRecorder``): None in a run that does not use it."""
+    with _recordings_lock:
+        return _recordings.get(h)
+
+
 def recording_of(h: Harness) -> Recording:
+    """The run's recording, set up on first use."""
     with _recordings_lock:
         recording = _recordings.get(h)
         if recording is None:
@@ -264,11 +273,13 @@ _implicit: weakref.WeakKeyDictionary[Harness, GraphRecorder] = weakref.WeakKeyDi
 
 def recorder_for(config: Mapping[str, Any] | None) -> GraphRecorder | None:
     """The recorder of a graph, node or ToolNode run with ``config``: the one in its callbacks, else the calling
-    run's own (a compiled graph run without one); None outside a recorded run. Raises the run's refusal."""
+    run's own (a compiled graph run without one); None outside a recorded run, and in a run that never set the
+    recorder up (the hooks are the process's: a graph another recorder keeps, or none, runs as it is, as it
+    will in its replay, which may not load this package at all). Raises the run's refusal."""
     recorder = recorder_in(config)
     if recorder is None:
         h = CURRENT_HARNESS.get()
-        if h is None:
+        if h is None or recording_in(h) is None:
             return None
         with _recordings_lock:
             recorder = _implicit.get(h)

@@ -15,12 +15,14 @@ could not reproduce either). Tools that record themselves (``tools_recorded_else
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import GraphBubbleUp
 
 from ....journal.model import TOOL_RESULT
+from .patches import record_mcp_sessions
 from .recorder import IN_TOOLNODE, LIVE_TOOL, GraphRecorder, recorder_for
 from .tool_outputs import UnrecordableOutput, _Unusable, output_from_record, output_record
 
@@ -45,6 +47,8 @@ def _recording(node: Any, request: Any, config: Any) -> GraphRecorder | None:
     """The recorder of this execution, or None when it runs as it is."""
     if LIVE_TOOL.get() is not None or request.tool is None:  # inside a recorded tool; an unknown tool's error
         return None
+    if "langchain_mcp_adapters" in sys.modules:  # (imported after the recorder was set up: its tools go through)
+        record_mcp_sessions()
     if any(test(request.tool) for test in _RECORDED_ELSEWHERE):
         return None
     return recorder_for(config)
