@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..journal.safe_text import safe_line
 from ..replay.corpus import is_shard_directory
-from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, STRICT, ReplaySpec
+from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, SHUFFLE, STRICT, ReplaySpec
 from ..replay.runner import Progress, ReplayRunner
 from ..replay.sandbox import pass_env_default
 from .common import EXIT_USAGE, print_result, print_text
@@ -69,7 +69,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=MODES,
+        # shuffle is a mode of the child protocol, not of this command: --shuffle-completions runs it
+        choices=[mode for mode in MODES if mode != SHUFFLE],
         default=STRICT,
         help="strict/new-code replay, or an experiment with one live dependency group",
     )

@@ -17,7 +17,6 @@ import orjson
 
 from .errors import JournalError
 from .levels import request_view
-
 from .model import (
     CLOCK_READ,
     INPUT_RECEIVED,

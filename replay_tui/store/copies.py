@@ -7,7 +7,7 @@ the code that writes there:
 =====================  ==================================================  ===============================
 kind                   where                                               written by
 =====================  ==================================================  ===============================
-import cache           ``$XDG_CACHE_HOME/replay-tui/imports/<sha256>-vN/``  store/sources.py (a trace opened)
+import cache           ``<cache>/imports/<sha256>-vN/``  store/sources.py (a trace opened)
 object cache           ``<cache>/objects/<key>/``                          store/storage.py (a URL opened)
 storage mirror         ``<cache>/prefixes/<digest>/`` (one journal in it)  store/storage.py (a prefix)
 follow copy            ``<cache>/follow/<digest>/``                        store/storage.py (--follow URL)

@@ -7,7 +7,7 @@ call with the argument as the user typed it:
   exist is returned as is (the caller's own checks and messages apply);
 * a foreign trace (OTLP/JSON, OpenAI Agents SDK export, Inspect AI log, vcrpy
   cassette), detected by content, is imported once into a cache keyed by the source's
-  sha256 (``$XDG_CACHE_HOME/replay-tui/imports/<sha256>/``) and the cached journal is
+  sha256 (``<cache>/imports/<sha256>/``, ``<cache>`` being ``storage.cache_root()``) and the cached journal is
   returned; the next open of the same bytes reads the cache.
 
 * a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``) is first brought
@@ -66,8 +66,8 @@ class ResolvedSource:
 
 
 def imports_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "replay-tui" / "imports"
+    """Where opened traces are imported to: under the one cache root the object cache uses too."""
+    return storage.cache_root() / "imports"
 
 
 def resolve_source(argument: str) -> ResolvedSource:
@@ -192,7 +192,7 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
         raise TraceImportError(
             str(path),
             None,
-            f"a writable import cache ({target.parent}: {error.strerror}); set XDG_CACHE_HOME, "
+            f"a writable import cache ({target.parent}: {error.strerror}); set REPLAY_TUI_CACHE_DIR or XDG_CACHE_HOME, "
             "or write the journal yourself with 'replay-tui import SRC -o OUT.jsonl'",
         ) from None
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ..docs import README, block
 from .conftest import BEFORE_HISTORY, CLEAN, REPO
 
 INI = f"""[pytest]
@@ -182,12 +183,12 @@ def test_under_xdist(project: Project) -> None:
 
 
 def test_the_readme_pyproject_settings(project: Project) -> None:
-    """The [tool.pytest.ini_options] block of the README section, as written (agent path adapted)."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Turn an incident into a regression test") :]
-    block = section[section.index("```toml\n# pyproject.toml") + len("```toml\n") :]
-    block = block[: block.index("```")]
-    project.makefile(".toml", pyproject=block.replace('["src"]', f'["{REPO}"]'))
+    """The [tool.pytest.ini_options] block of the README and of REPLAY.md (the same), as written (agent path
+    adapted)."""
+    settings = block(README, "## CI and corpora", lang="toml", first_line="# pyproject.toml")
+    reference = REPO / "replay_tui" / "replay" / "REPLAY.md"
+    assert block(reference, "## Turn an incident into a regression test", first_line="# pyproject.toml") == settings
+    project.makefile(".toml", pyproject=settings.replace('["src"]', f'["{REPO}"]'))
     journals(project, CLEAN[0], BEFORE_HISTORY[0])
     (project.path / "ignored.jsonl").write_bytes(CLEAN[1].read_bytes())
     result = run(project, "-v")

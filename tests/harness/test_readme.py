@@ -1,4 +1,4 @@
-"""The README's "Record your agent" example runs as written and replays from its journal."""
+"""The README's "Recording" example runs as written and replays from its journal."""
 
 from __future__ import annotations
 
@@ -11,28 +11,21 @@ from replay_tui.harness.replay_support import RecordedObservations, harness_for_
 from replay_tui.journal import verify_journal
 from replay_tui.journal.model import OBSERVATION_KINDS
 
-from .helpers import ROOT, events_of, logical
-
-
-def _section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Record your agent")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else None]
+from ..docs import README, blocks, section
+from .helpers import events_of, logical
 
 
 def test_the_readme_agent_records_and_replays(tmp_path, monkeypatch):
-    section = _section()
-    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
-    python = next(body for lang, body in blocks if lang == "python" and body.startswith("# my_agent.py"))
-    toml = next(body for lang, body in blocks if lang == "toml")
+    found = blocks(section(README, "## Recording"))
+    python = next(body for lang, body in found if lang == "python" and body.startswith("# my_agent.py"))
+    toml = next(body for lang, body in found if lang == "toml" and body.startswith("# my_agent.toml"))
     (tmp_path / "my_agent.py").write_text(python)
     (tmp_path / "my_agent.toml").write_text(toml)
     agent_lines = python[python.index("def agent") :].strip().splitlines()
     assert len(agent_lines) <= 10
 
     command = next(
-        line for lang, body in blocks if lang == "" for line in body.splitlines() if line.startswith("python -c")
+        line for lang, body in found if lang == "" for line in body.splitlines() if line.startswith("python -c")
     )
     code = re.search(r'python -c "(.*)"$', command).group(1)
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)

@@ -15,8 +15,11 @@ from replay_tui.harness import build_harness, record_run
 from replay_tui.harness.config import config_from_mapping
 from replay_tui.journal import open_journal
 
+from ..docs import block
 from .conftest import REPO
 from .servers import LLMServer
+
+RECORDING = REPO / "replay_tui" / "harness" / "RECORDING.md"
 
 QUESTION = "Please refund order A-101, it arrived broken."
 
@@ -144,21 +147,18 @@ def test_bad_options_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
             pass
 
 
-def test_the_readme_model_config(tmp_path: Path, refund_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's openai-compatible block, pointed at the loopback server: the key goes on the
+def test_the_documented_model_config(tmp_path: Path, refund_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RECORDING.md's openai-compatible block, pointed at the loopback server: the key goes on the
     wire, never into the journal; the block's host is what a model-live child may reach."""
     from replay_tui.replay.hosts import hosts_in_config
 
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Record your agent in five minutes") :]
-    block = section[section.index("```toml\n") + len("```toml\n") :]
-    block = block[: block.index("```")]
+    documented = block(RECORDING, "## Record against a real model or an SDK", lang="toml", first_line="[[plugins]]")
     original = tmp_path / "readme.toml"
-    original.write_text(block)
+    original.write_text(documented)
     assert hosts_in_config(original) == ["127.0.0.1:8000"]
     config = tmp_path / "model.toml"
     config.write_text(
-        block.replace("http://127.0.0.1:8000/v1", refund_server.url + "/v1")
+        documented.replace("http://127.0.0.1:8000/v1", refund_server.url + "/v1")
         + (
             '\n[[plugins]]\nid = "shop"\ntype = "python-tools"\noptions = { provider = "fixtures.corpus.agents:tools" }\n'
         )

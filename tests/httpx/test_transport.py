@@ -18,6 +18,7 @@ from replay_tui.journal.errors import SchemaError
 from replay_tui.replay.protocol import ReplaySpec
 from replay_tui.replay.runner import ReplayRunner
 
+from ..docs import block
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY, REPO
 from .servers import LLMServer
 
@@ -219,13 +220,11 @@ def test_concurrent_async_requests_replay_in_the_recorded_order(
     assert result.status == "match", result.to_text()
 
 
-def test_the_readme_sdk_config(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
-    """The README's SDK config block: records the fixture agent, keeps the usage details."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Record your agent in five minutes") :]
-    block = section[section.index("```toml\n# sdk_agent.toml") + len("```toml\n") :]
+def test_the_documented_sdk_config(tmp_path: Path, llm_server: LLMServer, api_keys: None) -> None:
+    """RECORDING.md's SDK config block: records the fixture agent, keeps the usage details."""
+    recording = REPO / "replay_tui" / "harness" / "RECORDING.md"
     config = tmp_path / "sdk_agent.toml"
-    config.write_text(block[: block.index("```")])
+    config.write_text(block(recording, "## Record against a real model or an SDK", first_line="# sdk_agent.toml"))
     journal = tmp_path / "sdk.jsonl"
     outcome = record_run(
         config,

@@ -123,3 +123,11 @@ def test_an_unwritable_cache_is_one_clear_line(
     assert main(["stats", str(SAMPLES / "weather.otlp.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "a writable import cache" in err and "replay-tui import SRC -o OUT.jsonl" in err and err.count("\n") == 1
+
+
+def test_the_import_cache_is_under_the_one_cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$REPLAY_TUI_CACHE_DIR`` moves every cache (objects, prefixes, follow and imports), not only some."""
+    root = tmp_path / "replay-tui-cache"
+    monkeypatch.setenv("REPLAY_TUI_CACHE_DIR", str(root))
+    opened = resolve_source(str(SAMPLES / "weather.otlp.jsonl"))
+    assert opened.path.is_relative_to(root / "imports"), opened.path

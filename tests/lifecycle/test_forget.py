@@ -198,7 +198,12 @@ def test_the_list_of_places_is_the_code_s() -> None:
     }
     assert temp_prefixes == set(copies.TEMP_PREFIXES) | set(TRANSIENT)
     cache_dirs = {match for text in code.values() for match in re.findall(r'cache_root\(\) / "([a-z]+)"', text)}
-    assert cache_dirs == {"objects", "prefixes", "follow"}  # _object_cache, _mirrors, _follow_copies
+    assert cache_dirs == {
+        "objects",
+        "prefixes",
+        "follow",
+        "imports",
+    }  # _object_cache, _mirrors, _follow_copies, imports
     state_names = {match for text in code.values() for match in re.findall(r'state_root\(\) / "([a-z.]+)"', text)}
     assert state_names == {"annotations", "indexes.ndjson"}  # _annotations, index_rows
     writers = {
