@@ -469,8 +469,12 @@ def _live_stream_class(module: ModuleType) -> type:
             self.exchange = exchange
             self.live = live
             self.response: Any = None
+            self.iterated = False
 
         def __iter__(self) -> Iterator[bytes]:
+            if self.iterated:  # read a second time: as httpx, not a cut of the answer
+                raise module.StreamConsumed()
+            self.iterated = True
             exchange, relay = self.exchange, self.exchange.relay
             try:
                 for chunk in self.live.iter_bytes():
@@ -509,8 +513,12 @@ def _live_async_stream_class(module: ModuleType) -> type:
             self.exchange = exchange
             self.live = live
             self.response: Any = None
+            self.iterated = False
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
+            if self.iterated:  # read a second time (the openai SDK drains a stream after [DONE]): as httpx
+                raise module.StreamConsumed()
+            self.iterated = True
             exchange, relay = self.exchange, self.exchange.relay
             try:
                 async for chunk in self.live.aiter_bytes():
@@ -550,14 +558,21 @@ def _replayed_stream_class(module: ModuleType) -> type:
             self.cut = cut
             self.closer = closer
             self.response: Any = None
+            self.iterated = False
 
         def __iter__(self) -> Iterator[bytes]:
+            if self.iterated:  # read a second time, as the live stream is (see LiveStream)
+                raise module.StreamConsumed()
+            self.iterated = True
             yield from self.chunks
             self.closer.close()
             if self.cut is not None:
                 raise self.cut
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
+            if self.iterated:
+                raise module.StreamConsumed()
+            self.iterated = True
             for chunk in self.chunks:
                 yield chunk
             await self.closer.aclose()

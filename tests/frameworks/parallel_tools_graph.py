@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from replay_tui.harness.frameworks.langgraph import GraphAgent, tool_call_recorder
+from replay_tui.harness.frameworks.langgraph import GraphAgent
 
 CALLS = 6
 
@@ -43,7 +43,7 @@ class ParallelTools(GraphAgent):
     def build(self, h: Any, task: Any) -> StateGraph:
         builder = StateGraph(MessagesState)
         builder.add_node("plan", plan)
-        builder.add_node("tools", ToolNode([lookup], wrap_tool_call=tool_call_recorder(h)))
+        builder.add_node("tools", ToolNode([lookup]))
         builder.add_edge(START, "plan")
         builder.add_conditional_edges("plan", _route, {"tools": "tools", END: END})
         builder.add_edge("tools", "plan")

@@ -21,10 +21,10 @@ from replay_tui.harness import record_session  # noqa: E402
 from replay_tui.harness.frameworks.common import UnrecordableCall  # noqa: E402
 
 from . import sdk_mcp, test_mcp  # noqa: E402
-from .conftest import CONFIG, events, replay_cli  # noqa: E402
+from .conftest import CONFIG, events  # noqa: E402
 from .mcp_server import HTTPServer  # noqa: E402
 from .test_agents_sdk_patterns import KEY, recorded_like_plain  # noqa: E402
-from .test_mcp import overlapping, replay_without_server, tool_names  # noqa: E402
+from .test_mcp import overlapping, replay_with_no_server, tool_names  # noqa: E402
 
 # the MCP tests' fixtures: the server over stdio (its launcher removed before a replay), its log, over HTTP
 stdio, server_log, http = test_mcp.stdio, test_mcp.server_log, test_mcp.http
@@ -49,18 +49,12 @@ def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenAI]:
         yield server
 
 
-def replays_with_no_server(
+def replay_touching_nothing(
     journal: Path, model: LoopbackOpenAI, stdio: dict[str, Any], log: Path, http: HTTPServer | None, *args: str
 ) -> tuple[int, Any]:
-    """``replay_cli`` with the stdio launcher removed (a replay that started the server would fail) or the HTTP
-    server's request count unchanged, and no connection to the model."""
+    """``replay_with_no_server``, and no connection to the model either."""
     connections = model.connections
-    if http is None:
-        code, outcome = replay_without_server(journal, stdio, log, *args)
-    else:
-        requests = http.requests
-        code, outcome = replay_cli(journal, *args)
-        assert http.requests == requests
+    code, outcome = replay_with_no_server(journal, stdio, log, http, *args)
     assert model.connections == connections
     return code, outcome
 
@@ -68,7 +62,7 @@ def replays_with_no_server(
 @pytest.mark.parametrize(
     ("transport", "streamed"), [("stdio", False), ("http", True)], ids=["stdio-run", "http-streamed"]
 )
-def test_an_agent_with_mcp_servers_records_with_recording_only_and_replays_with_no_server(
+def test_an_agent_with_mcp_servers_records_with_recording_only_and_replay_touching_nothing(
     transport: str,
     streamed: bool,
     model: LoopbackOpenAI,
@@ -92,13 +86,13 @@ def test_an_agent_with_mcp_servers_records_with_recording_only_and_replays_with_
     assert sum(name.startswith("mcp:crm tools/call slow_echo") for name in names) == 2
     assert not {"lookup", "slow_echo"} & set(names)  # recorded at the MCP session, not again as function tools
 
-    code, replayed = replays_with_no_server(journal, model, stdio, server_log, served)
+    code, replayed = replay_touching_nothing(journal, model, stdio, server_log, served)
     assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
     assert replayed["consumed"] == replayed["total"] == len(events(journal))
     assert replayed["refusals"] == [] and replayed["isolation"]["network_namespace"]
 
     if served is None:  # one line of the instructions changed: the first model request diverges, naming them
-        code, changed = replays_with_no_server(
+        code, changed = replay_touching_nothing(
             journal, model, stdio, server_log, None, "--agent", "tests.frameworks.sdk_mcp:recorded_terse"
         )
         assert (code, changed["status"]) == (1, "diverged")

@@ -89,15 +89,22 @@ def replay_without_server(journal: Path, stdio: dict[str, Any], log: Path, *args
     return code, outcome
 
 
-def replays_with_no_server(journal: Path, stdio: dict[str, Any], log: Path, http: HTTPServer | None) -> dict[str, Any]:
-    """A CLI replay that matches, every event consumed, with the stdio server's launcher removed or the HTTP
-    server's request count unchanged."""
+def replay_with_no_server(
+    journal: Path, stdio: dict[str, Any], log: Path, http: HTTPServer | None, *args: str
+) -> tuple[int, Any]:
+    """A strict replay through the CLI that starts no server: over stdio (``http`` None) its launcher removed and
+    nothing logged, over HTTP no request reaching it."""
     if http is None:
-        code, replayed = replay_without_server(journal, stdio, log)
-    else:
-        requests_before = http.requests
-        code, replayed = replay_cli(journal)
-        assert http.requests == requests_before  # no connection reached the server
+        return replay_without_server(journal, stdio, log, *args)
+    requests_before = http.requests
+    code, outcome = replay_cli(journal, *args)
+    assert http.requests == requests_before  # no connection reached the server
+    return code, outcome
+
+
+def replays_with_no_server(journal: Path, stdio: dict[str, Any], log: Path, http: HTTPServer | None) -> dict[str, Any]:
+    """``replay_with_no_server`` that matched, every event consumed, nothing refused."""
+    code, replayed = replay_with_no_server(journal, stdio, log, http)
     assert (code, replayed["status"]) == (0, "match"), replayed.get("divergence") or replayed.get("error")
     assert replayed["consumed"] == replayed["total"] and replayed["refusals"] == []
     return replayed

@@ -14,6 +14,8 @@ TESTED_RANGES: dict[str, tuple[str, str]] = {
     "langgraph": ("1.2.0", "1.3"),
     "langgraph-checkpoint-sqlite": ("3.1.0", "3.2"),
     "langchain-openai": ("1.7.0", "1.8"),
+    "langchain-anthropic": ("1.7.0", "1.8"),
+    "langchain-core": ("1.8.0", "1.9"),
     "pydantic-ai-slim": ("2.68.0", "2.69"),
     "mcp": ("1.30.0", "1.31"),
     "fastmcp-slim": ("3.4.11", "3.5"),
