@@ -25,7 +25,6 @@ import pytest
 
 from replay_tui.harness import RunOutcome, record_run, record_session
 from replay_tui.journal import verify_journal
-from replay_tui.replay import sandbox
 from tests.httpx.servers import LLMServer
 from tests.replay.helpers import rechained_copy
 
@@ -433,11 +432,6 @@ def test_a_recorded_tool_return_of_another_shape_is_a_journal_error_naming_its_s
     assert named in message
 
 
-@pytest.mark.xfail(
-    not hasattr(sandbox, "PLACEHOLDER_CREDENTIAL_VARIABLES"),
-    strict=True,
-    reason="replay children get no placeholder API keys yet (fw-sdk's b2f016c): the module's import fails in replay",
-)
 def test_an_agent_built_at_import_from_a_model_name_replays_with_placeholder_keys(
     loopback: Loopback, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
