@@ -14,15 +14,6 @@ from .docs import README, REPO, anchor, anchors, block, headings, links
 #: The README stays a guide: about 400 lines, the references live beside the code.
 MAX_README_LINES = 420
 
-#: Framework references being written on other branches of issue 29 (the links are right once they merge):
-#: a link to one of them is checked like any other as soon as the file exists.
-PENDING = {
-    REPO / "replay_tui/harness/frameworks/agents_sdk.md",
-    REPO / "replay_tui/harness/frameworks/pydantic_ai.md",
-    REPO / "replay_tui/harness/frameworks/langgraph.md",
-}
-
-
 def _documents() -> list[Path]:
     """README.md and every Markdown file beside the code, the fixtures, the themes and the tests (snapshots excepted)."""
     beside = (path for top in ("replay_tui", "fixtures", "themes", "tests") for path in (REPO / top).rglob("*.md"))
@@ -46,8 +37,6 @@ def test_every_relative_link_resolves(document: Path) -> None:
             continue
         path_part, _, fragment = target.partition("#")
         linked = (document.parent / unquote(path_part)).resolve() if path_part else document
-        if linked in PENDING and not linked.exists():
-            continue
         if not linked.exists():
             broken.append(f"line {line}: {target}: no such file")
         elif fragment and (linked.suffix != ".md" or fragment not in anchors(linked.read_text())):
