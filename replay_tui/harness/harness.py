@@ -171,6 +171,13 @@ class Harness:
     def step_id(self, value: str | None) -> None:
         self._lanes.lane().set_step(value)
 
+    def name_flow_step(self, step: str | None) -> str | None:
+        """Name the step of the calling flow only, not of the flows it was started from (as ``step_id = ...``
+        does: a graph node running beside others must not rename its parent's step); returns the step it had."""
+        lane = self._lanes.lane()
+        previous, lane.step = lane.step, step
+        return previous
+
     # -- run lifecycle -----------------------------------------------------------------
 
     def use_reducer(self, reducer: Reducer, reducer_version: str, initial_state: Any) -> None:

@@ -40,7 +40,7 @@ from ....journal.errors import SchemaError
 from ....journal.model import INPUT_RECEIVED
 from ...agents import Done, StepAgent
 from ...harness import HarnessError
-from .recorder import GraphRecorder, name_step
+from .recorder import GraphRecorder
 from .state import state_view
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class GraphAgent(StepAgent):
         this_step = f"step-{h.steps_done + 1:02d}:"
         cause = run.steps.recording.cause_of(lambda step: step.startswith(this_step))
         # the state and snapshot are the step's nodes' (the flow's step is the harness step's again)
-        previous = name_step(h, f"{this_step}{ran}" if ran else h.step_id)
+        previous = h.name_flow_step(f"{this_step}{ran}" if ran else h.step_id)
         try:
             # LangGraph's step counter restarts in a saver seeded by a resume: diagnostics only
             view = {**state, "graph": state_view(snapshot.values), "next": list(snapshot.next), "node": node}
@@ -158,7 +158,7 @@ class GraphAgent(StepAgent):
                 diagnostics={"checkpoint_id": checkpoint_id, "langgraph_step": langgraph_step}, at_step_end=True
             )
         finally:
-            name_step(h, previous)
+            h.name_flow_step(previous)
         if snapshot.next:
             return None
         output = self.output(snapshot.values)

@@ -41,7 +41,6 @@ __all__ = [
     "LIVE_TOOL",
     "GraphRecorder",
     "Recording",
-    "name_step",
     "recorded",
     "recorder_for",
     "recording_in",
@@ -53,14 +52,6 @@ LIVE_TOOL: ContextVar[str | None] = ContextVar("replay_tui_langgraph_live_tool",
 #: True while ToolNode executes a tool the recorder let through (recorded, or left to its own recorder).
 IN_TOOLNODE: ContextVar[bool] = ContextVar("replay_tui_langgraph_in_toolnode", default=False)
 _PUSH = "__pregel_push"
-
-
-def name_step(h: Harness, step: str | None) -> str | None:
-    """Name the step of the calling flow only (not of the flows it was started from, as ``h.step_id = ...``
-    does); returns the step it had."""
-    lane = h._lanes.lane()  # (the harness has no public setter for one flow's step yet)
-    previous, lane.step = lane.step, step
-    return previous
 
 
 @dataclass
@@ -220,7 +211,7 @@ class GraphRecorder(BaseCallbackHandler):
             prefix = self._graphs.get(parent_run_id, "") if parent_run_id is not None else ""
         step = self.node_step(metadata, enclosing, prefix)
         named = LIVE_TOOL.get() is None
-        run = _Run(step, namespace, named, name_step(self.h, step) if named else None)
+        run = _Run(step, namespace, named, self.h.name_flow_step(step) if named else None)
         with self._lock:
             self._runs[run_id] = run
 
@@ -253,7 +244,7 @@ class GraphRecorder(BaseCallbackHandler):
             if run is not None and run.namespace is not None:
                 self._tasks.discard(run.namespace)
         if run is not None and run.named:
-            name_step(self.h, run.previous)
+            self.h.name_flow_step(run.previous)
 
 
 def recorder_in(config: Mapping[str, Any] | None) -> GraphRecorder | None:

@@ -29,7 +29,7 @@ from langchain_core.messages import LC_AUTO_PREFIX, LC_ID_PREFIX, BaseMessage, m
 from langgraph.pregel._io import read_channels
 from pydantic import BaseModel
 
-from .recorder import GraphRecorder, name_step, recorder_for
+from .recorder import GraphRecorder, recorder_for
 
 __all__ = ["state_view", "superstep_started", "superstep_done"]
 
@@ -74,11 +74,11 @@ def superstep_done(loop: Any, superstep: int, tasks: list[Any]) -> None:
     cause = recorder.recording.cause_of(
         lambda step: step in steps or any(step.startswith(f"{name}/") for name in steps)
     )
-    previous = name_step(recorder.h, step)
+    previous = recorder.h.name_flow_step(step)
     try:
         recorder.h.record_state(state, cause=cause)
     finally:
-        name_step(recorder.h, previous)
+        recorder.h.name_flow_step(previous)
 
 
 def state_view(values: Any) -> Any:
