@@ -32,6 +32,7 @@ reused. It dies with its parent, and its children die with it.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import os
 import select
 import shutil
@@ -443,9 +444,8 @@ class Server:
         python_path = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
         sys.path[1:1] = [entry for entry in python_path if entry not in sys.path]  # this child's PYTHONPATH
         sys.argv = [CHILD_MODULE, message["spec"]]
-        from . import child
-
-        return child.main(["child", message["spec"]])
+        child = importlib.import_module(CHILD_MODULE)  # by name, as a spawned child is started (preloaded)
+        return int(child.main(["child", message["spec"]]))
 
     def shutdown(self) -> None:
         """The parent is gone or done: no child outlives the server."""
@@ -483,8 +483,6 @@ def serve(control_fd: int) -> int:
     _prctl(PR_SET_DUMPABLE, 0)  # a same-uid child (no root: user namespaces) cannot ptrace or read the server
     control = socket.socket(fileno=control_fd)
     try:
-        import importlib
-
         for name in PRELOAD:
             importlib.import_module(name)
         warm_up()

@@ -11,7 +11,7 @@ divergence is stopped and its partial journal removed. The old journal is only
 ever read. Since the second pass runs outside the sandbox, its code is the one the user names
 with ``--agent``: the entry point the journal records is never imported here (a journal could
 name ``builtins:print``, or any script in the current directory), and the redaction rules are
-the config's (``engine.recorded_config``), never the journal's.
+the config's (``recorded.recorded_config``), never the journal's.
 
     replay-tui replay OLD.jsonl --rerecord-from-divergence --agent my_agent:run --config agent.toml --out NEW.jsonl
 """
@@ -32,10 +32,10 @@ from ..journal.hashing import file_sha256
 from ..journal.levels import recorded_level
 from ..journal.model import OBSERVATION_KINDS, event_id_for
 from .compare import read_events
-from .engine import recorded_config, recorded_inputs
 from .protocol import ReplaySpec
+from .recorded import recorded_config, recorded_inputs
+from .referee import mismatch
 from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayOutcome, ReplayRunner
-from .tape import mismatch
 
 
 class RerecordError(Exception):
