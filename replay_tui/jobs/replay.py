@@ -24,7 +24,7 @@ from ..replay.protocol import HELLO, STRICT, ProtocolError, ReplaySpec
 from .core import Job, Say
 
 if TYPE_CHECKING:
-    from ..replay.runner import Progress, ReplayOutcome
+    from ..replay.parent.runner import Progress, ReplayOutcome
 
 CANCEL_POLL_S = 0.1
 DEFAULT_TIMEOUT_S = 600.0
@@ -89,7 +89,7 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     stops_itself = True
 
     def run(self, request: ReplayJobRequest, progress: ProgressCallback, cancelled: CancelCheck) -> ReplayOutcome:
-        from ..replay.runner import ReplayOutcome, ReplayRunner
+        from ..replay.parent.runner import ReplayOutcome, ReplayRunner
 
         def on_progress(step: Progress) -> None:
             if request.on_progress is not None:
@@ -148,7 +148,7 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
         return result.to_json()
 
     def result_from_json(self, data: Any) -> ReplayOutcome:
-        from ..replay.runner import ReplayOutcome
+        from ..replay.parent.runner import ReplayOutcome
 
         return ReplayOutcome.from_json(data)
 
@@ -174,8 +174,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     def heard(self, request: ReplayJobRequest, update: dict[str, Any]) -> None:
         step, isolation, group, scratch = (update.get(name) for name in ("step", "isolation", "group", "scratch"))
         if request.on_progress is not None and isinstance(step, list) and len(step) == 4:
+            from ..replay.parent.runner import Progress
             from ..replay.protocol import PHASES
-            from ..replay.runner import Progress
 
             phase, consumed, total, seq = step
             if phase in PHASES and type(consumed) is int and type(total) is int:  # the runner checked them: be sure

@@ -9,7 +9,7 @@ import pytest
 from replay_helpers import panel_of, record_wobbly, slow_wobbly, wait_for_replay, wait_until
 from tui_helpers import SIZE, make_app, settle
 
-from replay_tui.replay.runner import Progress
+from replay_tui.replay.parent.runner import Progress
 from replay_tui.tui.widgets.replay_panel import ReplayChildStarted, ReplayProgressed, step_reports
 
 

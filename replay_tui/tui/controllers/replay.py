@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ...analysis.search import ReplayMarks
 from ...journal import Event
-from ...replay.statuses import CRASHED, FAILED, TIMEOUT
+from ...replay.parent.statuses import CRASHED, FAILED, TIMEOUT
 from ..widgets.replay_panel import ReplayFinished, ReplayPanel, ReplayRequest, ReplayResult
 from . import ScreenParts
 

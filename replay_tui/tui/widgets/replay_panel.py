@@ -2,7 +2,7 @@
 
 Neither the agent nor the replay's referee runs in this process: from a thread worker, the jobs
 runner runs ``jobs.replay.ReplayJob`` in a child of its own, which drives the sandboxed
-``python -m replay_tui.replay.child``. A cancel asks the job to stop (it kills the sandbox's process
+``python -m replay_tui.replay.child.main``. A cancel asks the job to stop (it kills the sandbox's process
 group and answers with the outcome so far); a job that cannot start is a failed outcome; the runner
 throttles its progress. The callbacks only post messages, so the timeline keeps answering keys while a
 long replay runs. When the child ends, the outcome, the replay marks for the timeline and the
@@ -32,11 +32,20 @@ from ...jobs import JobCancelled, JobError, JobRun
 from ...jobs.replay import ReplayJob, ReplayJobRequest, ReplayRequest
 from ...journal.progress import ProgressCallback
 from ...journal.safe_text import safe_line
-from ...replay.statuses import CANCELLED, CRASHED, DIVERGED, FAILED, MATCH, TIMEOUT, UNRECORDED_CALL, UNUSED_EVENTS
+from ...replay.parent.statuses import (
+    CANCELLED,
+    CRASHED,
+    DIVERGED,
+    FAILED,
+    MATCH,
+    TIMEOUT,
+    UNRECORDED_CALL,
+    UNUSED_EVENTS,
+)
 from . import replay_format
 
 if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first replay, not the first frame
-    from ...replay.runner import Progress, ReplayOutcome
+    from ...replay.parent.runner import Progress, ReplayOutcome
     from .replay_environment import EnvironmentComparison
 
 __all__ = ["ReplayFinished", "ReplayPanel", "ReplayRequest", "ReplayResult", "marks_of"]
@@ -274,7 +283,7 @@ class ReplayPanel(Vertical):
     # -- the worker -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def _run(self, run: JobRun[ReplayJobRequest, ReplayOutcome], request: ReplayRequest, journal: Path) -> None:
-        from ...replay.runner import ReplayOutcome
+        from ...replay.parent.runner import ReplayOutcome
         from .replay_environment import compare_environment
 
         try:

@@ -21,7 +21,7 @@ agent leaves behind (a mutated module global, a file in its cwd) reaches the nex
 A forked child cannot be wrapped by bubblewrap (bwrap execs a new program): it uses the
 in-process namespaces, and the report says so (``label_isolation``).
 
-The server (``python -m replay_tui.replay.forkserver FD``) is single-threaded, as
+The server (``python -m replay_tui.replay.corpus.forkserver FD``) is single-threaded, as
 ``enter_sandbox`` requires of the process it forks from; it talks to the parent over a
 unix SEQPACKET socket (one JSON request, one JSON reply; the child's pipes travel as
 SCM_RIGHTS). It reports each child's exit status, and reaps a child only when the parent
@@ -48,13 +48,13 @@ from typing import IO, Any, Sequence
 
 import orjson
 
-from .child_command import CHILD_MODULE, spec_of
+from ..parent.child_command import CHILD_MODULE, spec_of
 
 #: Imported once by the server: everything a replay child needs before the agent.
 PRELOAD = (
-    "replay_tui.replay.child",
-    "replay_tui.replay.engine",
-    "replay_tui.replay.entry_point",
+    "replay_tui.replay.child.main",
+    "replay_tui.replay.child.engine",
+    "replay_tui.replay.child.entry_point",
     "replay_tui.harness",
     "replay_tui.harness.config",
     "replay_tui.harness.replay_support",
@@ -172,8 +172,8 @@ class ForkServer:
         self.lost: set[int] = set()  # pids of children that were running when the server died
 
     def start(self) -> ForkServer:
-        from .sandbox import child_environment
-        from .sandbox_launch import PACKAGE_ROOT
+        from ..parent.sandbox_launch import PACKAGE_ROOT
+        from ..sandbox import child_environment
 
         if self._socket is not None:
             return self
@@ -185,7 +185,7 @@ class ForkServer:
         )
         try:
             self._process = subprocess.Popen(
-                [self.python, "-m", "replay_tui.replay.forkserver", str(theirs.fileno())],
+                [self.python, "-m", "replay_tui.replay.corpus.forkserver", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -310,7 +310,7 @@ class ForkServer:
 
 def label_isolation(outcome: Any) -> None:
     """Name the fork server in the outcome's isolation report: namespaces made in process, no bubblewrap."""
-    from .sandbox import SandboxReport
+    from ..sandbox import SandboxReport
 
     isolation = getattr(outcome, "isolation", None)
     if isolation is None or isolation.sandbox is None:
@@ -473,7 +473,7 @@ SERVER_CWD = os.getcwd()
 def warm_up() -> None:
     """Work every child would repeat, done once before the first fork: the default redaction rules compiled
     (the detectors' patterns: about 8 ms of each child's harness set-up). Nothing here runs agent code."""
-    from ..harness.redaction import RedactionRules, Redactor
+    from ...harness.redaction import RedactionRules, Redactor
 
     Redactor(RedactionRules.from_config({}, source="the fork server's warm-up"))
 
@@ -497,6 +497,9 @@ def serve(control_fd: int) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or not sys.argv[1].isdigit():
-        print("usage: python -m replay_tui.replay.forkserver FD (started by replay-tui, not by hand)", file=sys.stderr)
+        print(
+            "usage: python -m replay_tui.replay.corpus.forkserver FD (started by replay-tui, not by hand)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     sys.exit(serve(int(sys.argv[1])))

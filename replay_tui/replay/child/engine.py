@@ -15,10 +15,10 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..journal import Event, Journal, open_journal
-from ..journal.dialects import V1
-from ..journal.levels import recorded_level
-from ..journal.model import (
+from ...journal import Event, Journal, open_journal
+from ...journal.dialects import V1
+from ...journal.levels import recorded_level
+from ...journal.model import (
     INPUT_RECEIVED,
     MODEL_RESPONSE,
     OBSERVATION_KINDS,
@@ -28,10 +28,10 @@ from ..journal.model import (
     STATE_TRANSITION,
     TOOL_RESULT,
 )
+from ..protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
+from ..recorded import recorded_config, recorded_inputs
+from ..referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .entry_point import load_entry_point
-from .protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
-from .recorded import recorded_config, recorded_inputs
-from .referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .scheduler import TapeTurns
 from .tape import (
     OBSERVATION_KEY,
@@ -44,8 +44,8 @@ from .tape import (
 )
 
 if TYPE_CHECKING:
-    from .child import Channel
-    from .isolation import SocketGuard
+    from ..isolation import SocketGuard
+    from .main import Channel
 
 #: Per experiment: the observation kinds served from the journal, and the plugin kinds started live.
 EXPERIMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -98,7 +98,7 @@ class ReplaySession:
         self.channel.phase("journal_index")
         if self.spec.verify_hash_chain:
             self.channel.progress("verify", 0, total, None, force=True)
-            from ..journal import verify_journal  # only when asked: the runner verifies in the parent instead
+            from ...journal import verify_journal  # only when asked: the runner verifies in the parent instead
 
             verification = verify_journal(self.spec.journal)
             self.verification = verification.to_json()
@@ -133,8 +133,8 @@ class ReplaySession:
     # -- strict --------------------------------------------------------------------------
 
     def run_strict(self, journal: Journal, first: Event, agent_name: str, entry: Any) -> dict[str, Any]:
-        from ..harness import HarnessError, JsonlSink, StepAgent, StopRun, UnusableJournal, run_agent
-        from ..harness.replay_support import harness_for_recording
+        from ...harness import HarnessError, JsonlSink, StepAgent, StopRun, UnusableJournal, run_agent
+        from ...harness.replay_support import harness_for_recording
 
         spec = self.spec
         resume: Event | None = None
@@ -223,7 +223,7 @@ class ReplaySession:
         harness.end_run = end_run_keeping_traceback
 
     def send_divergence(self, journal: Journal, divergence: Divergence) -> None:
-        from .report import build_report
+        from ..report import build_report
 
         report = build_report(
             journal,
@@ -240,9 +240,9 @@ class ReplaySession:
     # -- experiments -----------------------------------------------------------------------
 
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
-        from ..harness import ConfigError, JsonlSink, build_harness, load_config
-        from .compare import read_events
-        from .experiment_verdict import summarize_experiment
+        from ...harness import ConfigError, JsonlSink, build_harness, load_config
+        from ..compare import read_events
+        from ..experiment_verdict import summarize_experiment
 
         spec = self.spec
         served, live = EXPERIMENTS[spec.mode]
@@ -299,9 +299,9 @@ class ReplaySession:
     def run_shuffle(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
         """Everything served from the journal by key, the answers of concurrent calls released in the seed's
         permuted order (shuffle.py); the agent's events go to the run's own journal, which the parent judges."""
-        from ..harness import HarnessError, JsonlSink
-        from ..harness.replay_support import harness_for_recording
-        from .compare import read_events
+        from ...harness import HarnessError, JsonlSink
+        from ...harness.replay_support import harness_for_recording
+        from ..compare import read_events
         from .shuffle import ShuffleTurns
 
         spec = self.spec
@@ -349,7 +349,7 @@ class ReplaySession:
     def run_to_its_end(self, agent_name: str, harness: Any, journal: Journal) -> dict[str, Any] | None:
         """Run the agent on the recorded inputs, writing its own journal (an experiment, a shuffle run); what
         stopped it (a call the journal never recorded, another stop), or None when it ended."""
-        from ..harness import StopRun, UnusableJournal, run_agent
+        from ...harness import StopRun, UnusableJournal, run_agent
 
         try:
             run_agent(agent_name, harness, recorded_inputs(journal))
@@ -362,7 +362,7 @@ class ReplaySession:
         return None
 
     def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
-        from .experiment_verdict import pair_report
+        from ..experiment_verdict import pair_report
 
         self.channel.send(DIVERGENCE, report=pair_report(journal, pair, stopped).to_json())
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 
-from ..analysis.export import ExportError, ReplaySection
-from ..journal.describe import error_text
-from .protocol import STRICT
+from ...analysis.export import ExportError, ReplaySection
+from ...journal.describe import error_text
+from ..protocol import STRICT
 from .runner import DIVERGED, ReplayOutcome
 
 EXPECTED = "expected the output of 'replay-tui replay JOURNAL --json'"

@@ -32,9 +32,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
+from ..parent.runner import CRASHED, ReplayOutcome, ReplayRunner
+from ..protocol import NEW_CODE, STRICT, ReplaySpec
 from .forkserver import ForkServer, ForkServerError, label_isolation
-from .protocol import NEW_CODE, STRICT, ReplaySpec
-from .runner import CRASHED, ReplayOutcome, ReplayRunner
 
 OnDone = Callable[[int, ReplayOutcome], None]
 

@@ -24,17 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..harness import ConfigError, Harness, HarnessError, JsonlSink, StopRun, build_harness, load_config, run_agent
-from ..harness.replay_support import RecordedObservations
-from ..harness.seam import ObservationSource
-from ..journal import Event, JournalError, open_journal
-from ..journal.hashing import file_sha256
-from ..journal.levels import recorded_level
-from ..journal.model import OBSERVATION_KINDS, event_id_for
-from .compare import read_events
-from .protocol import ReplaySpec
-from .recorded import recorded_config, recorded_inputs
-from .referee import mismatch
+from ...harness import ConfigError, Harness, HarnessError, JsonlSink, StopRun, build_harness, load_config, run_agent
+from ...harness.replay_support import RecordedObservations
+from ...harness.seam import ObservationSource
+from ...journal import Event, JournalError, open_journal
+from ...journal.hashing import file_sha256
+from ...journal.levels import recorded_level
+from ...journal.model import OBSERVATION_KINDS, event_id_for
+from ..compare import read_events
+from ..protocol import ReplaySpec
+from ..recorded import recorded_config, recorded_inputs
+from ..referee import mismatch
 from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayOutcome, ReplayRunner
 
 

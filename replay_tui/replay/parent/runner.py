@@ -27,11 +27,11 @@ from typing import IO, Any, Callable
 
 import orjson
 
-from ..journal.safe_text import safe
-from .broker import Broker
-from .hosts import HostsConfigError, hosts_in_config
-from .isolation import IsolationInfo, Refusal
-from .protocol import (
+from ...journal.safe_text import safe
+from ..broker import Broker
+from ..hosts import HostsConfigError, hosts_in_config
+from ..isolation import IsolationInfo, Refusal
+from ..protocol import (
     AGENT_IMPORT,
     DIVERGENCE,
     ERROR,
@@ -53,8 +53,8 @@ from .protocol import (
     ReplaySpec,
     decode,
 )
-from .report import DivergenceReport
-from .sandbox import BWRAP
+from ..report import DivergenceReport
+from ..sandbox import BWRAP
 from .sandbox_launch import CollectError, Launch, LaunchRefused, prepare_launch, unreadable_path_hint
 
 # Outcome statuses, re-exported ("X as X" is mypy's explicit re-export); their home is statuses.py.
@@ -494,7 +494,7 @@ class ReplayRunner:
 
     def _preflight(self) -> ReplayOutcome | None:
         """What the parent checks while the child starts (before it may load the agent): the chain, its own journal."""
-        from ..journal import Journal, JournalError, verify_journal
+        from ...journal import Journal, JournalError, verify_journal
 
         spec = self.spec
         verification = None
@@ -694,8 +694,8 @@ class ReplayRunner:
             outcome.experiment = None
             outcome.fail("internal", "the child wrote no experiment journal")
             return
-        from ..journal import Journal, JournalError
-        from .experiment_verdict import judge_experiment
+        from ...journal import Journal, JournalError
+        from ..experiment_verdict import judge_experiment
         from .shuffle_verdict import judge_shuffle
 
         stopped = (outcome.experiment or {}).get("stopped") if claimed == UNRECORDED_CALL else None
@@ -724,7 +724,7 @@ class ReplayRunner:
             outcome.fail("internal", f"the child reported {claimed!r}, but the journal it wrote matches the recording")
 
     def _report(self, found: Any) -> DivergenceReport:
-        from .report import build_report
+        from ..report import build_report
 
         report = build_report(
             self._journal,
@@ -740,7 +740,7 @@ class ReplayRunner:
         return report
 
     def _start_referee(self, message: dict[str, Any]) -> None:
-        from .referee import Referee, nearest_snapshot
+        from ..referee import Referee, nearest_snapshot
 
         journal = self._journal
         resume_seq = message.get("resume_seq")
