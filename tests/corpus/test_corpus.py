@@ -147,7 +147,7 @@ def test_a_directory_is_a_corpus_unless_it_is_one_rotated_journal(tmp_path: Path
 
 def test_signature_of_a_kind_mismatch_and_a_missing_event() -> None:
     from replay_tui.replay.corpus.runs import signature_of
-    from replay_tui.replay.parent.runner import ReplayOutcome
+    from replay_tui.replay.parent.outcome import ReplayOutcome
     from replay_tui.replay.report import DivergenceReport, EventRef
 
     call = EventRef(7, "tool.call", "step-01", None, "callKey", "sha256:a")

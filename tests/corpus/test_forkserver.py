@@ -16,7 +16,8 @@ import pytest
 from replay_tui.replay.corpus.executors import LocalExecutor
 from replay_tui.replay.corpus.forkserver import FORK_SERVER_MECHANISM, ForkServer, label_isolation
 from replay_tui.replay.corpus.runs import replay_corpus
-from replay_tui.replay.parent.runner import CANCELLED, CRASHED, MATCH, TIMEOUT, ReplayOutcome, ReplayRunner
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import CANCELLED, CRASHED, MATCH, TIMEOUT, ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
 from replay_tui.replay.sandbox import IPC_NAMESPACE, PID_NAMESPACE
 

@@ -15,7 +15,8 @@ import pytest
 
 from replay_tui.replay.corpus.executors import RayExecutor
 from replay_tui.replay.corpus.runs import find_journals, replay_corpus
-from replay_tui.replay.parent.runner import CRASHED, ReplayOutcome
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import CRASHED
 from replay_tui.replay.protocol import ReplaySpec
 
 from .conftest import CLEAN, REPO, cli

@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterator
 
 from replay_tui.harness import record_run
 from replay_tui.journal import JournalWriter
-from replay_tui.replay.parent.runner import ReplayOutcome, ReplayRunner
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
 
 from .conftest import REPO

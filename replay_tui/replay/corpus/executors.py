@@ -32,7 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from ..parent.runner import CRASHED, ReplayOutcome, ReplayRunner
+from ..parent.outcome import ReplayOutcome
+from ..parent.runner import CRASHED, ReplayRunner
 from ..protocol import NEW_CODE, STRICT, ReplaySpec
 from .forkserver import ForkServer, ForkServerError, label_isolation
 

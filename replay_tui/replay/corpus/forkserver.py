@@ -48,6 +48,7 @@ from typing import IO, Any, Sequence
 
 import orjson
 
+from ...journal.processes import Supervised, kill_group
 from ..parent.child_command import CHILD_MODULE, spec_of
 
 #: Imported once by the server: everything a replay child needs before the agent.
@@ -167,7 +168,7 @@ class ForkServer:
         self.python = python
         self._lock = threading.Lock()
         self._socket: socket.socket | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._server: Supervised | None = None  # the server process, in a session of its own
         self._home: str | None = None
         self.lost: set[int] = set()  # pids of children that were running when the server died
 
@@ -184,18 +185,17 @@ class ForkServer:
             [PACKAGE_ROOT, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
         )
         try:
-            self._process = subprocess.Popen(
+            self._server = Supervised.start(
                 [self.python, "-m", "replay_tui.replay.corpus.forkserver", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
                 cwd=self._home,
                 env=env,
             )
         finally:
             theirs.close()
+        self._server.drain(stderr=True)  # its last lines say why, should it die
         self._socket = ours
         try:
             ready = self._receive()
@@ -209,7 +209,7 @@ class ForkServer:
 
     @property
     def server_pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._server.pid if self._server is not None else None
 
     def accepts(self, argv: Sequence[str]) -> bool:
         """Whether ``argv`` is a plain child this server can fork (not a bwrap command, same Python)."""
@@ -274,11 +274,10 @@ class ForkServer:
         else:
             reason = "it exited"
         if not data:
-            stderr = b""
-            if self._process is not None and self._process.stderr is not None and self._process.poll() is not None:
-                stderr = self._process.stderr.read()[-2000:]
-            detail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [reason]
-            raise ForkServerError(f"the fork server went away ({detail[0]})")
+            last = None
+            if self._server is not None and self._server.exited():
+                last = self._server.last_stderr_line()
+            raise ForkServerError(f"the fork server went away ({last or reason})")
         reply = orjson.loads(data)
         return reply if isinstance(reply, dict) else {}
 
@@ -288,15 +287,10 @@ class ForkServer:
             if self._socket is not None:
                 self._socket.close()
                 self._socket = None
-        if self._process is not None:
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            if self._process.stderr is not None:
-                self._process.stderr.close()
-            self._process = None
+        if self._server is not None:
+            self._server.reap(timeout_s=10)  # killed if it has not ended by then
+            self._server.join_drains()
+            self._server = None
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
@@ -450,10 +444,7 @@ class Server:
     def shutdown(self) -> None:
         """The parent is gone or done: no child outlives the server."""
         for pid in list(self.children):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            kill_group(pid)
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from ..parent.runner import ReplayOutcome
+    from ..parent.outcome import ReplayOutcome
 
 SIDECAR_SUFFIX = ".toml"
 SIDECAR_KEYS = {"xfail", "strict", "skip", "agent", "timeout"}

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ...journal.safe_text import safe_line
 from ...journal.writer import SHARD_NAME
-from ..parent.runner import DIVERGED, MATCH, ReplayOutcome
+from ..parent.outcome import ReplayOutcome
+from ..parent.runner import DIVERGED, MATCH
 from ..protocol import ReplaySpec
 from ..report import DERIVED_KEYS, DivergenceReport
 

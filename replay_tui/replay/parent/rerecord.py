@@ -35,7 +35,8 @@ from ..compare import read_events
 from ..protocol import ReplaySpec
 from ..recorded import recorded_config, recorded_inputs
 from ..referee import mismatch
-from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayOutcome, ReplayRunner
+from .outcome import ReplayOutcome
+from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayRunner
 
 
 class RerecordError(Exception):

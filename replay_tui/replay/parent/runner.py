@@ -14,20 +14,14 @@ The parent never imports agent code: everything it knows comes over the pipe.
 
 from __future__ import annotations
 
-import collections
 import os
-import selectors
-import signal
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import IO, Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
-import orjson
-
-from ...journal.safe_text import safe
+from ...journal.processes import DEADLINE, Supervised
 from ..broker import Broker
 from ..hosts import HostsConfigError, hosts_in_config
 from ..isolation import IsolationInfo, Refusal
@@ -46,7 +40,6 @@ from ..protocol import (
     RESULT,
     SHUFFLE,
     START,
-    STRICT,
     TOOLS_LIVE,
     MessageOrder,
     ProtocolError,
@@ -55,6 +48,7 @@ from ..protocol import (
 )
 from ..report import DivergenceReport
 from ..sandbox import BWRAP
+from .outcome import ReplayOutcome
 from .sandbox_launch import CollectError, Launch, LaunchRefused, prepare_launch, unreadable_path_hint
 
 # Outcome statuses, re-exported ("X as X" is mypy's explicit re-export); their home is statuses.py.
@@ -74,12 +68,11 @@ UNREADABLE_FAULTS = frozenset(
 )
 #: Progress phases that count journal events (the "load" phase counts bytes indexed).
 EVENT_PHASES = frozenset({"replay", "fast-forward"})
-STDERR_LINES = 40
-OUTPUT_LINE_BYTES = 4096  # of each line the child prints (stdout, stderr), the head is kept; the rest is counted
 MAX_PROTOCOL_LINE = MAX_LINE  # the child batches events under 4 MiB; anything this long is hostile
 #: The error kind of a run the child's protocol stream broke (a malformed, misplaced or oversized message).
 PROTOCOL = "protocol"
 POLL_S = 0.25
+_STOPPED = "stopped"  # the read loop ended because the run stops (a protocol fault, a failed check)
 
 
 @dataclass(frozen=True)
@@ -96,225 +89,6 @@ class Progress:
         return self.consumed / self.total if self.total else 0.0
 
 
-@dataclass
-class ReplayOutcome:
-    """Everything known about one finished replay (or experiment)."""
-
-    status: str
-    journal: str
-    mode: str
-    isolation: IsolationInfo | None = None
-    consumed: int = 0
-    total: int = 0
-    last_seq: int | None = None
-    first_seq: int | None = None  # first seq the agent re-ran (after a snapshot resume: snapshot + 1)
-    from_seq: int | None = None  # --from-seq: events before it were fast-forwarded, not reported
-    resumed_from_snapshot: int | None = None  # seq of the state.snapshot a step-loop agent resumed from
-    state_checks: int = 0  # state.transition / state.snapshot hashes that matched
-    observations_served: int = 0
-    divergence: DivergenceReport | None = None
-    refusals: list[Refusal] = field(default_factory=list)  # the first MAX_REFUSALS
-    refusals_dropped: int = 0  # refusals after those (counted, not kept)
-    unused: dict[str, Any] | None = None
-    verification: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None  # {kind, message, traceback}
-    out: str | None = None
-    experiment: dict[str, Any] | None = None
-    live_calls: list[dict[str, Any]] = field(default_factory=list)
-    child_exit: int | None = None
-    stderr_tail: list[str] = field(default_factory=list)
-    stdout_tail: list[str] = field(default_factory=list)
-    child_startup_s: float | None = None  # spawn to the child's hello (sandbox entered)
-    first_event_s: float | None = None  # spawn to the first event the agent produced
-    first_event_cpu_s: float | None = None  # the child's CPU from exec to its first event (stable under load)
-    child_cpu_s: float | None = None  # the child's CPU in all, as it reports it (informational)
-    child_phases: dict[str, dict[str, float]] | None = None  # each step of the child, as it reports it (benches)
-    elapsed_s: float | None = None  # whole child run, from start-up to result
-    replay_s: float | None = None  # the replay loop alone
-    replay_cpu_s: float | None = None  # CPU seconds of the replay loop (stable under machine load)
-    events_per_s: float | None = None  # consumed / replay_s
-    timeout_s: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == MATCH
-
-    @property
-    def exit_code(self) -> int:
-        """0 match; 2 unusable input (journal, usage, agent import); 1 everything else."""
-        if self.status == MATCH:
-            return 0
-        if (
-            self.status == FAILED
-            and self.error
-            and self.error.get("kind") in ("journal", "usage", "agent_import", "isolation")
-        ):
-            return 2
-        return 1
-
-    def to_json(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data["ok"] = self.ok
-        data["isolation"] = self.isolation.to_json() if self.isolation else None
-        data["divergence"] = self.divergence.to_json() if self.divergence else None
-        data["refusals"] = [refusal.to_json() for refusal in self.refusals]
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ReplayOutcome:
-        """Rebuild from ``to_json`` output (``replay --json``); ValueError names the field that is wrong.
-        Fields this version does not know are ignored, so older and newer results both load."""
-        if not isinstance(data.get("status"), str):
-            raise ValueError("field status: expected a string (match, diverged, timeout, cancelled, crashed, ...)")
-        values: dict[str, Any] = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
-        values.setdefault("journal", "")
-        values.setdefault("mode", STRICT)
-        for name in ("consumed", "total", "state_checks", "observations_served", "refusals_dropped"):
-            if not isinstance(values.get(name, 0), int) or isinstance(values.get(name), bool):
-                raise ValueError(f"field {name}: expected a whole number")
-        isolation, divergence = data.get("isolation"), data.get("divergence")
-        values["isolation"] = IsolationInfo.from_json(isolation) if isinstance(isolation, dict) else None
-        if divergence is not None and not (isinstance(divergence, dict) and isinstance(divergence.get("seq"), int)):
-            raise ValueError("field divergence: expected an object with an integer seq")
-        if divergence:  # a short report (seq and reason only) is still one
-            divergence = {
-                "reason": "",
-                "expected": None,
-                "actual": None,
-                "state_before": None,
-                "step": None,
-                **divergence,
-            }
-        values["divergence"] = DivergenceReport.from_json(divergence) if divergence else None
-        refusals = data.get("refusals") or []
-        values["refusals"] = [
-            Refusal(str(item.get("operation")), str(item.get("target")), item.get("where"))
-            for item in refusals
-            if isinstance(item, dict)
-        ]
-        return cls(**values)
-
-    @classmethod
-    def failed(cls, spec: ReplaySpec, kind: str, message: str, *, status: str = FAILED, **fields: Any) -> ReplayOutcome:
-        """The outcome of a run that never reached a verdict (its child could not start, its worker
-        was lost): never a match, and the error says why in ``message``."""
-        outcome = cls(status=status, journal=spec.journal, mode=spec.mode, **fields)
-        outcome.fail(kind, message, status=status)
-        return outcome
-
-    def fail(self, kind: str, message: str, *, status: str = FAILED) -> None:
-        """Turn this outcome into a failure that says why (the one shape of ``error`` the parent writes)."""
-        self.status = status
-        self.error = {"kind": kind, "message": message, "traceback": []}
-
-    def headline(self) -> str:
-        if self.experiment is not None:
-            return self._experiment_headline()
-        where = f"{self.consumed} of {self.total} events consumed"
-        at = f"at seq={self.last_seq}" if self.last_seq is not None else "before the first event"
-        if self.status == MATCH:
-            return f"Replay matched: {where}; every key and state hash agrees with the journal."
-        if self.status == DIVERGED and self.divergence:
-            return f"Replay diverged at seq={self.divergence.seq} ({where})."
-        if self.status == VERIFICATION_FAILED:
-            return "Replay not started: the journal failed verification."
-        if self.status == UNUSED_EVENTS and self.unused:
-            return (
-                f"Replay left {self.unused.get('count')} recorded event(s) unused, "
-                f"the first at seq={self.unused.get('first_seq')} ({where})."
-            )
-        if self.status == TIMEOUT:
-            return f"Replay timed out after {self.timeout_s:g} s {at} ({where}); the child was killed."
-        if self.status == CANCELLED:
-            return f"Replay cancelled {at} ({where}); the child was killed."
-        if self.status == CRASHED:
-            return f"Replay child crashed ({describe_exit(self.child_exit)}) {at} ({where})."
-        if self.error:
-            return f"Replay failed ({self.error.get('kind')}): {self.error.get('message')}"
-        return f"Replay ended: {self.status}"
-
-    def _experiment_headline(self) -> str:
-        experiment = self.experiment or {}
-        mode = experiment.get("mode", self.mode)
-        stopped = experiment.get("stopped")
-        if stopped and stopped.get("kind"):
-            request = stopped.get("request") or {}
-            call = ""
-            if request.get("tool"):
-                call = f" (the call: {request['tool']} {json_text(request.get('arguments'))})"
-            return f"Experiment {mode} stopped: the journal has no {stopped['kind']} for {stopped['key']}{call}."
-        if experiment.get("identical"):
-            return f"Experiment {mode}: the new trajectory matches the recording ({self.consumed} events written)."
-        return f"Experiment {mode}: the new trajectory differs from the recording ({self.consumed} events written, {self.total} recorded)."
-
-    def to_text(self) -> str:
-        lines = [self.headline()]
-        if self.divergence:
-            lines += ["", self.divergence.to_text(), ""]
-        if self.status == VERIFICATION_FAILED and self.verification and self.verification.get("fault"):
-            fault = self.verification["fault"]
-            where = ", ".join(f"{name} {fault[name]}" for name in ("seq", "line") if fault.get(name) is not None)
-            lines.append(f"verification failed ({where or 'journal'}): {fault.get('kind')}: {fault.get('message')}")
-            if fault.get("expected") or fault.get("found"):
-                lines.append(f"  expected {fault.get('expected')}, found {fault.get('found')}")
-        if self.resumed_from_snapshot is not None:
-            lines.append(
-                f"resumed from the state.snapshot at seq={self.resumed_from_snapshot} "
-                f"(the nearest at or before --from-seq {self.from_seq}); replayed from seq={self.first_seq}"
-            )
-        elif self.from_seq is not None and self.from_seq > 1:
-            lines.append(
-                f"fast-forwarded seq 1 to {self.from_seq - 1} without reporting; reported from seq={self.from_seq}"
-            )
-        if self.verification and self.verification.get("ok"):
-            chain = self.verification.get("chain")
-            lines.append(f"hash chain: {chain} ({self.verification.get('events')} events)")
-        elif self.verification is None and self.status not in (VERIFICATION_FAILED,):
-            lines.append("hash chain: not verified (--no-verify-hash-chain)")
-        if self.status == MATCH and self.experiment is None:
-            lines.append(
-                f"checked: {self.state_checks} state hashes, {self.observations_served} observations served from the journal"
-            )
-        if self.unused and self.unused.get("count") and self.status == DIVERGED and not self.experiment:
-            lines.append(
-                f"not replayed after the divergence: {self.unused['count']} events from seq={self.unused.get('first_seq')}"
-            )
-        elif self.unused and self.unused.get("count") and self.status != UNUSED_EVENTS:
-            lines.append(
-                f"unused recorded events: {self.unused['count']}, the first at seq={self.unused.get('first_seq')}"
-            )
-        if self.experiment:
-            lines.append(f"experiment: {self.experiment.get('summary')}")
-            alignment = self.experiment.get("alignment") or {}
-            if alignment.get("differences"):
-                lines.append(
-                    f"  {alignment['differences']} differing events: {alignment.get('changed', 0)} changed, "
-                    f"{alignment.get('only_a', 0)} only recorded, {alignment.get('only_b', 0)} only new"
-                )
-            lines.append(f"  live calls: {len(self.live_calls)}")
-        if self.out:
-            lines.append(f"experiment journal: {self.out}")
-        if self.status == FAILED and self.error and self.error.get("kind") == "usage":
-            return safe("\n".join(lines), multiline=True)  # refused before any agent code ran: no isolation
-        if self.isolation:
-            lines.append(f"isolation: {self.isolation.summary}")
-        if self.refusals:
-            count = len(self.refusals) + self.refusals_dropped
-            lines.append(f"refused network access ({count}):")
-            lines.extend(f"  {refusal}" for refusal in self.refusals[:20])
-            if count > 20:
-                lines.append(f"  … and {count - 20} more")
-        else:
-            lines.append("refused network access: none attempted")
-        if self.error and self.error.get("traceback"):
-            lines.append("child traceback (last lines):")
-            lines.extend(f"  {line}" for line in self.error["traceback"][-15:])
-        if self.status in (CRASHED, TIMEOUT, FAILED) and self.stderr_tail:
-            lines.append("child stderr (last lines):")
-            lines.extend(f"  {line}" for line in self.stderr_tail[-15:])
-        return safe("\n".join(lines), multiline=True)  # journal text, agent output: never raw to a terminal
-
-
 def allowed_hosts(spec: ReplaySpec) -> list[str]:
     """The broker's allowlist: ``--allow-host`` and the hosts the live plugin's config names."""
     allowed = list(spec.allow_hosts)
@@ -325,22 +99,6 @@ def allowed_hosts(spec: ReplaySpec) -> list[str]:
         except HostsConfigError:
             pass  # the child reports the unreadable config as a usage error
     return allowed
-
-
-def json_text(value: Any, limit: int = 200) -> str:
-    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "exit status unknown"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 class ReplayRunner:
@@ -372,14 +130,11 @@ class ReplayRunner:
         self.python = python
         self.cwd = cwd
         self.env = env
-        self._process: subprocess.Popen[bytes] | None = None
+        self._child: Supervised | None = None  # the child, in a session of its own (journal/processes.py)
         self._cancelled = threading.Event()
         self._wake_r: int | None = None  # a self-pipe: cancel() wakes wait() at once
         self._wake_w: int | None = None
         self._wake_lock = threading.Lock()
-        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self._stdout: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self._drains: list[threading.Thread] = []
         self._launch: Launch | None = None
         self._broker: Broker | None = None  # experiments: the live calls the parent makes for the child
         self._early: ReplayOutcome | None = None  # decided before any child started (verification, usage)
@@ -389,12 +144,10 @@ class ReplayRunner:
         self._protocol_fault: str | None = None
         self._order = MessageOrder()
         self._stop_reason: str | None = None
-        self._reaped = False  # once reaped, the child's pid (and group id) may be reused: never kill it again
-        self._exit_code: int | None = None
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process else None
+        return self._child.pid if self._child else None
 
     @property
     def scratch(self) -> str | None:
@@ -414,7 +167,7 @@ class ReplayRunner:
 
     def start(self) -> None:
         """Verify the journal, make the sandbox's scratch dir and spawn the child; follow it with ``wait``."""
-        if self._process is not None or self._early is not None:
+        if self._child is not None or self._early is not None:
             raise RuntimeError("a ReplayRunner runs one child; make a new runner for another replay")
         self._started = time.perf_counter()
         if self.spec.out and os.path.lexists(self.spec.out):
@@ -441,14 +194,12 @@ class ReplayRunner:
             return
         self._spawned = time.perf_counter()
         try:
-            spawn: Callable[..., Any] = self.spawner or subprocess.Popen  # fork-server hook
-            self._process = spawn(
+            # its own session and process group, so a kill takes agent subprocesses too; stdin says "go" once
+            # the parent has verified its journal (the child starts meanwhile)
+            self._child = Supervised.start(
                 self._launch.argv,
+                spawn=self.spawner,  # fork-server hook
                 pass_fds=(write_fd,) + ((broker_fd,) if broker_fd >= 0 else ()),
-                stdin=subprocess.PIPE,  # "go" once the parent has verified its journal (the child starts meanwhile)
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, so a kill takes agent subprocesses too
                 cwd=self._launch.cwd,
                 env=self._launch.env,
             )
@@ -473,15 +224,13 @@ class ReplayRunner:
             self._clean_up()
         else:
             try:
-                assert self._process.stdin is not None
-                self._process.stdin.write(b"go\n")
-                self._process.stdin.close()
+                stdin = self._child.process.stdin
+                assert stdin is not None
+                stdin.write(b"go\n")
+                stdin.close()
             except OSError:
                 pass  # the child is gone already: wait() reports how it ended
-        for stream, tail in ((self._process.stderr, self._stderr), (self._process.stdout, self._stdout)):
-            thread = threading.Thread(target=_drain, args=(stream, tail), daemon=True)
-            thread.start()
-            self._drains.append(thread)
+        self._child.drain(stdout=True, stderr=True)
 
     def _outcome(self, status: str, **fields: Any) -> ReplayOutcome:
         return ReplayOutcome(
@@ -531,13 +280,15 @@ class ReplayRunner:
         if self._early is not None:
             self._early.elapsed_s = round(time.perf_counter() - self._started, 4)
             return self._early
-        assert self._process is not None, "start() first"
+        assert self._child is not None, "start() first"
         try:
             return self._follow()
         finally:
             self._clean_up()
 
     def _follow(self) -> ReplayOutcome:
+        child = self._child
+        assert child is not None
         outcome = self._outcome(CRASHED, verification=self._verification)
         ended_by = self._read_protocol(outcome)
         if ended_by is not None:
@@ -548,9 +299,9 @@ class ReplayRunner:
         # killing the group (before reaping, while the group id cannot be reused) takes
         # whatever the agent started and left behind.
         if ended_by is None and self._stop_reason is None:
-            self._await_exit(2.0)  # bwrap exits just after the child closed the pipe
-        self._kill()
-        exit_code = self._reap()
+            child.await_exit(2.0)  # bwrap exits just after the child closed the pipe
+        child.kill()
+        exit_code = child.reap()
         outcome.child_exit = exit_code
         if ended_by is None and outcome.status == MATCH and exit_code != 0:
             outcome.status = CRASHED  # a result line followed by a failing exit is no match
@@ -570,10 +321,9 @@ class ReplayRunner:
                 outcome.child_exit = 128 - exit_code  # bwrap exits 128+N when the child dies of signal N
         if ended_by is None and self._stop_reason is None and self.spec.mode in JOURNAL_JUDGED_MODES:
             self._judge_experiment(outcome)
-        for thread in self._drains:
-            thread.join(timeout=2)
-        outcome.stderr_tail = list(self._stderr)
-        outcome.stdout_tail = list(self._stdout)
+        child.join_drains(2.0)
+        outcome.stderr_tail = list(child.stderr_tail)
+        outcome.stdout_tail = list(child.stdout_tail)
         if outcome.elapsed_s is None:
             outcome.elapsed_s = round(time.perf_counter() - self._started, 4)
         return outcome
@@ -581,50 +331,32 @@ class ReplayRunner:
     def _read_protocol(self, outcome: ReplayOutcome) -> str | None:
         """Read the child's protocol lines until it closes the pipe or is stopped; what ended it
         (CANCELLED, TIMEOUT) or None."""
-        assert self._process is not None and self._wake_r is not None, "start() spawned the child"
+        assert self._child is not None and self._wake_r is not None, "start() spawned the child"
         deadline = None if self.timeout_s is None else self._started + self.timeout_s
-        pending: list[bytes] = []  # bytes of the line being read
-        pending_size = 0
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._pipe, selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
-            while True:
-                if self._cancelled.is_set():
-                    return CANCELLED
-                if self._stop_reason is not None:
-                    return None
-                wait_s = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.perf_counter()))
-                if deadline is not None and time.perf_counter() >= deadline:
-                    return TIMEOUT
-                ready = selector.select(wait_s)
-                if not any(key.fileobj is self._pipe for key, _ in ready):
-                    if self._process.poll() is not None and not selector.select(0):
-                        return None  # exited, but a process it forked still holds the pipe open
-                    continue
-                chunk = self._pipe.read(65536)
-                if not chunk:
-                    return None  # the child closed the pipe: it has exited (or is exiting)
-                if b"\n" not in chunk:  # only new bytes are searched: a long line costs linear time
-                    pending.append(chunk)
-                    pending_size += len(chunk)
-                    if pending_size > MAX_PROTOCOL_LINE:
-                        self._fault(f"a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB")
-                    continue
-                *lines, rest = (b"".join(pending) + chunk).split(b"\n")
-                pending, pending_size = [rest], len(rest)
-                for line in lines:
-                    if self._cancelled.is_set():
-                        return CANCELLED  # at once: one read can hold the rest of a short run
-                    if self._stop_reason is not None:
-                        return None
-                    if line:
-                        self._handle(line, outcome)
+
+        def stop() -> str | None:  # asked before each wait and each line: a cancel ends it at once
+            if self._cancelled.is_set():
+                return CANCELLED
+            return _STOPPED if self._stop_reason is not None else None
+
+        ended = self._child.read_lines(
+            self._pipe.fileno(),
+            lambda line: self._handle(line, outcome),
+            stop=stop,
+            deadline=deadline,
+            poll_s=POLL_S,
+            wake_fd=self._wake_r,
+            max_line=MAX_PROTOCOL_LINE,
+            too_long=lambda: self._fault(f"a protocol line over {MAX_PROTOCOL_LINE >> 20} MiB"),
+        )
+        if ended == DEADLINE:
+            return TIMEOUT
+        return None if ended is _STOPPED else ended
 
     def _clean_up(self) -> None:
         """Leave nothing behind: the child's group (if not reaped yet), its scratch dir, the broker, the pipes."""
-        if not self._reaped:
-            self._kill()
-            self._reap()
+        if self._child is not None:
+            self._child.stop()  # no kill once reaped: the pid may belong to another process by now
         self._close()
         if self._launch is not None:
             self._launch.cleanup()
@@ -760,7 +492,8 @@ class ReplayRunner:
         """The child broke the protocol: the run stops here and fails, saying how (the first fault is kept)."""
         if self._protocol_fault is None:
             self._protocol_fault = f"the child broke the protocol: {problem}"
-            self._stderr.append(f"(replay-tui: {self._protocol_fault})")
+            if self._child is not None:
+                self._child.stderr_tail.append(f"(replay-tui: {self._protocol_fault})")
         self._stop_reason = PROTOCOL
 
     def _handle(self, line: bytes, outcome: ReplayOutcome) -> None:
@@ -864,39 +597,6 @@ class ReplayRunner:
         if message.get("last_seq") is not None and self.spec.mode in JOURNAL_JUDGED_MODES:
             outcome.last_seq = message["last_seq"]
 
-    def _await_exit(self, limit_s: float) -> None:
-        """Wait for the child to exit without reaping it (its process group stays ours to kill)."""
-        assert self._process is not None
-        if hasattr(self._process, "await_exit"):  # fork-server hook: the child is the server's, not ours
-            self._process.await_exit(limit_s)
-            return
-        deadline = time.perf_counter() + limit_s
-        while time.perf_counter() < deadline:
-            try:
-                if os.waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                    return
-            except ChildProcessError:
-                return
-            time.sleep(0.005)
-
-    def _kill(self) -> None:
-        assert self._process is not None
-        try:
-            os.killpg(self._process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def _reap(self) -> int | None:
-        assert self._process is not None
-        if not self._reaped:
-            try:
-                self._exit_code = self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._kill()
-                self._exit_code = self._process.wait()
-            self._reaped = True
-        return self._exit_code
-
     def _close(self) -> None:
         self._close_wake_pipe()
         self._pipe.close()
@@ -907,35 +607,6 @@ class ReplayRunner:
                 os.close(self._wake_w)
                 os.close(self._wake_r)
                 self._wake_w = self._wake_r = None
-
-
-def _drain(stream: IO[bytes] | None, tail: collections.deque[str]) -> None:
-    """Keep the last lines of a child stream; reading it also keeps the child from blocking.
-
-    Bounded whatever the agent prints: of each line only the first ``OUTPUT_LINE_BYTES`` are kept (a
-    512 MiB line without a newline is read in chunks, never held whole) and the rest is counted."""
-    if stream is None:
-        return
-    read = getattr(stream, "read1", stream.read)
-    head, cut = b"", 0
-
-    def keep(line: bytes, more: int) -> None:
-        shown = line.decode("utf-8", "replace").rstrip("\r")
-        tail.append(shown + (f" … ({more:,} more bytes)" if more else ""))
-
-    while chunk := read(1 << 16):
-        *ended, rest = chunk.split(b"\n")
-        for part in ended:
-            line = head + part
-            keep(line[:OUTPUT_LINE_BYTES], cut + max(0, len(line) - OUTPUT_LINE_BYTES))
-            head, cut = b"", 0
-        head += rest
-        if len(head) > OUTPUT_LINE_BYTES:
-            cut += len(head) - OUTPUT_LINE_BYTES
-            head = head[:OUTPUT_LINE_BYTES]
-    if head or cut:
-        keep(head, cut)
-    stream.close()
 
 
 def run_replay(spec: ReplaySpec, **options: Any) -> ReplayOutcome:

@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ...journal.safe_text import safe
-from ...replay.parent.runner import CRASHED, FAILED, MATCH, TIMEOUT, describe_exit
+from ...replay.parent.outcome import describe_exit
+from ...replay.parent.runner import CRASHED, FAILED, MATCH, TIMEOUT
 from ..widgets import replay_format
 from ..widgets.replay_panel import ReplayResult
 

@@ -45,7 +45,8 @@ from ...replay.parent.statuses import (
 from . import replay_format
 
 if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first replay, not the first frame
-    from ...replay.parent.runner import Progress, ReplayOutcome
+    from ...replay.parent.outcome import ReplayOutcome
+    from ...replay.parent.runner import Progress
     from .replay_environment import EnvironmentComparison
 
 __all__ = ["ReplayFinished", "ReplayPanel", "ReplayRequest", "ReplayResult", "marks_of"]
@@ -283,7 +284,7 @@ class ReplayPanel(Vertical):
     # -- the worker -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def _run(self, run: JobRun[ReplayJobRequest, ReplayOutcome], request: ReplayRequest, journal: Path) -> None:
-        from ...replay.parent.runner import ReplayOutcome
+        from ...replay.parent.outcome import ReplayOutcome
         from .replay_environment import compare_environment
 
         try:
