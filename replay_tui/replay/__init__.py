@@ -8,8 +8,9 @@ sandboxed child that runs the agent. The subpackages say which one executes thei
   ``scheduler.py``, ``shuffle.py``, ``entry_point.py``). The agent side: it imports the harness and the
   agent. Nothing else imports it (import-linter); the parent starts it by module name.
 - ``parent/``: only the replay-tui process: start the child (``sandbox_launch.py``, ``scratch.py``,
-  ``child_command.py``), follow its protocol and decide the verdict (``runner.py``, ``shuffle_verdict.py``,
-  ``shuffle_runs.py``), the statuses and saved results, ``journal_diff.py`` (``diff``) and ``rerecord.py``.
+  ``child_command.py``), supervise it (``runner.py``, on ``journal/processes.py``), read its protocol and
+  decide the verdict (``session.py``, ``shuffle_verdict.py``, ``shuffle_runs.py``), what a replay came to
+  (``outcome.py``, ``statuses.py``, ``results.py``), ``journal_diff.py`` (``diff``) and ``rerecord.py``.
 - ``corpus/``: many replays at once (``runs.py``, ``executors.py``, the warm ``forkserver.py``,
   ``pytest_plugin.py``); above ``parent/``.
 - here, what both sides run, the contract between them: the wire (``protocol.py``, ``shapes.py``), the
