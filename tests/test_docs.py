@@ -14,6 +14,7 @@ from .docs import README, REPO, anchor, anchors, block, headings, links
 #: The README stays a guide: about 400 lines, the references live beside the code.
 MAX_README_LINES = 420
 
+
 def _documents() -> list[Path]:
     """README.md and every Markdown file beside the code, the fixtures, the themes and the tests (snapshots excepted)."""
     beside = (path for top in ("replay_tui", "fixtures", "themes", "tests") for path in (REPO / top).rglob("*.md"))

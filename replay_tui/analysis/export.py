@@ -108,7 +108,7 @@ class FailurePoint:
 
 @dataclass
 class ReplaySection:
-    """A replay result as the report shows it; ``replay/results.py`` reads one from ``replay --json``."""
+    """A replay result as the report shows it; ``replay/parent/results.py`` reads one from ``replay --json``."""
 
     source: str
     status: str
@@ -311,7 +311,7 @@ def build_report(
     progress: StageProgress | None = None,
     cancelled: CancelCheck | None = None,
 ) -> IncidentReport:
-    """Collect the report for an indexed journal (``replay``: a replay result read by replay/results.py).
+    """Collect the report for an indexed journal (``replay``: a replay result read by replay/parent/results.py).
     Raises ExportCancelled."""
 
     def stage(name: str, fraction: float) -> None:

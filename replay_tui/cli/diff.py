@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..journal import open_journal
-from ..replay.journal_diff import diff_journals
+from ..replay.parent.journal_diff import diff_journals
 from .common import EXIT_FAILED, EXIT_OK, print_json, print_text
 
 

@@ -11,7 +11,7 @@ import sys
 
 from ..analysis.export import ExportError, build_report, render, summary_line, write_report
 from ..journal import open_journal
-from ..replay.results import load_replay_result
+from ..replay.parent.results import load_replay_result
 from .common import EXIT_OK, EXIT_USAGE, print_text
 
 _SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}

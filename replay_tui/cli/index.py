@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..analysis.corpus_index import CorpusIndexError, build_index, iter_journal_sources, load_replay_results
-    from ..replay.corpus import CorpusError, find_journals
+    from ..replay.corpus.runs import CorpusError, find_journals
     from ..store.storage import fetch, is_url
 
     try:

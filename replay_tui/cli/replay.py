@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..journal.safe_text import safe_line
-from ..replay.corpus import is_shard_directory
+from ..replay.corpus.runs import is_shard_directory
+from ..replay.parent.runner import Progress, ReplayRunner
 from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, SHUFFLE, STRICT, ReplaySpec
-from ..replay.runner import Progress, ReplayRunner
 from ..replay.sandbox import pass_env_default
 from .common import EXIT_USAGE, print_result, print_text
 
@@ -240,7 +240,7 @@ def _spec(args: argparse.Namespace, journal: str) -> ReplaySpec:
 
 def _run_corpus(args: argparse.Namespace, root: str) -> int:
     """`replay DIR --jobs N`: every journal of a corpus, grouped by divergence signature."""
-    from ..replay.corpus import DEFAULT_GLOB, CorpusError, find_journals, replay_corpus
+    from ..replay.corpus.runs import DEFAULT_GLOB, CorpusError, find_journals, replay_corpus
 
     if args.mode not in (STRICT, NEW_CODE) or args.out or args.rerecord_from_divergence or args.from_seq:
         print(
@@ -248,7 +248,7 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    from ..replay.executors import ExecutorError, make_executor
+    from ..replay.corpus.executors import ExecutorError, make_executor
 
     jobs = args.jobs if args.jobs is not None else ((os.cpu_count() or 1) if args.executor == "ray" else 1)
     if jobs < 1:
@@ -281,8 +281,8 @@ def _run_corpus(args: argparse.Namespace, root: str) -> int:
 
 
 def _run_shuffle(args: argparse.Namespace, journal: str) -> int:
-    """`replay JOURNAL --shuffle-completions [--seed N] [--runs K]` (replay/shuffle_runs.py)."""
-    from ..replay.shuffle_runs import DEFAULT_RUNS, shuffle_runs
+    """`replay JOURNAL --shuffle-completions [--seed N] [--runs K]` (replay/parent/shuffle_runs.py)."""
+    from ..replay.parent.shuffle_runs import DEFAULT_RUNS, shuffle_runs
 
     if args.mode not in (STRICT, NEW_CODE) or args.out or args.from_seq:
         print(
@@ -330,7 +330,7 @@ def _corpus_progress(entry: object, done: int, total: int) -> None:
 
 def _run_rerecord(args: argparse.Namespace, journal: str) -> int:
     """`replay JOURNAL --rerecord-from-divergence --config FILE --out NEW`."""
-    from ..replay.rerecord import RerecordError, rerecord
+    from ..replay.parent.rerecord import RerecordError, rerecord
 
     if not args.out or not args.config:
         print(

@@ -7,7 +7,7 @@ order the agent's tasks and threads happen to run in this time, and must hand ou
 answers in the order they arrived. The harness does not know how; it hands each event it is about
 to write to a ``Turns`` object, which writes it (through the function it is given) when its turn
 comes, and asks it for each observation (``reserve``, then ``observe_reserved``), which writes the
-recorded answer at its turn and gives it back. The replay side implements it (``replay_tui.replay.scheduler``); while recording
+recorded answer at its turn and gives it back. The replay side implements it (``replay_tui.replay.child.scheduler``); while recording
 there is none.
 
 A flow that cannot wait (sync code on a running event loop: a clock read inside a coroutine, a

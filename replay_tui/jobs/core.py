@@ -38,6 +38,23 @@ class JobCancelled(JobError):
         self.partial = partial
 
 
+class Aftercare:
+    """What a child job leaves behind that its own process group does not hold, for the runner to clean up.
+
+    One per run (``Job.aftercare``): it hears every update the child says; a kill of the child's group takes
+    ``groups()`` too; ``ended()`` runs once the child has ended, killed or not. This one leaves nothing."""
+
+    def heard(self, update: dict[str, Any]) -> None:
+        """One update the child said (before the job's ``heard`` hands it to the request's callbacks)."""
+
+    def groups(self) -> list[int]:
+        """Process groups the child made besides its own: killed with it."""
+        return []
+
+    def ended(self) -> None:
+        """The child is gone: remove what it would have removed had it not been killed."""
+
+
 class Job(ABC, Generic[RequestT, ResultT]):
     """One kind of long computation. Subclasses set ``name`` and ``in_child`` and implement ``run``."""
 
@@ -71,3 +88,7 @@ class Job(ABC, Generic[RequestT, ResultT]):
 
     def heard(self, request: RequestT, update: dict[str, Any]) -> None:
         """In the parent: one update the child said, for ``request``'s callbacks (none by default)."""
+
+    def aftercare(self, request: RequestT) -> Aftercare:
+        """In the parent, for one child run of ``request``: what to clean up after it (nothing by default)."""
+        return Aftercare()

@@ -8,7 +8,7 @@ from typing import Any
 from ..analysis.export import ExportError, build_report, summary_line, write_report
 from ..journal import open_journal
 from ..journal.progress import CancelCheck, ProgressCallback
-from ..replay.results import load_replay_result
+from ..replay.parent.results import load_replay_result
 from .core import Job, JobError
 
 STEPS = 1000  # export reports a fraction; progress counts thousandths

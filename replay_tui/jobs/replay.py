@@ -1,4 +1,4 @@
-"""A strict replay or an experiment (child job): ``replay.runner.ReplayRunner`` drives the
+"""A strict replay or an experiment (child job): ``replay.parent.runner.ReplayRunner`` drives the
 sandboxed child from ``python -m replay_tui.jobs replay``, so the parent's side of the replay
 (verifying the journal, refereeing every line the agent produces) holds that process's
 interpreter lock, not the app's: the keys stay as quick during a replay as without one. The
@@ -12,6 +12,8 @@ frame): they load in the job's child.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -21,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..journal.progress import CancelCheck, ProgressCallback
 from ..replay.protocol import HELLO, STRICT, ProtocolError, ReplaySpec
-from .core import Job, Say
+from .core import Aftercare, Job, Say
 
 if TYPE_CHECKING:
-    from ..replay.runner import Progress, ReplayOutcome
+    from ..replay.parent.outcome import ReplayOutcome
+    from ..replay.parent.runner import Progress
 
 CANCEL_POLL_S = 0.1
 DEFAULT_TIMEOUT_S = 600.0
@@ -80,6 +83,37 @@ class ReplayJobRequest:
         return cls(request.spec(journal, root), timeout_s=request.timeout_s, cwd=root, **options)
 
 
+class SandboxAftercare(Aftercare):
+    """What a replay job's child leaves that its own group does not hold: the sandbox leads a session of its
+    own (``{"group": pid}``: killed with the job's child) and its scratch directory (``{"scratch": path}``,
+    with the journal's copy in it) stays behind when the job's child is killed before its runner removed it."""
+
+    def __init__(self) -> None:
+        self._groups: list[int] = []
+        self._scratch: list[str] = []
+
+    def heard(self, update: dict[str, Any]) -> None:
+        if isinstance(update.get("group"), int):
+            self._groups.append(update["group"])
+        if isinstance(update.get("scratch"), str):
+            self._scratch.append(update["scratch"])
+
+    def groups(self) -> list[int]:
+        return list(self._groups)
+
+    def ended(self) -> None:
+        """The directories the child named, if its runner did not remove them (it was killed). Only a sandbox
+        scratch directory right in the temp directory: the child names it, and this runs as the user."""
+        from ..replay.parent.scratch import PREFIX
+
+        temp = os.path.realpath(tempfile.gettempdir())
+        for path in self._scratch:
+            real = os.path.realpath(path)
+            if os.path.dirname(real) == temp and os.path.basename(real).startswith(PREFIX):
+                shutil.rmtree(real, ignore_errors=True)
+        self._scratch.clear()
+
+
 class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     """The outcome says cancelled, timeout, crashed or failed itself: this job never raises for those
     (a cancelled run's outcome, with the events it consumed, is ``JobCancelled.partial``)."""
@@ -89,7 +123,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     stops_itself = True
 
     def run(self, request: ReplayJobRequest, progress: ProgressCallback, cancelled: CancelCheck) -> ReplayOutcome:
-        from ..replay.runner import ReplayOutcome, ReplayRunner
+        from ..replay.parent.outcome import ReplayOutcome
+        from ..replay.parent.runner import ReplayRunner
 
         def on_progress(step: Progress) -> None:
             if request.on_progress is not None:
@@ -148,7 +183,7 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
         return result.to_json()
 
     def result_from_json(self, data: Any) -> ReplayOutcome:
-        from ..replay.runner import ReplayOutcome
+        from ..replay.parent.outcome import ReplayOutcome
 
         return ReplayOutcome.from_json(data)
 
@@ -171,11 +206,14 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
             on_scratch=lambda path: say({"scratch": path}),
         )
 
+    def aftercare(self, request: ReplayJobRequest) -> Aftercare:
+        return SandboxAftercare()
+
     def heard(self, request: ReplayJobRequest, update: dict[str, Any]) -> None:
         step, isolation, group, scratch = (update.get(name) for name in ("step", "isolation", "group", "scratch"))
         if request.on_progress is not None and isinstance(step, list) and len(step) == 4:
+            from ..replay.parent.runner import Progress
             from ..replay.protocol import PHASES
-            from ..replay.runner import Progress
 
             phase, consumed, total, seq = step
             if phase in PHASES and type(consumed) is int and type(total) is int:  # the runner checked them: be sure

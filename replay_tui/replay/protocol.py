@@ -1,7 +1,7 @@
 """The replay child protocol: what the parent sends, and the JSON lines the child streams back.
 
 Parent to child: one ``ReplaySpec`` as a JSON string in argv
-(``python -m replay_tui.replay.child SPEC_JSON``), plus the write end of a pipe whose
+(``python -m replay_tui.replay.child.main SPEC_JSON``), plus the write end of a pipe whose
 number is ``spec.protocol_fd``. The child writes nothing else to that pipe, and never
 uses stdout or stderr for the protocol: agent code may print there freely.
 

@@ -4,10 +4,10 @@ A copy is recognised by the run id on its first line (``journal.identity``), so 
 whatever it was named and wherever the original went. The places replay-tui writes copies, each with
 the code that writes there:
 
-=====================  ==================================================  ===============================
+=====================  ==================================================  ================================
 kind                   where                                               written by
-=====================  ==================================================  ===============================
-import cache           ``<cache>/imports/<sha256>-vN/``  store/sources.py (a trace opened)
+=====================  ==================================================  ================================
+import cache           ``<cache>/imports/<sha256>-vN/``                    store/sources.py (a trace opened)
 object cache           ``<cache>/objects/<key>/``                          store/storage.py (a URL opened)
 storage mirror         ``<cache>/prefixes/<digest>/`` (one journal in it)  store/storage.py (a prefix)
 follow copy            ``<cache>/follow/<digest>/``                        store/storage.py (--follow URL)
@@ -15,12 +15,12 @@ annotations            ``J.replay-tui.json`` beside the journal (and its   analy
                        ``.corrupt-*`` copies), or under
                        ``$XDG_STATE_HOME/replay-tui/annotations/``
 experiment output      ``$TMPDIR/replay-tui-experiments-*/``               tui/screens/experiments.py
-replay scratch copy    ``$TMPDIR/replay-tui-scratch-*/``,                  replay/sandbox_launch.py,
-                       ``$TMPDIR/replay-tui-ray-*/``,                      replay/executors.py,
-                       ``$TMPDIR/replay-tui-shuffle-*/`` (a killed replay) replay/shuffle_runs.py
+replay scratch copy    ``$TMPDIR/replay-tui-scratch-*/``,                  replay/parent/sandbox_launch.py,
+                       ``$TMPDIR/replay-tui-ray-*/``,                      replay/corpus/executors.py,
+                       ``$TMPDIR/replay-tui-shuffle-*/`` (a killed replay) replay/parent/shuffle_runs.py
 corpus index rows      every index ``replay-tui index`` built (listed in   analysis/corpus_index.py
                        ``$XDG_STATE_HOME/replay-tui/indexes.ndjson``)
-=====================  ==================================================  ===============================
+=====================  ==================================================  ================================
 
 ``<cache>`` is ``store.storage.cache_root()``. An experiment's output and a killed replay's scratch copy
 are of the run ``<run_id>-<mode>`` or ``<run_id>``. Files the user named (``export -o``, ``replay --out``,
@@ -57,7 +57,7 @@ EXPERIMENT_OUTPUT = "experiment output"
 SCRATCH_COPY = "replay scratch copy"
 INDEX_ROWS = "corpus index rows"
 MANIFEST_LINES = "shipped manifest lines"
-#: The replay modes whose output journals are the run ``<run_id>-<mode>`` (replay/engine.py names them so;
+#: The replay modes whose output journals are the run ``<run_id>-<mode>`` (replay/child/engine.py names them so;
 #: tests/lifecycle/test_forget.py holds this list to replay/protocol.py's MODES).
 DERIVED_MODES = ("strict", "new-code", "model-live", "tools-live", "shuffle")
 #: Temporary directories replay-tui makes that may hold a journal when their process was killed.

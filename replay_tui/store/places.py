@@ -1,7 +1,7 @@
 """Where journals are kept: a local directory or a storage prefix (any fsspec URL), seen the same way.
 
 A place lists its files (name, size, time of last change) and groups them into journals the way
-``replay/corpus.py`` finds them: every ``*.jsonl`` / ``*.jsonl.gz`` file is one journal, except in a
+``replay/corpus/runs.py`` finds them: every ``*.jsonl`` / ``*.jsonl.gz`` file is one journal, except in a
 directory whose journal files are all rotated shards (``NAME.000001.jsonl[.gz]``), which is one journal
 as a whole. Names starting with a dot are replay-tui's own (manifests, ledgers, removals under way) and
 never journals.

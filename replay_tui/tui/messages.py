@@ -18,7 +18,7 @@ from ..analysis.search import Query
 from ..analysis.state import StateAt
 
 if TYPE_CHECKING:  # the runner loads with the first replay, not the first frame
-    from ..replay.runner import Progress
+    from ..replay.parent.runner import Progress
     from .controllers.replay import ReplayResult
 
 

@@ -19,7 +19,7 @@ import pytest
 from replay_tui.analysis.annotations import AnnotationStore
 from replay_tui.analysis.export import ExportError, build_report, render, write_report
 from replay_tui.journal import open_journal
-from replay_tui.replay.results import load_replay_result
+from replay_tui.replay.parent.results import load_replay_result
 from tests.journal_factory import run_started
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -48,8 +48,8 @@ ROOT = honest.ROOT
 sys.path.insert(0, str(ROOT))
 
 from fixtures.corpus.record import generated_runs, record_one  # noqa: E402
-from replay_tui.replay.corpus import find_journals, replay_corpus  # noqa: E402
-from replay_tui.replay.executors import LocalExecutor  # noqa: E402
+from replay_tui.replay.corpus.executors import LocalExecutor  # noqa: E402
+from replay_tui.replay.corpus.runs import find_journals, replay_corpus  # noqa: E402
 from replay_tui.replay.protocol import ReplaySpec  # noqa: E402
 
 CRM = ROOT / "fixtures" / "journals" / "crm.jsonl"

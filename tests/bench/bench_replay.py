@@ -52,9 +52,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from replay_tui.harness import record_run  # noqa: E402
-from replay_tui.replay import child_command  # noqa: E402
+from replay_tui.replay.parent import child_command  # noqa: E402
+from replay_tui.replay.parent.runner import MATCH, ReplayRunner  # noqa: E402
 from replay_tui.replay.protocol import ReplaySpec  # noqa: E402
-from replay_tui.replay.runner import MATCH, ReplayRunner  # noqa: E402
 from replay_tui.replay.sandbox import bwrap_path  # noqa: E402
 
 LONG_FIXTURE = ROOT / "fixtures" / "journals" / "stocktake-long.jsonl"
@@ -69,7 +69,10 @@ TARGET_RATIO = 0.8
 ONE_REPLAY = """
 import json, resource, sys, time
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import ReplayRunner
+try:
+    from replay_tui.replay.parent.runner import ReplayRunner
+except ImportError:  # a tree from before replay/ was grouped by process
+    from replay_tui.replay.parent.runner import ReplayRunner
 journal, root = sys.argv[1], sys.argv[2]
 def cpu(who):
     usage = resource.getrusage(who)
@@ -93,9 +96,10 @@ print(json.dumps({"status": outcome.status, "consumed": outcome.consumed, "event
 """
 
 
-#: What a replay child imports (this tree's; the base tree's child imports a subset): the warm-up compiles them.
+#: What a replay child imports, by this tree's and older trees' names (each tree compiles those it has).
 CHILD_MODULES = (
-    "replay_tui.replay.child, replay_tui.replay.engine, replay_tui.replay.entry_point, replay_tui.replay.referee, "
+    "replay_tui.replay.child.main, replay_tui.replay.child.engine, replay_tui.replay.child.entry_point, "
+    "replay_tui.replay.child.main, replay_tui.replay.child.engine, replay_tui.replay.child.entry_point, replay_tui.replay.referee, "
     "replay_tui.harness.replay_support, replay_tui.journal, tests.replay.agents.counter, fixtures.agents.stocktake"
 )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from replay_tui.journal import JournalWriter
-from replay_tui.replay.corpus import _dotted, find_journals, replay_corpus
+from replay_tui.replay.corpus.runs import _dotted, find_journals, replay_corpus
 from replay_tui.replay.protocol import ReplaySpec
 
 from .conftest import BEFORE_HISTORY, CLEAN, REPO, cli, copy_corpus
@@ -146,9 +146,9 @@ def test_a_directory_is_a_corpus_unless_it_is_one_rotated_journal(tmp_path: Path
 
 
 def test_signature_of_a_kind_mismatch_and_a_missing_event() -> None:
-    from replay_tui.replay.corpus import signature_of
+    from replay_tui.replay.corpus.runs import signature_of
+    from replay_tui.replay.parent.outcome import ReplayOutcome
     from replay_tui.replay.report import DivergenceReport, EventRef
-    from replay_tui.replay.runner import ReplayOutcome
 
     call = EventRef(7, "tool.call", "step-01", None, "callKey", "sha256:a")
     request = EventRef(7, "model.request", "step-01", None, "requestHash", "sha256:b")

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.replay.corpus import replay_corpus
-from replay_tui.replay.executors import LocalExecutor
-from replay_tui.replay.forkserver import FORK_SERVER_MECHANISM, ForkServer, label_isolation
+from replay_tui.replay.corpus.executors import LocalExecutor
+from replay_tui.replay.corpus.forkserver import FORK_SERVER_MECHANISM, ForkServer, label_isolation
+from replay_tui.replay.corpus.runs import replay_corpus
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import CANCELLED, CRASHED, MATCH, TIMEOUT, ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import CANCELLED, CRASHED, MATCH, TIMEOUT, ReplayOutcome, ReplayRunner
 from replay_tui.replay.sandbox import IPC_NAMESPACE, PID_NAMESPACE
 
 from . import leaky_agent
@@ -129,9 +130,9 @@ def test_exit_status_of_a_forked_child_reaches_the_runner() -> None:
 def test_bwrap_argv_is_not_forked() -> None:
     server = ForkServer()
     assert not server.accepts(
-        ["/usr/bin/bwrap", "--unshare-net", "--", "python", "-m", "replay_tui.replay.child", "{}"]
+        ["/usr/bin/bwrap", "--unshare-net", "--", "python", "-m", "replay_tui.replay.child.main", "{}"]
     )
-    assert server.accepts([server.python, "-m", "replay_tui.replay.child", "{}"])
+    assert server.accepts([server.python, "-m", "replay_tui.replay.child.main", "{}"])
 
 
 def test_cli_report_is_the_same_with_and_without_the_fork_server(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def test_conftest_hook_marks_expected_failures(project: Project) -> None:
     project.makeconftest(
         """
 import pytest
-from replay_tui.replay.pytest_plugin import ReplayDiverged
+from replay_tui.replay.corpus.pytest_plugin import ReplayDiverged
 
 def pytest_collection_modifyitems(items):
     for item in items:

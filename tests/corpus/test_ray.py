@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.replay.corpus import find_journals, replay_corpus
-from replay_tui.replay.executors import RayExecutor
+from replay_tui.replay.corpus.executors import RayExecutor
+from replay_tui.replay.corpus.runs import find_journals, replay_corpus
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import CRASHED
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import CRASHED, ReplayOutcome
 
 from .conftest import CLEAN, REPO, cli
 

@@ -12,7 +12,7 @@ import pytest
 from replay_tui.harness import JsonlSink
 from replay_tui.journal import open_journal, verify_journal
 from replay_tui.replay.compare import align_journals, read_events
-from replay_tui.replay.rerecord import PrefixCheckingSink, PrefixMismatch
+from replay_tui.replay.parent.rerecord import PrefixCheckingSink, PrefixMismatch
 
 from ..replay.helpers import rechained_copy
 from . import leaky_tools

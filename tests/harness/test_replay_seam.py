@@ -17,7 +17,7 @@ from replay_tui.harness import JsonlSink, ObservationMissing, PluginSet, StopRun
 from replay_tui.harness.replay_support import RecordedObservations, harness_for_recording, sources_for
 from replay_tui.journal import Journal
 from replay_tui.journal.model import CLOCK_READ, MODEL_RESPONSE, OBSERVATION_KINDS, RANDOM_DRAW, TOOL_RESULT
-from replay_tui.replay.tape import Divergence, StrictSink, StrictSource, Tape
+from replay_tui.replay.child.tape import Divergence, StrictSink, StrictSource, Tape
 
 from .helpers import CONFIGS, ROOT, events_of, logical
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from replay_tui.replay.parent.runner import FAILED, MATCH
 from replay_tui.replay.protocol import MAX_REFUSALS
-from replay_tui.replay.runner import FAILED, MATCH
 
 from ..replay.helpers import record_probe, replay
 from .conftest import REPO

@@ -19,8 +19,8 @@ from replay_tui.harness import Harness, JsonlSink, UnusableJournal
 from replay_tui.harness.httpx_transport import http_client
 from replay_tui.harness.replay_support import RecordedObservations, sources_for
 from replay_tui.journal import Event, open_journal
+from replay_tui.replay.parent.runner import ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import ReplayRunner
 
 from . import stream_agents
 from .conftest import REPO

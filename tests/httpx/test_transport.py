@@ -15,8 +15,8 @@ from replay_tui.harness import record_run
 from replay_tui.harness.config import config_from_mapping
 from replay_tui.journal import open_journal, verify_journal
 from replay_tui.journal.errors import SchemaError
+from replay_tui.replay.parent.runner import ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import ReplayRunner
 
 from ..docs import block
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY, REPO

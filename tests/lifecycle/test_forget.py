@@ -68,12 +68,14 @@ def make_every_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pa
     follower.stop()
 
     experiments = Path(tempfile.mkdtemp(prefix="replay-tui-experiments-"))  # as tui/screens/experiments.py
-    with JournalWriter(experiments / "crm.model-live.jsonl", run_id="crm-model-live") as output:  # replay/engine.py
+    with JournalWriter(
+        experiments / "crm.model-live.jsonl", run_id="crm-model-live"
+    ) as output:  # replay/child/engine.py
         output.append("input.received", {"role": "user", "content": "hi"})
     unrelated = copy(JOURNALS_DIR / "crm-incident.jsonl", experiments / "crm-incident.jsonl")
     made["experiment output"] = ([experiments / "crm.model-live.jsonl"], [unrelated])
 
-    from replay_tui.replay.sandbox_launch import copy_journal
+    from replay_tui.replay.parent.sandbox_launch import copy_journal
 
     scratch = Path(tempfile.mkdtemp(prefix="replay-tui-scratch-"))  # a replay that was killed
     ray = Path(tempfile.mkdtemp(prefix="replay-tui-ray-"))
@@ -220,6 +222,6 @@ JOURNAL_WRITERS = {
     "harness/transport.py": "the recorded journal itself (the jsonl transport)",
     "harness/builder.py": "the recorded journal itself (no transport plugin)",
     "importers/builder.py": "an imported trace: the import cache, or the user's import -o",
-    "replay/engine.py": "an experiment's output: the app's experiment directory (searched), or the user's --out",
-    "replay/rerecord.py": "a re-recording: the user's --out",
+    "replay/child/engine.py": "an experiment's output: the app's experiment directory (searched), or the user's --out",
+    "replay/parent/rerecord.py": "a re-recording: the user's --out",
 }

@@ -9,8 +9,9 @@ from typing import Any, Callable, Iterator
 
 from replay_tui.harness import record_run
 from replay_tui.journal import JournalWriter
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import ReplayOutcome, ReplayRunner
 
 from .conftest import REPO
 

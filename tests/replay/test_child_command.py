@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_tui.replay.child_command import CHILD_MODULE, RUN_CHILD, child_command, site_bootstrap, spec_of
+from replay_tui.replay.parent.child_command import CHILD_MODULE, RUN_CHILD, child_command, site_bootstrap, spec_of
 from replay_tui.replay.sandbox import bwrap_path
 
 from .conftest import REPO
@@ -41,7 +41,7 @@ def started(python: str, *argv: str) -> list:
 
 def bootstrap_of(python: str) -> str:
     """The bootstrap ``python``'s own site would make (the probe in place of the child's run)."""
-    code = "from replay_tui.replay.child_command import site_bootstrap; print(repr(site_bootstrap()))"
+    code = "from replay_tui.replay.parent.child_command import site_bootstrap; print(repr(site_bootstrap()))"
     done = subprocess.run([python, "-c", code], env=PROBE_ENV, cwd="/", capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     bootstrap = eval(done.stdout.strip())  # noqa: S307 - a repr we printed ourselves
@@ -75,7 +75,7 @@ def test_the_child_command_carries_its_spec_both_ways():
 
 
 def test_a_parent_started_without_site_starts_its_child_the_ordinary_way():
-    code = "import sys; from replay_tui.replay.child_command import child_command; print(child_command(sys.executable, '{}')[1])"
+    code = "import sys; from replay_tui.replay.parent.child_command import child_command; print(child_command(sys.executable, '{}')[1])"
     done = subprocess.run([sys.executable, "-S", "-c", code], env=PROBE_ENV, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "-m", done.stderr
 
@@ -101,9 +101,9 @@ REPLAY = textwrap.dedent(
     """
     import json, sys
     from replay_tui.harness import record_run
-    from replay_tui.replay.child_command import child_command
+    from replay_tui.replay.parent.child_command import child_command
     from replay_tui.replay.protocol import ReplaySpec
-    from replay_tui.replay.runner import ReplayRunner
+    from replay_tui.replay.parent.runner import ReplayRunner
 
     agent, config, journal, mechanisms, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(","), sys.argv[5:]
     record_run(config, agent + ":agent", ["3"], journal=journal)

@@ -11,7 +11,7 @@ import pytest
 
 from replay_tui.journal import verify_journal
 from replay_tui.replay.hosts import hosts_in_config
-from replay_tui.replay.runner import DIVERGED, MATCH, UNRECORDED_CALL
+from replay_tui.replay.parent.runner import DIVERGED, MATCH, UNRECORDED_CALL
 
 from .agents import probe
 from .conftest import REPO, LoopbackListener

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from replay_tui.journal import call_key_of
-from replay_tui.replay.runner import DIVERGED, MATCH
+from replay_tui.replay.parent.runner import DIVERGED, MATCH
 
 from .conftest import REPO
 from .helpers import STEP_AGENT, lines_of, rechained_copy, record_probe, replay

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from replay_tui.cli import main
-from replay_tui.replay.runner import DIVERGED, MATCH
+from replay_tui.replay.parent.runner import DIVERGED, MATCH
 
 from .conftest import REPO
 from .helpers import replay

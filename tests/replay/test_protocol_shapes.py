@@ -13,11 +13,12 @@ import socket
 import orjson
 import pytest
 
+from replay_tui.journal.processes import LINE_BYTES as OUTPUT_LINE_BYTES
+from replay_tui.journal.processes import drain as _drain
 from replay_tui.replay import protocol
 from replay_tui.replay.broker import Broker
 from replay_tui.replay.isolation import SocketGuard
 from replay_tui.replay.protocol import MAX_REFUSALS, MessageOrder, ProtocolError, decode, encode
-from replay_tui.replay.runner import OUTPUT_LINE_BYTES, _drain
 
 LAYERS = [{"name": "network namespace", "in_force": True, "detail": ""}]
 ISOLATION = {

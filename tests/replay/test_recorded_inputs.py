@@ -1,4 +1,4 @@
-"""The child finds the recorded inputs by searching blocks of the journal (``engine.lines_holding``), not a read
+"""The child finds the recorded inputs by searching blocks of the journal (``recorded.lines_holding``), not a read
 per line: the same lines as a line-by-line test, whatever the block size, in shards and gzip too."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import gzip
 import pytest
 
 from replay_tui.journal import Journal
-from replay_tui.replay import engine
-from replay_tui.replay.engine import lines_holding, recorded_inputs
+from replay_tui.replay import recorded
+from replay_tui.replay.recorded import lines_holding, recorded_inputs
 
 from .conftest import REPO
 
@@ -24,7 +24,7 @@ def line_by_line(journal: Journal, needle: bytes) -> list[int]:
 @pytest.mark.parametrize("block", [64, 4096, 1 << 20])
 @pytest.mark.parametrize("path", JOURNALS, ids=lambda path: path.name)
 def test_block_search_finds_the_lines_a_line_by_line_test_finds(monkeypatch, path, block):
-    monkeypatch.setattr(engine, "INPUT_SCAN_BLOCK", block)  # small blocks: lines longer than one, boundaries
+    monkeypatch.setattr(recorded, "INPUT_SCAN_BLOCK", block)  # small blocks: lines longer than one, boundaries
     with Journal(path) as journal:
         journal.index()
         for needle in NEEDLES:
@@ -32,7 +32,7 @@ def test_block_search_finds_the_lines_a_line_by_line_test_finds(monkeypatch, pat
 
 
 def test_shards_and_gzip_are_searched_in_journal_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(engine, "INPUT_SCAN_BLOCK", 512)
+    monkeypatch.setattr(recorded, "INPUT_SCAN_BLOCK", 512)
     source = REPO / "fixtures" / "journals" / "stocktake-long.jsonl"
     lines = source.read_bytes().splitlines(keepends=True)
     shards = tmp_path / "shards"

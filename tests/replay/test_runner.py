@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from replay_tui.replay.parent.runner import CANCELLED, CRASHED, FAILED, TIMEOUT, ReplayRunner
 from replay_tui.replay.protocol import ProtocolError, ReplaySpec, decode, encode
-from replay_tui.replay.runner import CANCELLED, CRASHED, FAILED, TIMEOUT, ReplayRunner
 from tests.journal.sample import write_sample_journal
 
 from .conftest import REPO

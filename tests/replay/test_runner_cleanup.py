@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import FAILED, ReplayRunner
+from replay_tui.replay.parent.scratch import remove_orphans
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import FAILED, ReplayOutcome, ReplayRunner
-from replay_tui.replay.scratch import remove_orphans
 from tests.journal.sample import write_sample_journal
 
 from .conftest import REPO

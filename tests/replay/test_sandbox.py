@@ -22,8 +22,9 @@ from typing import Iterator
 
 import pytest
 
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import CRASHED, FAILED, MATCH, ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import CRASHED, FAILED, MATCH, ReplayOutcome, ReplayRunner
 from replay_tui.replay.sandbox import (
     ALL_LAYERS,
     KEYRINGS_HIDDEN,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from replay_tui.replay.parent.sandbox_launch import world_readable
 from replay_tui.replay.sandbox import ALL_LAYERS, ENVIRONMENT_SCRUBBED, UNPRIVILEGED, bwrap_path
-from replay_tui.replay.sandbox_launch import world_readable
 
 from .conftest import REPO, LoopbackListener
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from replay_tui.replay.parent.runner import MATCH, ReplayRunner
 from replay_tui.replay.protocol import ReplaySpec
-from replay_tui.replay.runner import MATCH, ReplayRunner
 from replay_tui.replay.sandbox import bwrap_path, child_environment
 
 from .conftest import REPO
@@ -39,7 +39,7 @@ def test_the_child_reads_the_callers_bytecode_cache_and_cannot_write_it(tmp_path
     if os.getuid() != 0:
         pytest.skip("the full set of layers is checked as root here")
     prefix = tmp_path / "pycache"
-    for module in ("child.py", "engine.py", "tape.py", "referee.py"):
+    for module in ("child/main.py", "child/engine.py", "child/tape.py", "referee.py"):
         source = REPO / "replay_tui" / "replay" / module
         py_compile.compile(str(source), cfile=str(cached(prefix, source)), doraise=True)
     for folder in [prefix, *prefix.rglob("*")]:

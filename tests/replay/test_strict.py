@@ -9,7 +9,7 @@ import pytest
 
 from replay_tui.journal import call_key_of, hash_value
 from replay_tui.journal.model import OBSERVATION_KINDS
-from replay_tui.replay.runner import DIVERGED, MATCH, UNUSED_EVENTS, VERIFICATION_FAILED
+from replay_tui.replay.parent.runner import DIVERGED, MATCH, UNUSED_EVENTS, VERIFICATION_FAILED
 
 from .helpers import FUNCTION_AGENT, lines_of, rechained_copy, record_probe, replay
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from test_launch import REPO, run_cli
 
-from replay_tui.replay.runner import FAILED, ReplayOutcome
+from replay_tui.replay.parent.outcome import ReplayOutcome
+from replay_tui.replay.parent.runner import FAILED
 from replay_tui.tui import launch
 
 FIXTURES = REPO / "fixtures" / "journals"

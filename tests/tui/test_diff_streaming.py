@@ -10,7 +10,7 @@ from test_launch import REPO
 
 from replay_tui.journal import open_journal
 from replay_tui.replay.compare import align_journals
-from replay_tui.replay.journal_diff import diff_journals
+from replay_tui.replay.parent.journal_diff import diff_journals
 
 FIXTURES = REPO / "fixtures" / "journals"
 

@@ -9,7 +9,7 @@ import pytest
 from replay_helpers import panel_of, record_wobbly, slow_wobbly, wait_for_replay, wait_until
 from tui_helpers import SIZE, make_app, settle
 
-from replay_tui.replay.runner import Progress
+from replay_tui.replay.parent.runner import Progress
 from replay_tui.tui.controllers.replay import step_reports
 from replay_tui.tui.messages import IndexProgress, ReplayChildStarted, ReplayProgressed
 

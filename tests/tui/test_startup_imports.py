@@ -22,7 +22,7 @@ LOADED_ON_USE = (
     "replay_tui.jobs.export",
     "replay_tui.jobs.stats",
     "replay_tui.jobs.secrets",
-    "replay_tui.replay.runner",
+    "replay_tui.replay.parent.runner",
     "replay_tui.replay.sandbox",
     "replay_tui.replay.broker",
     "replay_tui.tui.screens.stats_screen",
@@ -55,10 +55,12 @@ def test_importing_the_app_loads_nothing_the_first_frame_does_not_draw() -> None
 def test_the_probe_sees_a_module_that_is_loaded() -> None:
     """The check above can fail: the same probe reports the modules a replay and the stats screen load."""
     seen = probe(
-        "import replay_tui.tui.widgets.replay_panel\nimport replay_tui.replay.runner\n"
+        "import replay_tui.tui.widgets.replay_panel\nimport replay_tui.replay.parent.runner\n"
         "import replay_tui.tui.screens.stats_screen"
     )
-    assert {"replay_tui.replay.runner", "replay_tui.replay.sandbox", "replay_tui.analysis.stats"} <= set(seen["loaded"])
+    assert {"replay_tui.replay.parent.runner", "replay_tui.replay.sandbox", "replay_tui.analysis.stats"} <= set(
+        seen["loaded"]
+    )
 
 
 def test_constructing_the_app_loads_no_stats_or_secret_tables() -> None:

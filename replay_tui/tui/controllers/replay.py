@@ -4,7 +4,7 @@
 the timeline's replay marks; the replay strip (``widgets/replay_panel.py``) only shows what it is
 told. Neither the agent nor the replay's referee runs in this process: from a thread worker, the
 jobs runner runs ``jobs.replay.ReplayJob`` in a child of its own, which drives the sandboxed
-``python -m replay_tui.replay.child``. A cancel asks the job to stop (it kills the sandbox's process
+``python -m replay_tui.replay.child.main``. A cancel asks the job to stop (it kills the sandbox's process
 group and answers with the outcome so far); a job that cannot start is a failed outcome; the runner
 throttles its progress. The worker only posts messages (``messages.Replay*``), so the timeline keeps
 answering keys while a long replay runs; when the child ends, the outcome, the replay marks and the
@@ -27,13 +27,14 @@ from ...jobs import JobCancelled, JobError, JobRun
 from ...jobs.replay import ReplayJob, ReplayJobRequest, ReplayRequest
 from ...journal import Event
 from ...journal.progress import ProgressCallback
-from ...replay.statuses import CANCELLED, CRASHED, FAILED, TIMEOUT
+from ...replay.parent.statuses import CANCELLED, CRASHED, FAILED, TIMEOUT
 from ..messages import ReplayChildSpawned, ReplayChildStarted, ReplayFinished, ReplayProgressed
 from ..widgets.replay_panel import ReplayPanel
 from . import Handlers, ScreenParts
 
 if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first replay, not the first frame
-    from ...replay.runner import Progress, ReplayOutcome
+    from ...replay.parent.outcome import ReplayOutcome
+    from ...replay.parent.runner import Progress
     from ..widgets.replay_environment import EnvironmentComparison
 
 __all__ = ["ReplayController", "ReplayRequest", "ReplayResult", "marks_of", "step_reports"]
@@ -234,7 +235,7 @@ def run_replay(
 ) -> None:
     """Wait for the job (in a thread worker) and post its result, whatever happened: the app
     always hears that the run ended, so it never waits for ever."""
-    from ...replay.runner import ReplayOutcome
+    from ...replay.parent.outcome import ReplayOutcome
     from ..widgets.replay_environment import compare_environment
 
     try:

@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ...journal.safe_text import safe
-from ...replay.runner import CRASHED, FAILED, MATCH, TIMEOUT, describe_exit
+from ...replay.parent.outcome import describe_exit
+from ...replay.parent.runner import CRASHED, FAILED, MATCH, TIMEOUT
 from ..controllers.replay import ReplayResult
 from ..widgets import replay_format
 

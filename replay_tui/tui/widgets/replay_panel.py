@@ -18,12 +18,21 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...journal.safe_text import safe_line
-from ...replay.statuses import CANCELLED, CRASHED, DIVERGED, FAILED, MATCH, TIMEOUT, UNRECORDED_CALL, UNUSED_EVENTS
+from ...replay.parent.statuses import (
+    CANCELLED,
+    CRASHED,
+    DIVERGED,
+    FAILED,
+    MATCH,
+    TIMEOUT,
+    UNRECORDED_CALL,
+    UNUSED_EVENTS,
+)
 from . import replay_format
 
 if TYPE_CHECKING:  # the runner loads with the first replay, not the first frame
     from ...jobs.replay import ReplayRequest
-    from ...replay.runner import Progress
+    from ...replay.parent.runner import Progress
     from ..controllers.replay import ReplayResult
 
 __all__ = ["ReplayPanel", "ReplayProgressLine", "result_keys"]

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from .runner import ReplayOutcome
+    from ..parent.outcome import ReplayOutcome
 
 SIDECAR_SUFFIX = ".toml"
 SIDECAR_KEYS = {"xfail", "strict", "skip", "agent", "timeout"}
@@ -184,8 +184,8 @@ class JournalItem(pytest.Item):
             )
 
     def runtest(self) -> None:
-        from .protocol import ReplaySpec
-        from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayRunner
+        from ..parent.runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayRunner
+        from ..protocol import ReplaySpec
 
         if self.sidecar_error:
             raise SidecarError(self.sidecar_error)

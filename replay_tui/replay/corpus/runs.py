@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from ..journal.safe_text import safe_line
-from ..journal.writer import SHARD_NAME
-from .protocol import ReplaySpec
-from .report import DERIVED_KEYS, DivergenceReport
-from .runner import DIVERGED, MATCH, ReplayOutcome
+from ...journal.safe_text import safe_line
+from ...journal.writer import SHARD_NAME
+from ..parent.outcome import ReplayOutcome
+from ..parent.runner import DIVERGED, MATCH
+from ..protocol import ReplaySpec
+from ..report import DERIVED_KEYS, DivergenceReport
 
 if TYPE_CHECKING:
     from .executors import CorpusExecutor

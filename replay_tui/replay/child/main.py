@@ -1,6 +1,6 @@
 """The replay child: enter the sandbox, then run the agent against the parent's copy of the journal.
 
-Started by ``runner.ReplayRunner`` as ``python -m replay_tui.replay.child SPEC_JSON``
+Started by ``runner.ReplayRunner`` as ``python -m replay_tui.replay.child.main SPEC_JSON``
 (inside bubblewrap when installed); it speaks the protocol of ``protocol.py`` on the
 pipe the spec names. The sandbox (``sandbox.enter_sandbox``) comes before anything
 else, in particular before the agent module is imported, so import-time access is
@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from .isolation import GUARD_ONLY, Refusal, SocketGuard, isolate
-from .protocol import (
+from ..isolation import GUARD_ONLY, Refusal, SocketGuard, isolate
+from ..protocol import (
     AGENT_CRASH,
     AGENT_IMPORT,
     ERROR,
@@ -44,8 +44,8 @@ from .protocol import (
     encode,
     encode_deep,
 )
-from .referee import slim_payload
-from .sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
+from ..referee import slim_payload
+from ..sandbox import NETWORK_NAMESPACE, SandboxPolicy, enter_sandbox
 
 TRACEBACK_LINES = 30
 BATCH_EVENTS = 256  # produced events per "events" message (fewer writes, no round trips)
@@ -150,7 +150,8 @@ class Channel:
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(
-            "usage: python -m replay_tui.replay.child SPEC_JSON (started by replay-tui, not by hand)", file=sys.stderr
+            "usage: python -m replay_tui.replay.child.main SPEC_JSON (started by replay-tui, not by hand)",
+            file=sys.stderr,
         )
         return 2
     try:
@@ -171,7 +172,7 @@ def main(argv: list[str]) -> int:
     config_error = None
     broker = None
     if live and spec.broker_fd >= 0:
-        from .broker import BrokerClient
+        from ..broker import BrokerClient
 
         os.set_inheritable(spec.broker_fd, False)  # agent subprocesses get no way to the broker
         broker = BrokerClient(spec.broker_fd)
@@ -183,7 +184,7 @@ def main(argv: list[str]) -> int:
         )
         config = spec.model_config if spec.mode == MODEL_LIVE else spec.tools_config
         if config:
-            from .hosts import HostsConfigError, hosts_in_config  # tomllib: experiments only
+            from ..hosts import HostsConfigError, hosts_in_config  # tomllib: experiments only
 
             try:
                 allow += [host for host in hosts_in_config(config) if host not in allow]
@@ -213,7 +214,7 @@ def main(argv: list[str]) -> int:
 
 def run_session(spec: ReplaySpec, channel: Channel, guard: SocketGuard) -> int:
     """Everything after isolation; every failure becomes one protocol message."""
-    from ..journal import JournalError
+    from ...journal import JournalError
 
     try:
         from .engine import ReplaySession, UsageError

@@ -9,18 +9,16 @@ from the live config and serve the other observations from the journal by key.
 
 from __future__ import annotations
 
-import bisect
 import os
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..journal import Event, Journal, open_journal
-from ..journal.dialects import V1
-from ..journal.levels import recorded_level
-from ..journal.model import (
+from ...journal import Event, Journal, open_journal
+from ...journal.dialects import V1
+from ...journal.levels import recorded_level
+from ...journal.model import (
     INPUT_RECEIVED,
     MODEL_RESPONSE,
     OBSERVATION_KINDS,
@@ -30,9 +28,10 @@ from ..journal.model import (
     STATE_TRANSITION,
     TOOL_RESULT,
 )
+from ..protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
+from ..recorded import recorded_config, recorded_inputs
+from ..referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .entry_point import load_entry_point
-from .protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
-from .referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .scheduler import TapeTurns
 from .tape import (
     OBSERVATION_KEY,
@@ -45,9 +44,8 @@ from .tape import (
 )
 
 if TYPE_CHECKING:
-    from ..harness import HarnessConfig
-    from .child import Channel
-    from .isolation import SocketGuard
+    from ..isolation import SocketGuard
+    from .main import Channel
 
 #: Per experiment: the observation kinds served from the journal, and the plugin kinds started live.
 EXPERIMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -100,7 +98,7 @@ class ReplaySession:
         self.channel.phase("journal_index")
         if self.spec.verify_hash_chain:
             self.channel.progress("verify", 0, total, None, force=True)
-            from ..journal import verify_journal  # only when asked: the runner verifies in the parent instead
+            from ...journal import verify_journal  # only when asked: the runner verifies in the parent instead
 
             verification = verify_journal(self.spec.journal)
             self.verification = verification.to_json()
@@ -135,8 +133,8 @@ class ReplaySession:
     # -- strict --------------------------------------------------------------------------
 
     def run_strict(self, journal: Journal, first: Event, agent_name: str, entry: Any) -> dict[str, Any]:
-        from ..harness import HarnessError, JsonlSink, StepAgent, StopRun, UnusableJournal, run_agent
-        from ..harness.replay_support import harness_for_recording
+        from ...harness import HarnessError, JsonlSink, StepAgent, StopRun, UnusableJournal, run_agent
+        from ...harness.replay_support import harness_for_recording
 
         spec = self.spec
         resume: Event | None = None
@@ -225,7 +223,7 @@ class ReplaySession:
         harness.end_run = end_run_keeping_traceback
 
     def send_divergence(self, journal: Journal, divergence: Divergence) -> None:
-        from .report import build_report
+        from ..report import build_report
 
         report = build_report(
             journal,
@@ -242,9 +240,9 @@ class ReplaySession:
     # -- experiments -----------------------------------------------------------------------
 
     def run_experiment(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
-        from ..harness import ConfigError, JsonlSink, build_harness, load_config
-        from .compare import read_events
-        from .experiment_verdict import summarize_experiment
+        from ...harness import ConfigError, JsonlSink, build_harness, load_config
+        from ..compare import read_events
+        from ..experiment_verdict import summarize_experiment
 
         spec = self.spec
         served, live = EXPERIMENTS[spec.mode]
@@ -301,9 +299,9 @@ class ReplaySession:
     def run_shuffle(self, journal: Journal, first: Event, agent_name: str) -> dict[str, Any]:
         """Everything served from the journal by key, the answers of concurrent calls released in the seed's
         permuted order (shuffle.py); the agent's events go to the run's own journal, which the parent judges."""
-        from ..harness import HarnessError, JsonlSink
-        from ..harness.replay_support import harness_for_recording
-        from .compare import read_events
+        from ...harness import HarnessError, JsonlSink
+        from ...harness.replay_support import harness_for_recording
+        from ..compare import read_events
         from .shuffle import ShuffleTurns
 
         spec = self.spec
@@ -351,7 +349,7 @@ class ReplaySession:
     def run_to_its_end(self, agent_name: str, harness: Any, journal: Journal) -> dict[str, Any] | None:
         """Run the agent on the recorded inputs, writing its own journal (an experiment, a shuffle run); what
         stopped it (a call the journal never recorded, another stop), or None when it ended."""
-        from ..harness import StopRun, UnusableJournal, run_agent
+        from ...harness import StopRun, UnusableJournal, run_agent
 
         try:
             run_agent(agent_name, harness, recorded_inputs(journal))
@@ -364,7 +362,7 @@ class ReplaySession:
         return None
 
     def send_pair_report(self, journal: Journal, pair: Any, stopped: dict[str, Any] | None) -> None:
-        from .experiment_verdict import pair_report
+        from ..experiment_verdict import pair_report
 
         self.channel.send(DIVERGENCE, report=pair_report(journal, pair, stopped).to_json())
 
@@ -435,65 +433,6 @@ class CountingSink:
 
 def _is_step_agent(entry: Any, step_agent: type) -> bool:
     return isinstance(entry, step_agent) or (isinstance(entry, type) and issubclass(entry, step_agent))
-
-
-def recorded_config(first: Event, journal: str, plugins_from: "HarnessConfig | None" = None) -> "HarnessConfig":
-    """The harness config the recording ran with (its [harness] and [redaction] tables,
-    from run.started), with the plugins of ``plugins_from`` (experiments) or none.
-
-    A live run (``plugins_from``: experiments, re-record) writes what live plugins return: its
-    redaction rules are the user's config's alone (a journal's ``{"enabled": false}`` would have
-    a live token written raw)."""
-    from ..harness.config import HarnessConfig, config_from_mapping
-
-    recorded = first.payload.get("harness") or {}
-    redaction = plugins_from.redaction if plugins_from is not None else recorded.get("redaction") or {}
-    raw = {"harness": dict(recorded.get("options") or {}), "redaction": dict(redaction)}
-    base = config_from_mapping(raw, source=f"{journal} (run.started)")
-    if plugins_from is None:
-        return base
-    return HarnessConfig(
-        plugins_from.source, plugins_from.base_dir, base.harness, base.redaction, plugins_from.plugins, plugins_from.raw
-    )
-
-
-def recorded_inputs(journal: Journal) -> list[dict[str, Any]]:
-    """Every input.received of the run, in order, as run_agent takes them."""
-    inputs = []
-    for position in lines_holding(journal, b'"input.received"'):
-        event = journal.event(position)
-        if event.kind == INPUT_RECEIVED:
-            item = {"role": event.payload["role"], "content": event.payload["content"]}
-            if "context" in event.payload:
-                item["context"] = event.payload["context"]
-            inputs.append(item)
-    return inputs
-
-
-INPUT_SCAN_BLOCK = 1 << 20
-
-
-def lines_holding(journal: Journal, needle: bytes) -> Iterator[int]:
-    """Positions of the lines whose bytes hold ``needle``, in order: the file is searched a block of whole lines
-    at a time (a read per line cost 1.4 ms per thousand lines, all of it before the agent's first event)."""
-    base = 0
-    for segment in list(journal.segments):
-        ends = segment.ends
-        local = 0
-        while local < len(ends):
-            first = ends[local - 1] if local else 0
-            last = max(local + 1, bisect.bisect_right(ends, first + INPUT_SCAN_BLOCK, local))
-            if ends[last - 1] - first > max(INPUT_SCAN_BLOCK, journal.max_line_bytes):
-                local += 1  # a line the reader refuses: never read whole (journal.event says what is wrong)
-                continue
-            block = segment.read(first, ends[last - 1] - first)
-            found = block.find(needle)
-            while found >= 0:
-                line = bisect.bisect_right(ends, first + found, local, last)
-                yield base + line
-                found = block.find(needle, ends[line] - first)  # the next line: each line once
-            local = last
-        base += len(ends)
 
 
 def restore_causal_cursor(harness: Any, journal: Journal, snapshot: Event) -> None:

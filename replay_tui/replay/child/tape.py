@@ -20,12 +20,12 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from ..harness.replay_support import observation_key
-from ..harness.seam import ObservationMissing, StopRun, UnusableJournal
-from ..journal import Event, Journal, JournalError
-from ..journal.dialects import V1
-from ..journal.model import SCHEMA_VERSION, event_of
-from .referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
+from ...harness.replay_support import observation_key
+from ...harness.seam import ObservationMissing, StopRun, UnusableJournal
+from ...journal import Event, Journal, JournalError
+from ...journal.dialects import V1
+from ...journal.model import SCHEMA_VERSION, event_of
+from ..referee import KEY_FIELDS, OBSERVATION_KEY, Cursor, Mismatch, mismatch
 from .scheduler import TapeTurns
 
 __all__ = [

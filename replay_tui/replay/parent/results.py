@@ -10,10 +10,11 @@ from typing import Any
 
 import orjson
 
-from ..analysis.export import ExportError, ReplaySection
-from ..journal.describe import error_text
-from .protocol import STRICT
-from .runner import DIVERGED, ReplayOutcome
+from ...analysis.export import ExportError, ReplaySection
+from ...journal.describe import error_text
+from ..protocol import STRICT
+from .outcome import ReplayOutcome
+from .runner import DIVERGED
 
 EXPECTED = "expected the output of 'replay-tui replay JOURNAL --json'"
 DIFF_LINES = 200

@@ -31,15 +31,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..harness.seam import StopRun, is_cancellation
-from ..harness.turns import Pending, Reserved, Served, can_block
-from ..journal.model import OBSERVATION_KINDS
-from .referee import OBSERVATION_KEY, Mismatch, produced_event
+from ...harness.seam import StopRun, is_cancellation
+from ...harness.turns import Pending, Reserved, Served, can_block
+from ...journal.model import OBSERVATION_KINDS
+from ..referee import OBSERVATION_KEY, Mismatch, produced_event
 
 if TYPE_CHECKING:
     import asyncio
 
-    from ..journal import Event
+    from ...journal import Event
     from .tape import Tape
 
 #: Seconds without any write while a flow waits for its turn before the replay calls it stuck.

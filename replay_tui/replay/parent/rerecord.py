@@ -11,7 +11,7 @@ divergence is stopped and its partial journal removed. The old journal is only
 ever read. Since the second pass runs outside the sandbox, its code is the one the user names
 with ``--agent``: the entry point the journal records is never imported here (a journal could
 name ``builtins:print``, or any script in the current directory), and the redaction rules are
-the config's (``engine.recorded_config``), never the journal's.
+the config's (``recorded.recorded_config``), never the journal's.
 
     replay-tui replay OLD.jsonl --rerecord-from-divergence --agent my_agent:run --config agent.toml --out NEW.jsonl
 """
@@ -24,18 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..harness import ConfigError, Harness, HarnessError, JsonlSink, StopRun, build_harness, load_config, run_agent
-from ..harness.replay_support import RecordedObservations
-from ..harness.seam import ObservationSource
-from ..journal import Event, JournalError, open_journal
-from ..journal.hashing import file_sha256
-from ..journal.levels import recorded_level
-from ..journal.model import OBSERVATION_KINDS, event_id_for
-from .compare import read_events
-from .engine import recorded_config, recorded_inputs
-from .protocol import ReplaySpec
-from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayOutcome, ReplayRunner
-from .tape import mismatch
+from ...harness import ConfigError, Harness, HarnessError, JsonlSink, StopRun, build_harness, load_config, run_agent
+from ...harness.replay_support import RecordedObservations
+from ...harness.seam import ObservationSource
+from ...journal import Event, JournalError, open_journal
+from ...journal.hashing import file_sha256
+from ...journal.levels import recorded_level
+from ...journal.model import OBSERVATION_KINDS, event_id_for
+from ..compare import read_events
+from ..protocol import ReplaySpec
+from ..recorded import recorded_config, recorded_inputs
+from ..referee import mismatch
+from .outcome import ReplayOutcome
+from .runner import DIVERGED, MATCH, UNUSED_EVENTS, ReplayRunner
 
 
 class RerecordError(Exception):

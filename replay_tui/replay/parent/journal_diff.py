@@ -27,14 +27,14 @@ from typing import Any
 
 import orjson
 
-from ..analysis.search import iter_lines
-from ..journal import Event, Journal, JournalError
-from ..journal.collector import collector_paused
-from ..journal.dialects import V1, to_v1
-from ..journal.model import STATE_TRANSITION, validate_event
-from ..journal.progress import CancelCheck
-from ..journal.reader import check_duplicate_keys, parse_line
-from .compare import (
+from ...analysis.search import iter_lines
+from ...journal import Event, Journal, JournalError
+from ...journal.collector import collector_paused
+from ...journal.dialects import V1, to_v1
+from ...journal.model import STATE_TRANSITION, validate_event
+from ...journal.progress import CancelCheck
+from ...journal.reader import check_duplicate_keys, parse_line
+from ..compare import (
     AlignedPair,
     Alignment,
     _differences,
@@ -44,7 +44,7 @@ from .compare import (
     align_rows,
     setup_differences,
 )
-from .report import key_of
+from ..report import key_of
 
 #: Journals this long (both) are walked by worker processes; a run of this many positions is one task.
 PARALLEL_MIN_EVENTS = 50_000

@@ -23,7 +23,7 @@ import os
 import site
 import sys
 
-CHILD_MODULE = "replay_tui.replay.child"
+CHILD_MODULE = "replay_tui.replay.child.main"
 #: The bootstrap's last statement: how a fork server recognises a child command (``spec_of``).
 RUN_CHILD = f"from {CHILD_MODULE} import run;run()"
 #: The finders and path hooks a plain interpreter has, by the module that defines them.

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..journal import Journal
-from ..journal.safe_text import safe_line
-from .concurrency import concurrency_groups
-from .protocol import SHUFFLE, ReplaySpec
-from .runner import DIVERGED, MATCH, ReplayOutcome, ReplayRunner
+from ...journal import Journal
+from ...journal.safe_text import safe_line
+from ..concurrency import concurrency_groups
+from ..protocol import SHUFFLE, ReplaySpec
+from .outcome import ReplayOutcome
+from .runner import DIVERGED, MATCH, ReplayRunner
 
 #: The seeds a shuffle tries when none is given: 20, as many as catch an agent that keeps the first of three.
 DEFAULT_RUNS = 20

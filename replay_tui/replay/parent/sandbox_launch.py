@@ -17,9 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .child_command import child_command, site_directories
-from .protocol import MODEL_LIVE, TOOLS_LIVE, ReplaySpec
-from .sandbox import (
+from ..protocol import MODEL_LIVE, TOOLS_LIVE, ReplaySpec
+from ..sandbox import (
     BWRAP,
     GUARD_ONLY,
     NAMESPACES,
@@ -30,6 +29,7 @@ from .sandbox import (
     namespace_inode,
     needed_paths,
 )
+from .child_command import child_command, site_directories
 from .scratch import Scratch
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds replay_tui/

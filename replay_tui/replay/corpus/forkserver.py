@@ -21,7 +21,7 @@ agent leaves behind (a mutated module global, a file in its cwd) reaches the nex
 A forked child cannot be wrapped by bubblewrap (bwrap execs a new program): it uses the
 in-process namespaces, and the report says so (``label_isolation``).
 
-The server (``python -m replay_tui.replay.forkserver FD``) is single-threaded, as
+The server (``python -m replay_tui.replay.corpus.forkserver FD``) is single-threaded, as
 ``enter_sandbox`` requires of the process it forks from; it talks to the parent over a
 unix SEQPACKET socket (one JSON request, one JSON reply; the child's pipes travel as
 SCM_RIGHTS). It reports each child's exit status, and reaps a child only when the parent
@@ -32,6 +32,7 @@ reused. It dies with its parent, and its children die with it.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import os
 import select
 import shutil
@@ -47,13 +48,14 @@ from typing import IO, Any, Sequence
 
 import orjson
 
-from .child_command import CHILD_MODULE, spec_of
+from ...journal.processes import Supervised, kill_group
+from ..parent.child_command import CHILD_MODULE, spec_of
 
 #: Imported once by the server: everything a replay child needs before the agent.
 PRELOAD = (
-    "replay_tui.replay.child",
-    "replay_tui.replay.engine",
-    "replay_tui.replay.entry_point",
+    "replay_tui.replay.child.main",
+    "replay_tui.replay.child.engine",
+    "replay_tui.replay.child.entry_point",
     "replay_tui.harness",
     "replay_tui.harness.config",
     "replay_tui.harness.replay_support",
@@ -166,13 +168,13 @@ class ForkServer:
         self.python = python
         self._lock = threading.Lock()
         self._socket: socket.socket | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._server: Supervised | None = None  # the server process, in a session of its own
         self._home: str | None = None
         self.lost: set[int] = set()  # pids of children that were running when the server died
 
     def start(self) -> ForkServer:
-        from .sandbox import child_environment
-        from .sandbox_launch import PACKAGE_ROOT
+        from ..parent.sandbox_launch import PACKAGE_ROOT
+        from ..sandbox import child_environment
 
         if self._socket is not None:
             return self
@@ -183,18 +185,17 @@ class ForkServer:
             [PACKAGE_ROOT, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
         )
         try:
-            self._process = subprocess.Popen(
-                [self.python, "-m", "replay_tui.replay.forkserver", str(theirs.fileno())],
+            self._server = Supervised.start(
+                [self.python, "-m", "replay_tui.replay.corpus.forkserver", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
                 cwd=self._home,
                 env=env,
             )
         finally:
             theirs.close()
+        self._server.drain(stderr=True)  # its last lines say why, should it die
         self._socket = ours
         try:
             ready = self._receive()
@@ -208,7 +209,7 @@ class ForkServer:
 
     @property
     def server_pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._server.pid if self._server is not None else None
 
     def accepts(self, argv: Sequence[str]) -> bool:
         """Whether ``argv`` is a plain child this server can fork (not a bwrap command, same Python)."""
@@ -273,11 +274,10 @@ class ForkServer:
         else:
             reason = "it exited"
         if not data:
-            stderr = b""
-            if self._process is not None and self._process.stderr is not None and self._process.poll() is not None:
-                stderr = self._process.stderr.read()[-2000:]
-            detail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [reason]
-            raise ForkServerError(f"the fork server went away ({detail[0]})")
+            last = None
+            if self._server is not None and self._server.exited():
+                last = self._server.last_stderr_line()
+            raise ForkServerError(f"the fork server went away ({last or reason})")
         reply = orjson.loads(data)
         return reply if isinstance(reply, dict) else {}
 
@@ -287,15 +287,10 @@ class ForkServer:
             if self._socket is not None:
                 self._socket.close()
                 self._socket = None
-        if self._process is not None:
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            if self._process.stderr is not None:
-                self._process.stderr.close()
-            self._process = None
+        if self._server is not None:
+            self._server.reap(timeout_s=10)  # killed if it has not ended by then
+            self._server.join_drains()
+            self._server = None
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
@@ -309,7 +304,7 @@ class ForkServer:
 
 def label_isolation(outcome: Any) -> None:
     """Name the fork server in the outcome's isolation report: namespaces made in process, no bubblewrap."""
-    from .sandbox import SandboxReport
+    from ..sandbox import SandboxReport
 
     isolation = getattr(outcome, "isolation", None)
     if isolation is None or isolation.sandbox is None:
@@ -443,17 +438,13 @@ class Server:
         python_path = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
         sys.path[1:1] = [entry for entry in python_path if entry not in sys.path]  # this child's PYTHONPATH
         sys.argv = [CHILD_MODULE, message["spec"]]
-        from . import child
-
-        return child.main(["child", message["spec"]])
+        child = importlib.import_module(CHILD_MODULE)  # by name, as a spawned child is started (preloaded)
+        return int(child.main(["child", message["spec"]]))
 
     def shutdown(self) -> None:
         """The parent is gone or done: no child outlives the server."""
         for pid in list(self.children):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            kill_group(pid)
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
@@ -473,7 +464,7 @@ SERVER_CWD = os.getcwd()
 def warm_up() -> None:
     """Work every child would repeat, done once before the first fork: the default redaction rules compiled
     (the detectors' patterns: about 8 ms of each child's harness set-up). Nothing here runs agent code."""
-    from ..harness.redaction import RedactionRules, Redactor
+    from ...harness.redaction import RedactionRules, Redactor
 
     Redactor(RedactionRules.from_config({}, source="the fork server's warm-up"))
 
@@ -483,8 +474,6 @@ def serve(control_fd: int) -> int:
     _prctl(PR_SET_DUMPABLE, 0)  # a same-uid child (no root: user namespaces) cannot ptrace or read the server
     control = socket.socket(fileno=control_fd)
     try:
-        import importlib
-
         for name in PRELOAD:
             importlib.import_module(name)
         warm_up()
@@ -499,6 +488,9 @@ def serve(control_fd: int) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or not sys.argv[1].isdigit():
-        print("usage: python -m replay_tui.replay.forkserver FD (started by replay-tui, not by hand)", file=sys.stderr)
+        print(
+            "usage: python -m replay_tui.replay.corpus.forkserver FD (started by replay-tui, not by hand)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     sys.exit(serve(int(sys.argv[1])))

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..journal import Event, Journal
-from ..journal.model import MODEL_REQUEST, RUN_ENDED, TOOL_CALL
-from .experiment_verdict import ExperimentVerdict, as_produced, read_child_journal
-from .protocol import SHUFFLE
+from ...journal import Event, Journal
+from ...journal.model import MODEL_REQUEST, RUN_ENDED, TOOL_CALL
+from ..experiment_verdict import ExperimentVerdict, as_produced, read_child_journal
+from ..protocol import SHUFFLE
 
 #: What the agent decides: the calls it makes, and how its run ends.
 _DECISIONS = frozenset({MODEL_REQUEST, TOOL_CALL, RUN_ENDED})
@@ -52,7 +52,7 @@ def compare_decisions(recorded: list[Event], produced: list[Event]) -> dict[str,
 
 def judge_shuffle(recorded: Journal, produced_path: str, stopped: dict[str, Any] | None) -> ExperimentVerdict:
     """Verify and compare the journal a shuffle run wrote against the parent's own recording."""
-    from .report import build_report
+    from ..report import build_report
 
     where = "the shuffle run's journal the child wrote"
     read = read_child_journal(recorded, produced_path, where)

@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..harness.seam import is_cancellation
-from ..harness.turns import Pending, Reserved, Served, can_block
-from ..journal import Event
-from ..journal.model import OBSERVATION_KINDS
-from .concurrency import concurrency_groups
-from .referee import OBSERVATION_KEY
+from ...harness.seam import is_cancellation
+from ...harness.turns import Pending, Reserved, Served, can_block
+from ...journal import Event
+from ...journal.model import OBSERVATION_KINDS
+from ..concurrency import concurrency_groups
+from ..referee import OBSERVATION_KEY
 from .scheduler import IDLE_CHECK_S, IDLE_ROUNDS, _loop_idle, _settle
 
 if TYPE_CHECKING:
