@@ -27,8 +27,6 @@ from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.errors import SchemaError, missing
 from ..journal.hashing import sha256_hex
 from ..journal.levels import TRACE, info_request, info_response
-
-# Twin of journal/describe.py's and replay/report.py's imports (the kind names each uses; an import list)
 from ..journal.model import (
     INPUT_RECEIVED,
     MODEL_REQUEST,

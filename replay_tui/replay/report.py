@@ -21,8 +21,6 @@ from typing import Any
 import orjson
 
 from ..journal import Event, Journal, JournalError, hash_value
-
-# Twin of journal/describe.py's and harness/harness.py's imports (the kind names each uses; an import list)
 from ..journal.model import (
     CLOCK_READ,
     INPUT_RECEIVED,
