@@ -46,12 +46,14 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from honest import Seconds, timed  # noqa: E402
 
 from fixtures.agents import framework_crm as crm  # noqa: E402
 from fixtures.agents.loopback_llm import LoopbackLLM  # noqa: E402
@@ -174,26 +176,6 @@ def recorded(name: str, base_url: str, scratch: Path, index: int) -> tuple[Secon
         kinds = [opened.event(position).kind for position in range(len(opened))]
     journal.unlink()
     return seconds, kinds.count("model.request"), kinds.count("tool.call")
-
-
-class Seconds(NamedTuple):
-    """A duration on the wall clock and in CPU time of this process."""
-
-    wall: float
-    cpu: float
-
-    @staticmethod
-    def now() -> Seconds:
-        return Seconds(time.perf_counter(), time.process_time())
-
-    def __sub__(self, other: tuple[float, ...]) -> Seconds:
-        return Seconds(self.wall - other[0], self.cpu - other[1])
-
-
-def timed(function: Callable[[], Any]) -> Seconds:
-    started = Seconds.now()
-    function()
-    return Seconds.now() - started
 
 
 # -- the loopback server, in a child process ------------------------------------------------
