@@ -99,6 +99,17 @@ def _shared_ssl_context(module: ModuleType) -> Any:
     return module.create_ssl_context()
 
 
+def plain_async_client(client_class: Any = None, **options: Any) -> Any:
+    """An unrecorded ``AsyncClient`` (of ``client_class``: an SDK's default client, else httpx2's or httpx's) on
+    the one shared SSL context: a helper that makes a client per run (``run_recorded``) would otherwise read
+    the CA bundle every run, about 18 ms of CPU, which the user's own long-lived client pays once."""
+    if client_class is None:
+        client_class = default_httpx_module().AsyncClient
+    tops = [base.__module__.split(".")[0] for base in client_class.__mro__]
+    module = importlib.import_module(next(top for top in tops if top in ("httpx2", "httpx")))
+    return client_class(verify=_shared_ssl_context(module), **options)
+
+
 def default_httpx_module() -> ModuleType:
     """httpx2 when installed (the module the openai and anthropic SDKs take), else httpx."""
     for name in ("httpx2", "httpx"):

@@ -72,12 +72,11 @@ AGENTS = {
 
 
 def _plain_async_http() -> Any:
-    """A plain async client per run, with the one SSL context the recording transport shares too
-    (so neither side pays for reading the CA bundle on every run)."""
-    from replay_tui.harness.httpx_transport import _shared_ssl_context, default_httpx_module
+    """A plain async client per run, on the one SSL context the recording side shares too (so neither side
+    pays for reading the CA bundle on every run)."""
+    from replay_tui.harness.httpx_transport import plain_async_client
 
-    module = default_httpx_module()
-    return module.AsyncClient(verify=_shared_ssl_context(module))
+    return plain_async_client()
 
 
 def plain_agents_sdk(base_url: str) -> Any:

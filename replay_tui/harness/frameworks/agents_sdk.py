@@ -147,9 +147,12 @@ async def run_recorded(
 
 
 def _openai_client(**options: Any) -> Any:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-    return AsyncOpenAI(max_retries=0, **options)  # (no retries: each would be another exchange to serve)
+    from ..httpx_transport import plain_async_client
+
+    # no retries: each would be another exchange to serve; the SDK's default client, on the shared SSL context
+    return AsyncOpenAI(max_retries=0, http_client=plain_async_client(DefaultAsyncHttpxClient), **options)
 
 
 # -- the runner ------------------------------------------------------------------------------------------

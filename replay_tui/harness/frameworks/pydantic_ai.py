@@ -61,6 +61,7 @@ from pydantic_core import PydanticSerializationError
 from ...journal.errors import SchemaError
 from ...journal.model import TOOL_RESULT
 from ..harness import CURRENT_HARNESS, HarnessError
+from ..httpx_transport import default_httpx_module, plain_async_client
 from .common import api_key
 from .pydantic_ai_models import recorded_model
 from .pydantic_ai_results import (
@@ -557,7 +558,9 @@ async def run_recorded(
     if base_url is not None or model is not None:
         if base_url is None or model is None:
             raise HarnessError("run_recorded: give base_url and model together (or neither, for the agent's model)")
-        chosen = OpenAIChatModel(model, provider=OpenAIProvider(base_url=base_url, api_key=api_key()))
+        # PydanticAI's default client settings (600 s, connect 5 s), on the shared SSL context (a provider per run)
+        http = plain_async_client(timeout=default_httpx_module().Timeout(600, connect=5))
+        chosen = OpenAIChatModel(model, provider=OpenAIProvider(base_url=base_url, api_key=api_key(), http_client=http))
     capabilities = [*run_options.pop("capabilities", ()), recording(h)]
     try:
         return await agent.run(prompt, model=chosen, deps=deps, capabilities=capabilities, **run_options)
