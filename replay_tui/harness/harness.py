@@ -169,6 +169,11 @@ class Harness:
     def step_id(self, value: str | None) -> None:
         self._lanes.lane().set_step(value)
 
+    def flow_observation_seq(self) -> int | None:
+        """The seq of the calling flow's last observation (a tool's result just served to it), whatever other
+        flows wrote since: ``last_event`` is the run's, which a parallel branch may have moved on."""
+        return self._lanes.lane().own.observation_seq or None
+
     def name_flow_step(self, step: str | None) -> str | None:
         """Name the step of the calling flow only, not of the flows it was started from (as ``step_id = ...``
         does: a graph node running beside others must not rename its parent's step); returns the step it had."""

@@ -295,14 +295,18 @@ class Cursor:
         *,
         answers: str | None = None,
         taken: "set[int] | frozenset[int]" = frozenset(),
+        step_id: str | None = None,
     ) -> int | None:
         """Where a produced event of ``kind`` goes: the first recorded event from the cursor on, not matched or
         ``taken`` yet, of that kind whose key fields equal those in ``fields`` (and, for an observation, that
         answers the event ``answers``). None: no such event in the window. A run.ended goes only at the cursor:
         nothing of the run is recorded after it. Concurrent flows find their own events this way, whatever
-        order they come in; which of them is written when is the scheduler's (``scheduler.py``)."""
+        order they come in; which of them is written when is the scheduler's (``scheduler.py``). Of several
+        events alike in kind and key (parallel MCP sessions each send the same ``notifications/initialized``),
+        the first in ``step_id``'s step is taken, else the first."""
         self.peek()  # steps over a checkpoint at the cursor
         names = [name for name in PLACED_BY.get(kind, KEY_FIELDS.get(kind, ())) if name in fields]
+        first: int | None = None
         for position in self._window():
             if position in self.ahead or position in taken:
                 continue
@@ -310,10 +314,13 @@ class Cursor:
             if recorded.kind == kind and (answers is None or recorded.parent_event_id == answers):
                 payload = recorded.payload
                 if all(payload.get(name) == fields[name] for name in names):
-                    return position
+                    if step_id is None or recorded.step_id == step_id:
+                        return position
+                    if first is None:
+                        first = position
             if recorded.kind == RUN_ENDED or kind == RUN_ENDED:
                 break
-        return None
+        return first
 
     def emit_at(
         self, position: int, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None

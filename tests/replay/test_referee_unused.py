@@ -100,3 +100,22 @@ def test_notes_are_never_unused_events(tmp_path: Path) -> None:
     replay_until(cursor, 2)
     assert cursor.unused() == {"count": 2, "first_seq": 3, "kinds": {"input.received": 1, "run.ended": 1}}
     assert cursor.position == 1
+
+
+def test_of_calls_alike_in_key_the_one_in_the_produced_step_is_placed(tmp_path: Path) -> None:
+    """Parallel MCP sessions each send the same ``notifications/initialized`` (one call key): a produced call is
+    placed on the recorded one of its own step, not on the first alike, which belongs to another branch."""
+    path = tmp_path / "alike.jsonl"
+    call = {"tool": "mcp:crm notify notifications/initialized", "arguments": {}, "call_key": "sha256:" + "0" * 64}
+    with JournalWriter(path, run_id="r") as writer:
+        writer.append("run.started", run_started())
+        for index in range(3):
+            writer.append("tool.call", {**call, "call_id": f"c{index}"}, step_id=f"02:tools[{index}]")
+    journal = Journal(path)
+    journal.index()
+    cursor = Cursor(journal)
+    replay_until(cursor, 2)
+    placed = cursor.place("tool.call", call, step_id="02:tools[2]")
+    assert placed is not None and cursor.event_at(placed).step_id == "02:tools[2]"
+    assert cursor.event_at(cursor.place("tool.call", call) or 0).step_id == "02:tools[0]"  # no step: the first
+    assert cursor.place("tool.call", call, step_id="03:other") == 1  # no event in that step: the first alike

@@ -164,9 +164,8 @@ def _rebuilt(h: Harness, call: Any, recorded: Any) -> Any:
         return output_from_record(call, recorded)
     except _Unusable as unusable:
         event = h.last_event
-        seq = (
-            event.seq
-            if event is not None and event.kind == TOOL_RESULT and event.payload.get("call_id") == call.get("id")
-            else None  # another flow's event: no seq to name
-        )
+        if event is not None and event.kind == TOOL_RESULT and event.payload.get("call_id") == call.get("id"):
+            seq: int | None = event.seq
+        else:  # another flow wrote since: this flow's own last observation is the result it was served
+            seq = h.flow_observation_seq()
         raise h.unusable_record(unusable.schema_error(seq)) from None
