@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import sys
 import tempfile
 import threading
@@ -277,13 +276,8 @@ def main() -> int:
     args = parser.parse_args()
     honest.run_compiled()
     load = honest.Load()
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    server = context.Process(target=_serve, args=(theirs, args.delay), daemon=True)
-    server.start()
-    url = ours.recv()
     figures: dict[str, Any] = {"bench": "concurrency", "runs": args.runs, "delay_s": args.delay, "calls": CALLS}
-    try:
+    with honest.server_in_child(_serve, args.delay) as url:
         with tempfile.TemporaryDirectory(prefix="bench-concurrency-", dir=ROOT) as folder:
             scratch = Path(folder)
             figures["gather"] = measure(gather_case(url, scratch), args.runs)
@@ -302,9 +296,6 @@ def main() -> int:
                 100 * (figures["toolnode"]["recorded_tools_span_ms"] - plain_span) / plain_span, 1
             )
             figures["atool"] = measure(atool_case(scratch, args.delay), args.runs)
-    finally:
-        ours.send("stop")
-        server.join(timeout=5)
     shares = {
         "gather": figures["gather"]["recorded_over_plain_wall_pct"],
         "toolnode": figures["toolnode"]["recorded_over_plain_tools_span_pct"],

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import multiprocessing
 import os
 import random
 import socket
@@ -150,13 +149,8 @@ def main() -> int:
     args = parser.parse_args()
     honest.run_compiled()
     load = honest.Load()
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    model = context.Process(target=_serve_model, args=(theirs, args.model_delay), daemon=True)
-    model.start()
-    model_url = ours.recv()
     figures: dict[str, Any] = {"bench": "service", "sessions": args.sessions, "requests_per_round": args.requests}
-    try:
+    with honest.server_in_child(_serve_model, args.model_delay) as model_url:
         with tempfile.TemporaryDirectory(prefix="bench-service-", dir=ROOT) as folder:
             environment = {
                 **os.environ,
@@ -185,9 +179,6 @@ def main() -> int:
                     cpu[side] += process_cpu_s(pid) - before
 
                 honest.interleaved({side: (lambda s=side: round_of(s)) for side in servers}, args.rounds)
-    finally:
-        ours.send("stop")
-        model.join(timeout=5)
     total = args.rounds * args.requests
     for side, found in latencies.items():
         figures[side] = {

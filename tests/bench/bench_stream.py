@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import multiprocessing
-import os
 import statistics
 import sys
 import tempfile
@@ -36,6 +35,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import honest  # noqa: E402
 
 CHUNKS = 20
 GAP_S = 0.05
@@ -140,16 +141,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=9, help="runs of each kind, interleaved (at least 7)")
     runs = max(parser.parse_args().runs, 7)
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    server = context.Process(target=_serve, args=(theirs,), daemon=True)
-    server.start()
-    url = ours.recv()
-    cpus = os.cpu_count() or 1
-    load = [round(os.getloadavg()[0], 2)]
+    honest.run_compiled()
+    load = honest.Load()
     figures: dict[str, Any] = {"chunks": CHUNKS, "gap_ms": GAP_S * 1000, "runs": runs}
     loop = asyncio.new_event_loop()
-    try:
+    with honest.server_in_child(_serve) as url, contextlib.closing(loop):
         with tempfile.TemporaryDirectory(dir=ROOT) as scratch:
             directory = Path(scratch)
             for mode in ("sync", "async"):
@@ -166,20 +162,14 @@ def main() -> int:
                     plain, recorded_ = _medians(samples[False]), _medians(samples[True])
                     delta = {key: round(recorded_[key] - plain[key], 2) for key in plain}
                     figures[f"{mode}_{shape}"] = {"plain": plain, "recorded": recorded_, "recorded_less_plain": delta}
-    finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-        ours.send("stop")
-        server.join(timeout=5)
-    load.append(round(os.getloadavg()[0], 2))
-    figures["load_average"] = load
-    figures["cpus"] = cpus
-    figures["quotable"] = max(load) <= cpus - 0.5
+    load.sample()
+    figures.update(load.figures())
     words = [figures[f"{mode}_words"]["recorded_less_plain"] for mode in ("sync", "async")]
     figures["target_met"] = all(d["first_chunk_ms"] <= 2 and d["first_text_ms"] <= 2 for d in words)
     print(json.dumps(figures, indent=1))
-    if not figures["quotable"]:
-        print(f"load {max(load)} is above {cpus - 0.5} (the CPU count less a half): these figures are not quotable")
+    if not load.quotable:
+        print(load.verdict())
     return 0
 
 

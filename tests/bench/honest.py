@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
 import os
 import resource
 import statistics
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path("/tmp/replay-tui-bench")  # big generated journals, cached between runs
@@ -108,6 +110,21 @@ def run_compiled() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+
+
+@contextlib.contextmanager
+def server_in_child(serve: Callable[..., None], *args: Any) -> Iterator[str]:
+    """A loopback server in a spawned process (its CPU is not the measured process's): ``serve(pipe, *args)``
+    sends its URL down the pipe and stops when it receives anything. Yields the URL."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=serve, args=(theirs, *args), daemon=True)
+    process.start()
+    try:
+        yield ours.recv()
+    finally:
+        ours.send("stop")
+        process.join(timeout=5)
 
 
 def load_1m() -> float:
