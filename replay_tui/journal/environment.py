@@ -14,6 +14,7 @@ import locale
 import os
 import platform
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -66,7 +67,7 @@ def process_code_revision(directory: Path) -> dict[str, Any]:
     stamp = _git_stamp(directory)
     if stamp is None:  # not a checkout git can be asked about cheaply: ask git every time, as before
         return code_revision(directory)
-    return dict(_cached_code_revision(str(directory.resolve()), stamp))
+    return dict(_cached_code_revision(str(directory), stamp))
 
 
 @functools.lru_cache(maxsize=16)
@@ -78,22 +79,10 @@ def _git_stamp(directory: Path) -> tuple[Any, ...] | None:
     """What changes when a checkout's commit or index does: the modification times of its git directory's
     ``HEAD``, index and packed refs, and of the branch ``HEAD`` names. None when no git directory is found."""
     try:
-        folder = directory.resolve()
-        for candidate in (folder, *folder.parents):
-            dot_git = candidate / ".git"
-            if dot_git.is_dir():
-                git_dir = common = dot_git
-                break
-            if dot_git.is_file():  # a worktree: "gitdir: PATH", its refs in the common directory
-                text = dot_git.read_text().strip()
-                if not text.startswith("gitdir:"):
-                    return None
-                git_dir = (candidate / text[len("gitdir:") :].strip()).resolve()
-                common_file = git_dir / "commondir"
-                common = (git_dir / common_file.read_text().strip()).resolve() if common_file.is_file() else git_dir
-                break
-        else:
+        found = _GIT_DIRS.get(str(directory)) or _git_dirs(directory)
+        if found is None:
             return None
+        git_dir, common = found
         head = (git_dir / "HEAD").read_text().strip()
         stamps: list[Any] = [str(git_dir), head]
         paths = [git_dir / "HEAD", git_dir / "index", common / "packed-refs"]
@@ -101,24 +90,88 @@ def _git_stamp(directory: Path) -> tuple[Any, ...] | None:
             paths.append(common / head[len("ref:") :].strip())
         for path in paths:
             try:
-                info = path.stat()
+                info = os.stat(path)
                 stamps.append((info.st_mtime_ns, info.st_size, info.st_ino))
             except OSError:
                 stamps.append(None)
         return tuple(stamps)
     except OSError:
+        _GIT_DIRS.clear()  # a git directory removed or moved: found again next time
         return None
+
+
+#: Each directory's git directory and common directory, once found (``_git_dirs``).
+_GIT_DIRS: dict[str, tuple[Path, Path]] = {}
+
+
+def _git_dirs(directory: Path) -> tuple[Path, Path] | None:
+    """The git directory of the checkout holding ``directory`` and its common directory (a worktree's refs
+    live there), remembered once found: resolving the path and walking up to ``.git`` was most of the stamp's
+    cost. Not found is not remembered (a ``git init`` later is seen)."""
+    found = _find_git_dirs(directory.resolve())
+    if found is not None:
+        if len(_GIT_DIRS) >= 64:
+            _GIT_DIRS.clear()
+        _GIT_DIRS[str(directory)] = found
+    return found
+
+
+def _find_git_dirs(folder: Path) -> tuple[Path, Path] | None:
+    for candidate in (folder, *folder.parents):
+        dot_git = candidate / ".git"
+        if dot_git.is_dir():
+            return dot_git, dot_git
+        if dot_git.is_file():  # a worktree: "gitdir: PATH", its refs in the common directory
+            text = dot_git.read_text().strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = (candidate / text[len("gitdir:") :].strip()).resolve()
+            common_file = git_dir / "commondir"
+            common = (git_dir / common_file.read_text().strip()).resolve() if common_file.is_file() else git_dir
+            return git_dir, common
+    return None
 
 
 def lockfile_hash(directory: Path) -> dict[str, Any]:
     """Hash of the first lockfile found upwards from ``directory``; without one, of the
     installed distributions (name==version, sorted)."""
-    for folder in (directory, *directory.parents):
+    for folder in map(str, (directory, *directory.parents)):
+        try:
+            folder_mtime = os.stat(folder).st_mtime_ns
+        except OSError:
+            folder_mtime = None
+        if folder_mtime is not None and _NO_LOCKFILE.get(folder) == folder_mtime:
+            continue  # searched and found none, and no entry was added or removed since
         for name in LOCKFILES:
-            candidate = folder / name
-            if candidate.is_file():
-                return {"source": name, "hash": "sha256:" + hashlib.sha256(candidate.read_bytes()).hexdigest()}
+            candidate = os.path.join(folder, name)
+            try:
+                info = os.stat(candidate)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                digest = _file_digest(candidate, (info.st_mtime_ns, info.st_size, info.st_ino))
+                if digest is not None:
+                    return {"source": name, "hash": digest}
+        if folder_mtime is not None:
+            if len(_NO_LOCKFILE) >= 256:
+                _NO_LOCKFILE.clear()
+            _NO_LOCKFILE[folder] = folder_mtime
     return {"source": "installed-distributions", "hash": _installed_hash(_distribution_listing())}
+
+
+#: Folders searched for a lockfile and found without one, with their modification time then: creating a
+#: lockfile changes it. A service's sessions made the seven stats of every folder up to the root each time.
+_NO_LOCKFILE: dict[str, int] = {}
+
+
+@functools.lru_cache(maxsize=16)
+def _file_digest(path: str, stamp: tuple[int, int, int]) -> str | None:
+    """``sha256:`` of a lockfile, read again only when its modification time, size or inode changes."""
+    try:
+        with open(path, "rb") as handle:
+            return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 #: Where a distribution's metadata lives on a directory of the import path (as importlib.metadata finds it).
@@ -130,7 +183,9 @@ def _distribution_listing() -> tuple[Any, ...] | None:
     entries of each directory, with the modification time of those whose name carries no version (an old
     ``name.egg-info`` is rewritten in place). None where ``importlib.metadata`` must search instead: a path
     entry that is not a plain directory (a zip, an ``.egg``), or a distribution finder of its own on
-    ``sys.meta_path``."""
+    ``sys.meta_path``. A directory is listed again only when its modification time changed (an install or a
+    removal adds or removes an entry): a service records every session, and listing site-packages each time
+    was half of a session's set-up."""
     from importlib.machinery import PathFinder
 
     if any(
@@ -140,26 +195,54 @@ def _distribution_listing() -> tuple[Any, ...] | None:
     listing = []
     for entry in sys.path:
         root = entry or "."
-        if root.lower().endswith(".egg") or not os.path.isdir(root):
+        if root.lower().endswith(".egg"):
             if os.path.exists(root):
                 return None
             continue
         try:
-            children = os.listdir(root)
+            info = os.stat(root)
         except OSError:
             continue
-        infos = []
-        for child in children:
-            if child.lower().endswith(_INFO_SUFFIXES):
-                stamp = 0
-                if "-" not in child:
-                    try:
-                        stamp = os.stat(os.path.join(root, child)).st_mtime_ns
-                    except OSError:
-                        pass
-                infos.append((child, stamp))
-        listing.append((root, tuple(sorted(infos))))
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        infos = _metadata_entries(root, info.st_mtime_ns)
+        if infos is not None:
+            listing.append((root, infos))
     return tuple(listing)
+
+
+#: Each directory listed: its modification time then, and its metadata entries (``_distribution_listing``).
+_LISTED: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = {}
+
+
+def _metadata_entries(root: str, mtime_ns: int) -> tuple[tuple[str, int], ...] | None:
+    """The metadata entries of directory ``root`` (name, and for one without a version its modification time),
+    from the last listing while neither the directory nor those unversioned entries changed."""
+    known = _LISTED.get(root)
+    if known is not None and known[0] == mtime_ns and all(_mtime(root, child) == stamp for child, stamp in known[1] if stamp):
+        return known[1]
+    try:
+        children = os.listdir(root)
+    except OSError:
+        return None
+    infos = tuple(
+        sorted(
+            (child, 0 if "-" in child.rpartition(".")[0] else _mtime(root, child))  # ".egg-info" is no version
+            for child in children
+            if child.lower().endswith(_INFO_SUFFIXES)
+        )
+    )
+    if len(_LISTED) >= 64:
+        _LISTED.clear()
+    _LISTED[root] = (mtime_ns, infos)
+    return infos
+
+
+def _mtime(root: str, child: str) -> int:
+    try:
+        return os.stat(os.path.join(root, child)).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _installed_hash(listing: tuple[Any, ...] | None) -> str:

@@ -88,6 +88,43 @@ def test_the_installed_distributions_hash_follows_an_install_and_a_removal(tmp_p
     assert lockfile_hash(Path("/")) == before
 
 
+def test_a_lockfile_written_after_a_search_found_none_is_found(tmp_path):
+    """Folders searched without a lockfile are skipped while unchanged: a lockfile created since, or one
+    rewritten, is seen by the next session."""
+    from replay_tui.journal.environment import lockfile_hash
+
+    project = tmp_path / "project" / "agent"
+    project.mkdir(parents=True)
+    before = lockfile_hash(project)
+    assert before["source"] == "installed-distributions" and lockfile_hash(project) == before
+    (tmp_path / "project" / "uv.lock").write_text("version = 1\n")
+    first = lockfile_hash(project)
+    assert first["source"] == "uv.lock"
+    (tmp_path / "project" / "uv.lock").write_text("version = 1\n[[package]]\nname = 'x'\n")
+    second = lockfile_hash(project)
+    assert second["source"] == "uv.lock" and second["hash"] != first["hash"]
+
+
+def test_an_unversioned_egg_info_rewritten_in_place_changes_the_hash(tmp_path, monkeypatch):
+    """A directory is listed again only when it changed; an old ``name.egg-info`` file (no version in its
+    name) is rewritten in place on an upgrade, which changes no directory: its own time is looked at."""
+    import os
+
+    from replay_tui.journal.environment import lockfile_hash
+
+    site = tmp_path / "site"
+    site.mkdir()
+    egg = site / "oldstyle.egg-info"
+    egg.write_text("Metadata-Version: 1.0\nName: oldstyle\nVersion: 0.1\n")
+    monkeypatch.syspath_prepend(str(site))
+    before = lockfile_hash(Path("/"))
+    directory_time = site.stat().st_mtime_ns
+    egg.write_text("Metadata-Version: 1.0\nName: oldstyle\nVersion: 0.2\n")
+    os.utime(egg, ns=(egg.stat().st_atime_ns, egg.stat().st_mtime_ns + 1_000_000))
+    os.utime(site, ns=(directory_time, directory_time))
+    assert lockfile_hash(Path("/")) != before
+
+
 def test_installed_distributions_are_read_as_importlib_metadata_reads_them(tmp_path, monkeypatch):
     """The quick reading of each distribution's name and version gives what importlib.metadata gives, for the
     installed ones and for metadata it could get wrong (a folded header, CRLF, lower-case names, PKG-INFO

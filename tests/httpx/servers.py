@@ -448,6 +448,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's backlog of 5 overflowed under 20 concurrent sessions (a connection per request): the
+    # kernel dropped the SYN and the client retried it a second later, a 1 s tail on any side of a bench
+    request_queue_size = 128
     state: FakeLLM
 
 
