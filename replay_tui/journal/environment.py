@@ -219,7 +219,11 @@ def _metadata_entries(root: str, mtime_ns: int) -> tuple[tuple[str, int], ...] |
     """The metadata entries of directory ``root`` (name, and for one without a version its modification time),
     from the last listing while neither the directory nor those unversioned entries changed."""
     known = _LISTED.get(root)
-    if known is not None and known[0] == mtime_ns and all(_mtime(root, child) == stamp for child, stamp in known[1] if stamp):
+    if (
+        known is not None
+        and known[0] == mtime_ns
+        and all(_mtime(root, child) == stamp for child, stamp in known[1] if stamp)
+    ):
         return known[1]
     try:
         children = os.listdir(root)
