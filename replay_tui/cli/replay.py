@@ -14,8 +14,9 @@ from pathlib import Path
 
 from ..journal.safe_text import safe_line
 from ..replay.corpus.runs import is_shard_directory
+from ..replay.modes import MODES, NEW_CODE, SHUFFLE, STRICT
 from ..replay.parent.runner import Progress, ReplayRunner
-from ..replay.protocol import ISOLATIONS, MODES, NEW_CODE, SHUFFLE, STRICT, ReplaySpec
+from ..replay.protocol import ISOLATIONS, ReplaySpec
 from ..replay.sandbox import pass_env_default
 from .common import EXIT_USAGE, print_result, print_text
 

@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..journal.progress import CancelCheck, ProgressCallback
-from ..replay.protocol import HELLO, STRICT, ProtocolError, ReplaySpec
+from ..replay.modes import STRICT
 from .core import Aftercare, Job, Say
 
 if TYPE_CHECKING:
     from ..replay.parent.outcome import ReplayOutcome
     from ..replay.parent.runner import Progress
+    from ..replay.protocol import ReplaySpec
 
 CANCEL_POLL_S = 0.1
 DEFAULT_TIMEOUT_S = 600.0
@@ -52,6 +53,7 @@ class ReplayRequest:
 
     def spec(self, journal: Path, root: str) -> ReplaySpec:
         """The child's spec; ``root`` is the agent's project (where the app was started, as for the CLI)."""
+        from ..replay.protocol import ReplaySpec
         from ..replay.sandbox import pass_env_default
 
         return ReplaySpec(
@@ -125,6 +127,7 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
     def run(self, request: ReplayJobRequest, progress: ProgressCallback, cancelled: CancelCheck) -> ReplayOutcome:
         from ..replay.parent.outcome import ReplayOutcome
         from ..replay.parent.runner import ReplayRunner
+        from ..replay.protocol import HELLO
 
         def on_progress(step: Progress) -> None:
             if request.on_progress is not None:
@@ -172,6 +175,8 @@ class ReplayJob(Job[ReplayJobRequest, "ReplayOutcome"]):
         return {"spec": request.spec.to_argv(), "timeout_s": request.timeout_s, "cwd": request.cwd}
 
     def request_from_json(self, data: Any) -> ReplayJobRequest:
+        from ..replay.protocol import ProtocolError, ReplaySpec
+
         try:
             spec = ReplaySpec.from_argv(str(data["spec"]))
         except ProtocolError as error:

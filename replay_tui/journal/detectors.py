@@ -26,7 +26,7 @@ import re
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter's own C loop
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -340,12 +340,14 @@ class Hit(NamedTuple):
 
 
 class _Compiled:
-    """Everything compiled once, on first use."""
+    """Every pattern compiled on first use, each on its own: the viewer's first frame masks a few strings,
+    which need a few of these, and compiling them all (about 10 ms) was a fifth of its own part of that frame."""
 
-    def __init__(self) -> None:
-        #: Each format, searched on its own only where its anchors are (one alternation of every pattern was
-        #: tried at every position of a text: 0.6 s a megabyte), and the matches merged in order (_format_hits).
-        self.formats = tuple(
+    # Each format, searched on its own only where its anchors are (one alternation of every pattern was
+    # tried at every position of a text: 0.6 s a megabyte), and the matches merged in order (_format_hits).
+    @cached_property
+    def formats(self) -> Any:
+        return tuple(
             (
                 index,
                 fmt,
@@ -354,51 +356,136 @@ class _Compiled:
             )
             for index, fmt in enumerate(FORMATS)
         )
-        # Grouped into one alternation whose first characters are few: the engine skips most positions.
-        self.format_gate = re.compile("|".join(anchor for fmt in FORMATS for anchor in fmt.anchors))
-        self.format_gate_bytes = re.compile(self.format_gate.pattern.encode())
-        self.folded = tuple(dict.fromkeys(anchor for fmt in FORMATS for anchor in fmt.folded))
-        self.folded_bytes = tuple(anchor.encode() for anchor in self.folded)
-        self.folded_gate = re.compile("|".join(map(re.escape, self.folded)))
-        self.name_gate = re.compile("|".join(NAME_HINTS))
-        self.candidate = re.compile(_CANDIDATE)
-        self.candidate_bytes = re.compile(_CANDIDATE.encode())
-        self.name_gate_bytes = re.compile("|".join(NAME_HINTS).encode())
-        # every byte but ASCII letters, digits and the quote: what is left of a name when is_secret_key compares it
-        self.not_name_bytes = bytes(
-            byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22
-        )
-        # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
-        # ``_split``), never the quote that closes a string
-        self.escape_sequence = re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
-        # a \\u escape that spells an ASCII character (or one that folds to it), or an escaped slash, in JSON kept in
-        # a string (its backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may
-        # hold a name or a URL's password its raw bytes do not show
-        self.hiding_escape = re.compile(rb"(?:\x02\x02|\\)(?:u(?:00[2-7][0-9a-f]|212a|017f|013[01])|/)", re.IGNORECASE)
-        # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
-        self.candidate_class = bytes(
+
+    # Grouped into one alternation whose first characters are few: the engine skips most positions.
+    @cached_property
+    def format_gate(self) -> Any:
+        return re.compile("|".join(anchor for fmt in FORMATS for anchor in fmt.anchors))
+
+    @cached_property
+    def format_gate_bytes(self) -> Any:
+        return re.compile(self.format_gate.pattern.encode())
+
+    @cached_property
+    def folded(self) -> Any:
+        return tuple(dict.fromkeys(anchor for fmt in FORMATS for anchor in fmt.folded))
+
+    @cached_property
+    def folded_bytes(self) -> Any:
+        return tuple(anchor.encode() for anchor in self.folded)
+
+    @cached_property
+    def folded_gate(self) -> Any:
+        return re.compile("|".join(map(re.escape, self.folded)))
+
+    @cached_property
+    def name_gate(self) -> Any:
+        return re.compile("|".join(NAME_HINTS))
+
+    @cached_property
+    def candidate(self) -> Any:
+        return re.compile(_CANDIDATE)
+
+    @cached_property
+    def candidate_bytes(self) -> Any:
+        return re.compile(_CANDIDATE.encode())
+
+    @cached_property
+    def name_gate_bytes(self) -> Any:
+        return re.compile("|".join(NAME_HINTS).encode())
+
+    # every byte but ASCII letters, digits and the quote: what is left of a name when is_secret_key compares it
+    @cached_property
+    def not_name_bytes(self) -> Any:
+        return bytes(byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22)
+
+    # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
+    # ``_split``), never the quote that closes a string
+    @cached_property
+    def escape_sequence(self) -> Any:
+        return re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
+
+    # a \\u escape that spells an ASCII character (or one that folds to it), or an escaped slash, in JSON kept in
+    # a string (its backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may
+    # hold a name or a URL's password its raw bytes do not show
+    @cached_property
+    def hiding_escape(self) -> Any:
+        return re.compile(rb"(?:\x02\x02|\\)(?:u(?:00[2-7][0-9a-f]|212a|017f|013[01])|/)", re.IGNORECASE)
+
+    # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
+    @cached_property
+    def candidate_class(self) -> Any:
+        return bytes(
             0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20
             for byte in range(256)
         )
-        # The only characters outside ASCII that lower-case to ASCII letters ("\u212a" -> "k", "\u0130" -> "i")
-        # or match them case-insensitively ("\u017f" ~ "s", "\u0131" ~ "i"): a name spelled with one is a sensitive
-        # name to the str tests (``is_secret_key`` lower-cases), not to a byte search of ``bytes.lower()``.
-        self.folds_to_ascii = re.compile(rb"\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
-        self.sensitive = re.compile(_SENSITIVE_NAME)
-        self.not_sensitive = re.compile(_NOT_SENSITIVE_NAME)
-        self.placeholder = re.compile(_PLACEHOLDER, re.IGNORECASE)
-        self.not_credential = re.compile(_NOT_A_CREDENTIAL)
-        self.assignment = re.compile(_ASSIGNMENT)
-        self.flag_gate = re.compile(FLAG_GATE)
-        self.flag_gate_bytes = re.compile(FLAG_GATE_BYTES)
-        self.oracle_bytes = tuple(name.encode() for name in ORACLE)
-        self.auth_scheme = re.compile(rf"(?i:{_AUTH_SCHEMES})[ \t]+")
-        self.hex = re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
-        self.uuid = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-        self.id_key = re.compile(_ID_KEY, re.IGNORECASE)
-        self.id_key_camel = re.compile(_ID_KEY_CAMEL)
-        self.words = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-        self.name_part = re.compile(r"[a-z]+\d*|[A-Z]+\d*|[A-Z][a-z]+\d*|\d+")
+
+    # The only characters outside ASCII that lower-case to ASCII letters ("\u212a" -> "k", "\u0130" -> "i")
+    # or match them case-insensitively ("\u017f" ~ "s", "\u0131" ~ "i"): a name spelled with one is a sensitive
+    # name to the str tests (``is_secret_key`` lower-cases), not to a byte search of ``bytes.lower()``.
+    @cached_property
+    def folds_to_ascii(self) -> Any:
+        return re.compile(rb"\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
+
+    @cached_property
+    def sensitive(self) -> Any:
+        return re.compile(_SENSITIVE_NAME)
+
+    @cached_property
+    def not_sensitive(self) -> Any:
+        return re.compile(_NOT_SENSITIVE_NAME)
+
+    @cached_property
+    def placeholder(self) -> Any:
+        return re.compile(_PLACEHOLDER, re.IGNORECASE)
+
+    @cached_property
+    def not_credential(self) -> Any:
+        return re.compile(_NOT_A_CREDENTIAL)
+
+    @cached_property
+    def assignment(self) -> Any:
+        return re.compile(_ASSIGNMENT)
+
+    @cached_property
+    def flag_gate(self) -> Any:
+        return re.compile(FLAG_GATE)
+
+    @cached_property
+    def flag_gate_bytes(self) -> Any:
+        return re.compile(FLAG_GATE_BYTES)
+
+    @cached_property
+    def oracle_bytes(self) -> Any:
+        return tuple(name.encode() for name in ORACLE)
+
+    @cached_property
+    def auth_scheme(self) -> Any:
+        return re.compile(rf"(?i:{_AUTH_SCHEMES})[ \t]+")
+
+    @cached_property
+    def hex(self) -> Any:
+        return re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
+
+    @cached_property
+    def uuid(self) -> Any:
+        return re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+    @cached_property
+    def id_key(self) -> Any:
+        return re.compile(_ID_KEY, re.IGNORECASE)
+
+    @cached_property
+    def id_key_camel(self) -> Any:
+        return re.compile(_ID_KEY_CAMEL)
+
+    @cached_property
+    def words(self) -> Any:
+        return re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+    @cached_property
+    def name_part(self) -> Any:
+        return re.compile(r"[a-z]+\d*|[A-Z]+\d*|[A-Z][a-z]+\d*|\d+")
 
 
 @cache

@@ -75,6 +75,7 @@ from typing import Any
 
 import orjson
 
+from .modes import MODES, STRICT
 from .shapes import (
     AnyJson,
     AnyObject,
@@ -100,15 +101,6 @@ MESSAGE_TYPES = frozenset({HELLO, PROGRESS, REFUSAL, DIVERGENCE, RESULT, ERROR, 
 #: alone: an explicit, reported opt-out).
 ISOLATIONS = ("auto", "bwrap", "namespaces", "guard-only")
 
-#: Replay modes. ``strict`` and ``new-code`` serve every observation from the journal
-#: in order; ``model-live`` and ``tools-live`` make one group of dependencies live; ``shuffle``
-#: serves everything from the journal with the completion order of concurrent calls permuted.
-STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE, SHUFFLE = "strict", "new-code", "model-live", "tools-live", "shuffle"
-MODES = (STRICT, NEW_CODE, MODEL_LIVE, TOOLS_LIVE, SHUFFLE)
-#: Modes with something live (the broker, the allowed hosts).
-LIVE_MODES = (MODEL_LIVE, TOOLS_LIVE)
-#: Modes whose verdict the parent makes from the journal the child wrote, not from the events it streamed.
-JOURNAL_JUDGED_MODES = (MODEL_LIVE, TOOLS_LIVE, SHUFFLE)
 
 # Error kinds.
 AGENT_IMPORT, AGENT_CRASH, JOURNAL_ERROR, USAGE_ERROR, INTERNAL_ERROR = (

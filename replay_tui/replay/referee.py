@@ -38,7 +38,7 @@ from ..journal.model import (
     TOOL_CALL,
     TOOL_RESULT,
 )
-from .protocol import MODEL_LIVE, TOOLS_LIVE
+from .modes import MODEL_LIVE, TOOLS_LIVE
 
 #: The payload fields that are an event's key, compared in strict matching.
 KEY_FIELDS: dict[str, tuple[str, ...]] = {

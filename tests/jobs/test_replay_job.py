@@ -17,10 +17,11 @@ import pytest
 from replay_tui.jobs import JobCancelled, JobError, JobRun, run_job
 from replay_tui.jobs.core import CHILD_NICENESS
 from replay_tui.jobs.replay import ReplayJob, ReplayJobRequest, ReplayRequest
+from replay_tui.replay.modes import MODEL_LIVE
 from replay_tui.replay.parent.outcome import ReplayOutcome
 from replay_tui.replay.parent.runner import Progress
 from replay_tui.replay.parent.statuses import FAILED
-from replay_tui.replay.protocol import MODEL_LIVE, ReplaySpec
+from replay_tui.replay.protocol import ReplaySpec
 
 from ..tui.replay_helpers import record_wobbly, slow_wobbly
 

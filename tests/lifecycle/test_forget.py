@@ -174,7 +174,7 @@ def test_forget_refuses_what_is_neither_a_journal_nor_a_trace(tmp_path: Path, ca
 
 
 def test_the_derived_modes_are_replay_s_modes() -> None:
-    from replay_tui.replay.protocol import MODES
+    from replay_tui.replay.modes import MODES
 
     assert set(copies.DERIVED_MODES) == set(MODES)
 

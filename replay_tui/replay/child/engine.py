@@ -28,7 +28,8 @@ from ...journal.model import (
     STATE_TRANSITION,
     TOOL_RESULT,
 )
-from ..protocol import DIVERGENCE, MODEL_LIVE, MODES, SHUFFLE, START, TOOLS_LIVE, ReplaySpec
+from ..modes import MODEL_LIVE, MODES, SHUFFLE, TOOLS_LIVE
+from ..protocol import DIVERGENCE, START, ReplaySpec
 from ..recorded import recorded_config, recorded_inputs
 from ..referee import EXPERIMENT_SERVED_KINDS, nearest_snapshot
 from .entry_point import load_entry_point

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from ..isolation import GUARD_ONLY, Refusal, SocketGuard, isolate
+from ..modes import MODEL_LIVE, TOOLS_LIVE
 from ..protocol import (
     AGENT_CRASH,
     AGENT_IMPORT,
@@ -30,13 +31,11 @@ from ..protocol import (
     INTERNAL_ERROR,
     JOURNAL_ERROR,
     LONG_TEXT,
-    MODEL_LIVE,
     PROGRESS,
     PROTOCOL_VERSION,
     REFUSAL,
     RESULT,
     TEXT,
-    TOOLS_LIVE,
     USAGE_ERROR,
     ProtocolError,
     ReplaySpec,

@@ -32,9 +32,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
+from ..modes import NEW_CODE, STRICT
 from ..parent.outcome import ReplayOutcome
 from ..parent.runner import CRASHED, ReplayRunner
-from ..protocol import NEW_CODE, STRICT, ReplaySpec
+from ..protocol import ReplaySpec
 from .forkserver import ForkServer, ForkServerError, label_isolation
 
 OnDone = Callable[[int, ReplayOutcome], None]

@@ -14,7 +14,8 @@ import orjson
 
 from ...journal.safe_text import safe
 from ..isolation import IsolationInfo, Refusal
-from ..protocol import STRICT, ReplaySpec
+from ..modes import STRICT
+from ..protocol import ReplaySpec
 from ..report import DivergenceReport
 from .statuses import (
     CANCELLED,

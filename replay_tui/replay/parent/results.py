@@ -12,7 +12,7 @@ import orjson
 
 from ...analysis.export import ExportError, ReplaySection
 from ...journal.describe import error_text
-from ..protocol import STRICT
+from ..modes import STRICT
 from .outcome import ReplayOutcome
 from .runner import DIVERGED
 

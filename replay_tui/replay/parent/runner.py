@@ -27,13 +27,8 @@ from typing import Any, Callable
 from ...journal.processes import DEADLINE, Supervised
 from ..broker import Broker
 from ..hosts import HostsConfigError, hosts_in_config
-from ..protocol import (
-    JOURNAL_JUDGED_MODES,
-    MAX_LINE,
-    MODEL_LIVE,
-    TOOLS_LIVE,
-    ReplaySpec,
-)
+from ..modes import JOURNAL_JUDGED_MODES, MODEL_LIVE, TOOLS_LIVE
+from ..protocol import MAX_LINE, ReplaySpec
 from ..sandbox import BWRAP
 from .outcome import ReplayOutcome
 from .sandbox_launch import CollectError, Launch, LaunchRefused, prepare_launch

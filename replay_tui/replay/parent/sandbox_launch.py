@@ -17,7 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ..protocol import MODEL_LIVE, TOOLS_LIVE, ReplaySpec
+from ..modes import MODEL_LIVE, TOOLS_LIVE
+from ..protocol import ReplaySpec
 from ..sandbox import (
     BWRAP,
     GUARD_ONLY,

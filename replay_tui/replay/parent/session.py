@@ -14,18 +14,17 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..isolation import IsolationInfo, Refusal
+from ..modes import JOURNAL_JUDGED_MODES, SHUFFLE
 from ..protocol import (
     AGENT_IMPORT,
     DIVERGENCE,
     ERROR,
     EVENTS,
     HELLO,
-    JOURNAL_JUDGED_MODES,
     MAX_REFUSALS,
     PROGRESS,
     REFUSAL,
     RESULT,
-    SHUFFLE,
     START,
     MessageOrder,
     ProtocolError,

@@ -18,7 +18,8 @@ from typing import Any
 from ...journal import Journal
 from ...journal.safe_text import safe_line
 from ..concurrency import concurrency_groups
-from ..protocol import SHUFFLE, ReplaySpec
+from ..modes import SHUFFLE
+from ..protocol import ReplaySpec
 from .outcome import ReplayOutcome
 from .runner import DIVERGED, MATCH, ReplayRunner
 

@@ -17,7 +17,7 @@ from typing import Any
 from ...journal import Event, Journal
 from ...journal.model import MODEL_REQUEST, RUN_ENDED, TOOL_CALL
 from ..experiment_verdict import ExperimentVerdict, as_produced, read_child_journal
-from ..protocol import SHUFFLE
+from ..modes import SHUFFLE
 
 #: What the agent decides: the calls it makes, and how its run ends.
 _DECISIONS = frozenset({MODEL_REQUEST, TOOL_CALL, RUN_ENDED})

@@ -22,7 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, RadioButton, RadioSet, Select, Static
 
 from ...jobs.replay import ReplayRequest
-from ...replay.protocol import MODEL_LIVE, TOOLS_LIVE
+from ...replay.modes import MODEL_LIVE, TOOLS_LIVE
 from .replay_dialog import parse_timeout
 
 #: Where an experiment journal goes when no path is given (a private folder, see ``experiment_dir``).
