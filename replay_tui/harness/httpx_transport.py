@@ -257,7 +257,8 @@ class _WireHeaders:
 
 
 _request_headers = _WireHeaders(_NOT_RECORDED_REQUEST_HEADERS, IGNORED_HEADER_PREFIXES)
-_response_headers_of = _WireHeaders(IGNORED_RESPONSE_HEADERS)
+_response_headers_of = _WireHeaders(IGNORED_RESPONSE_HEADERS | frozenset(CREDENTIAL_HEADERS))
+_CREDENTIAL_NAMES = frozenset(name.encode("ascii") for name in CREDENTIAL_HEADERS)
 
 
 def _json_or_none(body: bytes) -> Any:
@@ -320,7 +321,16 @@ def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes
 
 
 def _response_headers(response: Any) -> list[tuple[str, str]]:
-    return _response_headers_of(response.headers)
+    """The live response's headers as the journal keeps them. A credential (``set-cookie``: real APIs send
+    load balancer cookies) is never recorded, as in a request, and is taken out of the live response too: the
+    caller reads what a replay will hand it (redaction used to drop it, which walked every answer that had
+    one and rebuilt the response from the record)."""
+    headers = response.headers
+    if any(name.lower() in _CREDENTIAL_NAMES for name, _ in headers.raw):
+        for name in CREDENTIAL_HEADERS:
+            if name in headers:
+                del headers[name]
+    return _response_headers_of(headers)
 
 
 def _response(module: ModuleType, exchange: Exchange, request: Any) -> Any:

@@ -57,7 +57,6 @@ async def plain_chat(ask: Ask) -> Any:
 
     module = default_httpx_module()  # as the recording transport's inner one: the same module and SSL context
     http = module.AsyncClient(verify=_shared_ssl_context(module))
-    client = AsyncOpenAI(api_key="sk-service-key", base_url=os.environ["CHAT_MODEL_URL"], http_client=http)
     tools = [
         {
             "type": "function",
@@ -66,13 +65,16 @@ async def plain_chat(ask: Ask) -> Any:
     ]
     messages: list[dict[str, Any]] = [{"role": "user", "content": ask.message}]
     try:
-        first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
-        message = first.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        for call in message.tool_calls or []:
-            result = await lookup_order("A-1")
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(result)})
-        final = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+        async with AsyncOpenAI(
+            api_key="sk-service-key", base_url=os.environ["CHAT_MODEL_URL"], http_client=http
+        ) as client:
+            first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+            message = first.choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls or []:
+                result = await lookup_order("A-1")
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": str(result)})
+            final = await client.chat.completions.create(model="m", messages=messages, tools=tools)
     except Exception as error:
         return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=500)
     ticket = random.randint(1000, 9999)  # noqa: S311 (a ticket number, as the recorded service draws)

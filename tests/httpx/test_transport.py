@@ -167,6 +167,30 @@ def test_plain_httpx_client(tmp_path: Path, llm_server: LLMServer, monkeypatch: 
     assert replay(journal).status == "match"
 
 
+def test_a_response_cookie_is_never_recorded_and_the_caller_does_not_see_it_either(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    """The loopback server sets a session cookie (as a real API's load balancer does): the journal holds no
+    set-cookie, and the response the caller reads has none, so record and replay hand it the same headers
+    (with redaction on, as here, and off)."""
+    from replay_tui.harness import Harness, JsonlSink, RedactionRules, Redactor
+    from replay_tui.harness.httpx_transport import http_client
+
+    for redactor in (None, Redactor(RedactionRules(enabled=False))):
+        journal = tmp_path / f"cookie-{redactor is None}.jsonl"
+        h = Harness(sink=JsonlSink(journal, run_id="c"), run_id="c", redactor=redactor)
+        h.start_run("c")
+        with http_client(h) as client:
+            answer = client.post(
+                f"{llm_server.url}/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]}
+            )
+        h.end_run("ok")
+        assert answer.status_code == 200 and "set-cookie" not in answer.headers and not client.cookies
+        assert b"abcdef0123456789" not in journal.read_bytes() and b"set-cookie" not in journal.read_bytes()
+        response = next(e for e in events(journal) if e.kind == "model.response").payload["response"]
+        assert response["http"]["headers"]["x-request-id"].startswith("req-")
+
+
 def test_recorded_request_keeps_body_fields_and_drops_attempt_headers() -> None:
     from replay_tui.harness.httpx_transport import exchange_from_payload, recorded_request, recorded_response
 

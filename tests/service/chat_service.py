@@ -56,7 +56,6 @@ async def lookup_order(order: str) -> dict[str, Any]:
 
 async def answer(h: Any, task: dict[str, Any]) -> str:
     """The agent: ask the model, run the tool it asks for, ask again."""
-    client = AsyncOpenAI(api_key="sk-service-key", base_url=task["model_url"], http_client=async_http_client(h))
     messages: list[dict[str, Any]] = [{"role": "user", "content": task["message"]}]
     tools = [
         {
@@ -64,13 +63,17 @@ async def answer(h: Any, task: dict[str, Any]) -> str:
             "function": {"name": "lookup_order", "parameters": {"type": "object", "properties": {"order": {}}}},
         }
     ]
-    first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
-    message = first.choices[0].message
-    messages.append(message.model_dump(exclude_none=True))
-    for call in message.tool_calls or []:
-        result = await h.arecord_tool_call(
-            call.function.name, {"order": "A-1"}, lambda copy: lookup_order(copy["order"]), call_id=call.id
-        )
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": str(result)})
-    final = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+    # a client per session, closed with it (its connections too), as the SDK's docs close one
+    async with AsyncOpenAI(
+        api_key="sk-service-key", base_url=task["model_url"], http_client=async_http_client(h)
+    ) as client:
+        first = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+        message = first.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls or []:
+            result = await h.arecord_tool_call(
+                call.function.name, {"order": "A-1"}, lambda copy: lookup_order(copy["order"]), call_id=call.id
+            )
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(result)})
+        final = await client.chat.completions.create(model="m", messages=messages, tools=tools)
     return f"{final.choices[0].message.content} (ticket {ticket_number()})"
