@@ -493,6 +493,15 @@ def compiled() -> _Compiled:
     return _Compiled()
 
 
+def compile_all() -> None:
+    """Every pattern compiled now: a process that forks workers (the corpus fork server) does it once, before
+    the first fork, so no worker compiles them again."""
+    patterns = compiled()
+    for name, member in vars(_Compiled).items():
+        if isinstance(member, cached_property):
+            getattr(patterns, name)
+
+
 # -- names -----------------------------------------------------------------------------------
 @lru_cache(maxsize=8192)
 def is_secret_key(key: str) -> bool:

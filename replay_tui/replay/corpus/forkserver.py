@@ -462,11 +462,14 @@ SERVER_CWD = os.getcwd()
 
 
 def warm_up() -> None:
-    """Work every child would repeat, done once before the first fork: the default redaction rules compiled
-    (the detectors' patterns: about 8 ms of each child's harness set-up). Nothing here runs agent code."""
+    """Work every child would repeat, done once before the first fork: the default redaction rules and every
+    detector pattern compiled (the patterns compile on first use: each child would compile the ones it meets,
+    about 8 ms of its run). Nothing here runs agent code."""
     from ...harness.redaction import RedactionRules, Redactor
+    from ...journal.detectors import compile_all
 
     Redactor(RedactionRules.from_config({}, source="the fork server's warm-up"))
+    compile_all()
 
 
 def serve(control_fd: int) -> int:
