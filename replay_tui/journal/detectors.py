@@ -346,7 +346,7 @@ class _Compiled:
     # Each format, searched on its own only where its anchors are (one alternation of every pattern was
     # tried at every position of a text: 0.6 s a megabyte), and the matches merged in order (_format_hits).
     @cached_property
-    def formats(self) -> Any:
+    def formats(self) -> tuple[tuple[int, Format, re.Pattern[str] | None, re.Pattern[str] | None], ...]:
         return tuple(
             (
                 index,
@@ -359,62 +359,62 @@ class _Compiled:
 
     # Grouped into one alternation whose first characters are few: the engine skips most positions.
     @cached_property
-    def format_gate(self) -> Any:
+    def format_gate(self) -> re.Pattern[str]:
         return re.compile("|".join(anchor for fmt in FORMATS for anchor in fmt.anchors))
 
     @cached_property
-    def format_gate_bytes(self) -> Any:
+    def format_gate_bytes(self) -> re.Pattern[bytes]:
         return re.compile(self.format_gate.pattern.encode())
 
     @cached_property
-    def folded(self) -> Any:
+    def folded(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(anchor for fmt in FORMATS for anchor in fmt.folded))
 
     @cached_property
-    def folded_bytes(self) -> Any:
+    def folded_bytes(self) -> tuple[bytes, ...]:
         return tuple(anchor.encode() for anchor in self.folded)
 
     @cached_property
-    def folded_gate(self) -> Any:
+    def folded_gate(self) -> re.Pattern[str]:
         return re.compile("|".join(map(re.escape, self.folded)))
 
     @cached_property
-    def name_gate(self) -> Any:
+    def name_gate(self) -> re.Pattern[str]:
         return re.compile("|".join(NAME_HINTS))
 
     @cached_property
-    def candidate(self) -> Any:
+    def candidate(self) -> re.Pattern[str]:
         return re.compile(_CANDIDATE)
 
     @cached_property
-    def candidate_bytes(self) -> Any:
+    def candidate_bytes(self) -> re.Pattern[bytes]:
         return re.compile(_CANDIDATE.encode())
 
     @cached_property
-    def name_gate_bytes(self) -> Any:
+    def name_gate_bytes(self) -> re.Pattern[bytes]:
         return re.compile("|".join(NAME_HINTS).encode())
 
     # every byte but ASCII letters, digits and the quote: what is left of a name when is_secret_key compares it
     @cached_property
-    def not_name_bytes(self) -> Any:
+    def not_name_bytes(self) -> bytes:
         return bytes(byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22)
 
     # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
     # ``_split``), never the quote that closes a string
     @cached_property
-    def escape_sequence(self) -> Any:
+    def escape_sequence(self) -> re.Pattern[bytes]:
         return re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
 
     # a \\u escape that spells an ASCII character (or one that folds to it), or an escaped slash, in JSON kept in
     # a string (its backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may
     # hold a name or a URL's password its raw bytes do not show
     @cached_property
-    def hiding_escape(self) -> Any:
+    def hiding_escape(self) -> re.Pattern[bytes]:
         return re.compile(rb"(?:\x02\x02|\\)(?:u(?:00[2-7][0-9a-f]|212a|017f|013[01])|/)", re.IGNORECASE)
 
     # _CANDIDATE's characters as b"a", every other byte as b" ": a candidate is a run of ENTROPY_MIN_CHARS
     @cached_property
-    def candidate_class(self) -> Any:
+    def candidate_class(self) -> bytes:
         return bytes(
             0x61 if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-.~") else 0x20
             for byte in range(256)
@@ -424,67 +424,67 @@ class _Compiled:
     # or match them case-insensitively ("\u017f" ~ "s", "\u0131" ~ "i"): a name spelled with one is a sensitive
     # name to the str tests (``is_secret_key`` lower-cases), not to a byte search of ``bytes.lower()``.
     @cached_property
-    def folds_to_ascii(self) -> Any:
+    def folds_to_ascii(self) -> re.Pattern[bytes]:
         return re.compile(rb"\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
 
     @cached_property
-    def sensitive(self) -> Any:
+    def sensitive(self) -> re.Pattern[str]:
         return re.compile(_SENSITIVE_NAME)
 
     @cached_property
-    def not_sensitive(self) -> Any:
+    def not_sensitive(self) -> re.Pattern[str]:
         return re.compile(_NOT_SENSITIVE_NAME)
 
     @cached_property
-    def placeholder(self) -> Any:
+    def placeholder(self) -> re.Pattern[str]:
         return re.compile(_PLACEHOLDER, re.IGNORECASE)
 
     @cached_property
-    def not_credential(self) -> Any:
+    def not_credential(self) -> re.Pattern[str]:
         return re.compile(_NOT_A_CREDENTIAL)
 
     @cached_property
-    def assignment(self) -> Any:
+    def assignment(self) -> re.Pattern[str]:
         return re.compile(_ASSIGNMENT)
 
     @cached_property
-    def flag_gate(self) -> Any:
+    def flag_gate(self) -> re.Pattern[str]:
         return re.compile(FLAG_GATE)
 
     @cached_property
-    def flag_gate_bytes(self) -> Any:
+    def flag_gate_bytes(self) -> re.Pattern[bytes]:
         return re.compile(FLAG_GATE_BYTES)
 
     @cached_property
-    def oracle_bytes(self) -> Any:
+    def oracle_bytes(self) -> tuple[bytes, ...]:
         return tuple(name.encode() for name in ORACLE)
 
     @cached_property
-    def auth_scheme(self) -> Any:
+    def auth_scheme(self) -> re.Pattern[str]:
         return re.compile(rf"(?i:{_AUTH_SCHEMES})[ \t]+")
 
     @cached_property
-    def hex(self) -> Any:
+    def hex(self) -> re.Pattern[str]:
         return re.compile(r"(?:sha256:|0x)?[0-9a-fA-F]+")
 
     @cached_property
-    def uuid(self) -> Any:
+    def uuid(self) -> re.Pattern[str]:
         return re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
     @cached_property
-    def id_key(self) -> Any:
+    def id_key(self) -> re.Pattern[str]:
         return re.compile(_ID_KEY, re.IGNORECASE)
 
     @cached_property
-    def id_key_camel(self) -> Any:
+    def id_key_camel(self) -> re.Pattern[str]:
         return re.compile(_ID_KEY_CAMEL)
 
     @cached_property
-    def words(self) -> Any:
+    def words(self) -> re.Pattern[str]:
         return re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
     @cached_property
-    def name_part(self) -> Any:
+    def name_part(self) -> re.Pattern[str]:
         return re.compile(r"[a-z]+\d*|[A-Z]+\d*|[A-Z][a-z]+\d*|\d+")
 
 
