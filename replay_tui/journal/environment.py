@@ -79,7 +79,7 @@ def _git_stamp(directory: Path) -> tuple[Any, ...] | None:
     """What changes when a checkout's commit or index does: the modification times of its git directory's
     ``HEAD``, index and packed refs, and of the branch ``HEAD`` names. None when no git directory is found."""
     try:
-        found = _GIT_DIRS.get(str(directory)) or _git_dirs(directory)
+        found = _git_dirs(directory)
         if found is None:
             return None
         git_dir, common = found
@@ -108,6 +108,9 @@ def _git_dirs(directory: Path) -> tuple[Path, Path] | None:
     """The git directory of the checkout holding ``directory`` and its common directory (a worktree's refs
     live there), remembered once found: resolving the path and walking up to ``.git`` was most of the stamp's
     cost. Not found is not remembered (a ``git init`` later is seen)."""
+    known = _GIT_DIRS.get(str(directory))
+    if known is not None:
+        return known
     found = _find_git_dirs(directory.resolve())
     if found is not None:
         if len(_GIT_DIRS) >= 64:
