@@ -65,9 +65,31 @@ def process_code_revision(directory: Path) -> dict[str, Any]:
     (a child process, about 5 ms of CPU) to say so again. A commit, a checkout or a change staged since is
     seen; a file edited and not staged is not (the modules a running process imported do not change with it)."""
     stamp = _git_stamp(directory)
-    if stamp is None:  # not a checkout git can be asked about cheaply: ask git every time, as before
+    if stamp is None:
+        stamp = _no_checkout_stamp(directory)
+    if stamp is None:  # git is pointed elsewhere by the environment: ask it every time, as before
         return code_revision(directory)
     return dict(_cached_code_revision(str(directory), stamp))
+
+
+def _no_checkout_stamp(directory: Path) -> tuple[Any, ...] | None:
+    """What changes when a folder outside any checkout comes to be inside one: the modification times of the
+    folder and of each folder above it (a ``git init`` or a clone makes a ``.git`` in one of them). A service
+    deployed without its ``.git`` (a container image) ran ``git status`` for every session to be told no. None
+    when ``GIT_DIR`` or ``GIT_WORK_TREE`` tell git where to look instead of the folders."""
+    if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
+        return None
+    stamps: list[Any] = ["no checkout"]
+    try:
+        folder = directory.absolute()
+    except OSError:
+        return None
+    for candidate in (folder, *folder.parents):
+        try:
+            stamps.append((str(candidate), os.stat(candidate).st_mtime_ns))
+        except OSError:
+            stamps.append((str(candidate), None))
+    return tuple(stamps)
 
 
 @functools.lru_cache(maxsize=16)

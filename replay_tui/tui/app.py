@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from textual import events
@@ -16,6 +16,7 @@ from ..journal.safe_text import safe, safe_line
 from . import clipboard
 from .actions import action_callback, bindings_for, palette_actions, palette_help, palette_title
 from .input_clock import UserInputClock
+from .messages import FirstFrameDrawn
 from .screens.main import MainScreen, OpenOptions
 from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
 
@@ -48,13 +49,19 @@ class ReplayApp(App[None]):
         self.journal = journal
         self.options = OpenOptions(start_seq=start_seq, follow=follow, replay_agent=replay_agent)
         self.input_clock = UserInputClock()
+        #: Called once the main screen's first frame is drawn (the launcher ends its start-up pause then).
+        self.after_first_frame: Callable[[], None] | None = None
         for bundled in bundled_themes().values():
             self.register_theme(bundled.theme)
-        self.theme = theme
+        self._start_with_theme(theme)
         self._theme_changed(self.current_theme)
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def on_first_frame_drawn(self, _: FirstFrameDrawn) -> None:
+        if self.after_first_frame is not None:
+            self.after_first_frame()
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
@@ -80,6 +87,19 @@ class ReplayApp(App[None]):
         if defaults is None:
             defaults = self._theme_defaults[key] = theme_variable_defaults(theme.to_color_system().generate())
         return defaults
+
+    def _start_with_theme(self, name: str) -> None:
+        """The theme the app starts with, set as Textual's theme watcher would set it but without the
+        refresh of all CSS it queues: that reparsed every stylesheet and restyled every widget once more
+        (about 10 ms before the first frame), for a stylesheet not yet parsed. Its variables are set here,
+        before the first parse. (Textual is pinned: ``_refresh_truecolor_filter`` is what the watcher calls.)"""
+        if name not in self.available_themes:
+            raise ValueError(f"unknown theme {name!r}")
+        self.set_reactive(App.theme, name)
+        dark = self.current_theme.dark
+        self.update_classes({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark}, update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     def _theme_changed(self, theme: Theme) -> None:
         for name in bundled_themes():

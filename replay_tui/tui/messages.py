@@ -34,6 +34,10 @@ class ReplacedByNext(Message):
         return type(message) is type(self)
 
 
+class FirstFrameDrawn(Message):
+    """The main screen's first frame is on the terminal: what start-up held back may run now."""
+
+
 @dataclass
 class IndexProgress(ReplacedByNext):
     """More of the journal is indexed; ``events`` are readable now."""

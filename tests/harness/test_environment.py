@@ -256,3 +256,35 @@ def test_the_code_revision_of_a_worktree_follows_its_own_head(tmp_path):
     git(side, "commit", "-q", "-am", "on the side")
     after = environment.process_code_revision(side)
     assert after == environment.code_revision(side) and after["commit"] != before["commit"]
+
+
+def test_outside_any_checkout_git_is_asked_once_until_one_is_made(tmp_path, monkeypatch):
+    """A service deployed without its .git (a container image) is told "no checkout" once, not per session;
+    a git init in its folder afterwards is seen at once."""
+    from replay_tui.journal import environment
+
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    monkeypatch.delenv("GIT_WORK_TREE", raising=False)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # git must not find a checkout above
+    folder = tmp_path / "service"
+    folder.mkdir()
+    assert environment.process_code_revision(folder) == {"vcs": None, "commit": None, "dirty": None}
+    asked = []
+    real_run = subprocess.run
+    monkeypatch.setattr(environment.subprocess, "run", lambda *a, **k: asked.append(a) or real_run(*a, **k))
+    assert environment.process_code_revision(folder) == {"vcs": None, "commit": None, "dirty": None}
+    assert asked == []  # no git this time
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True, capture_output=True)
+    (folder / "agent.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "agent.py"], cwd=folder, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "first"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+    assert environment.process_code_revision(folder)["vcs"] == "git"
+    monkeypatch.setenv("GIT_DIR", str(folder / ".git"))  # git told where to look: asked every time
+    asked.clear()
+    environment.process_code_revision(tmp_path)
+    assert len(asked) == 1

@@ -105,6 +105,33 @@ async def test_the_ui_thread_reads_at_most_one_bounded_batch(tmp_path: Path, mon
         assert len(screen.journal) == screen.timeline.count == 2
 
 
+@pytest.mark.asyncio
+async def test_the_collector_stays_paused_until_the_first_frame_is_drawn() -> None:
+    """The launcher pauses the collector through the app's first compose, CSS and layout; the main
+    screen's first frame ends the pause (what start-up built frozen, collection on again)."""
+    import gc
+
+    from replay_tui.tui.launch import StartUpCollection
+
+    app = make_app(DEMO)
+    drawn_rows: list[int] = []
+    try:
+        pause = StartUpCollection()
+
+        def first_frame_drawn() -> None:
+            drawn_rows.append(app.screen.timeline.count if isinstance(app.screen, MainScreen) else -1)
+            pause.end()
+
+        app.after_first_frame = first_frame_drawn
+        async with app.run_test(size=SIZE) as pilot:
+            assert not gc.isenabled() or drawn_rows  # paused until the frame (the pilot may see it drawn)
+            await settle(pilot)
+            assert gc.isenabled() and len(drawn_rows) == 1 and drawn_rows[0] > 0
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
 def test_start_up_runs_without_collections_and_freezes_what_it_built() -> None:
     """The launcher's imports and the app's construction run with the collector off; then what they
     built is frozen out of the collector's generations and collection is on again (for the app's run)."""

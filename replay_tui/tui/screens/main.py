@@ -45,6 +45,7 @@ from ..messages import (
     ChildrenLoaded,
     ControllerMessage,
     CursorMoved,
+    FirstFrameDrawn,
     IndexFinished,
     IndexProgress,
     JobProgress,
@@ -172,6 +173,7 @@ class MainScreen(Screen[None]):
         self.timeline.focus()
         self._index_first_screen()
         # The first frame is drawn before the index worker starts: it would hold the GIL meanwhile.
+        self.call_after_refresh(self.post_message, FirstFrameDrawn())
         self.call_after_refresh(self.index_journal)
 
     @property
