@@ -160,7 +160,24 @@ def _compile_event_test(spec: PayloadSpec) -> Callable[[dict[str, Any]], bool]:
 
 
 _ABSENT = object()
-_EVENT_TESTS = {kind: _compile_event_test(spec) for kind, spec in PAYLOAD_SPECS.items()}
+#: Each kind's test, compiled the first time an event of the kind is checked (``_compiled_test``): compiling
+#: all of them was 4 ms of every start, the app's first frame included, which meets a few kinds.
+_EVENT_TESTS: dict[str, Callable[[dict[str, Any]], bool]] = {}
+
+
+def _compiled_test(kind: Any) -> Callable[[dict[str, Any]], bool] | None:
+    """The test of ``kind``, compiled now if it is a known kind met for the first time (else None)."""
+    if type(kind) is not str or kind not in PAYLOAD_SPECS:
+        return None
+    test = _EVENT_TESTS[kind] = _compile_event_test(PAYLOAD_SPECS[kind])
+    return test
+
+
+def compile_event_tests() -> None:
+    """Every kind's test compiled now (a fork server, once, before its children would each compile theirs)."""
+    for kind in PAYLOAD_SPECS:
+        if kind not in _EVENT_TESTS:
+            _compiled_test(kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +231,8 @@ def check_event(obj: Any) -> None:
         raise SchemaError("(line)", "a JSON object", obj)
     kind = obj.get("kind")
     test = _EVENT_TESTS.get(kind) if type(kind) is str else None
+    if test is None:
+        test = _compiled_test(kind)
     if test is None or not test(obj):
         _explain_envelope(obj)
         if test is None:
