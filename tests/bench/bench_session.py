@@ -11,7 +11,10 @@ harness and the agent's module (not timed: a service has them imported before it
 * ``session``: the first ``async with record_session(...)`` of the chat service of ``tests/service`` (its own
   config and agent), from entering the block to its body, then a second session; besides CPU and wall, the
   CPU the event loop's thread spent on it (``thread_time``: what the set-up blocks the loop for; issue 25
-  item 6 allows 5 ms).
+  item 6 allows 5 ms);
+* ``outside``: the same two sessions from a service folder outside any git checkout (a temporary folder,
+  git told not to look above it), as a service deployed without its ``.git`` runs: the code revision is
+  asked of git once, not for every session (the second session's ``children_cpu_ms``).
 
 Build and session children alternate, ``--runs`` of each; medians. Target (issue 30, item 3): the first set-up
 costs at most 30 ms of CPU after import (this process and its children together). The last line is one JSON
@@ -89,8 +92,22 @@ def child_session(scratch: Path) -> dict[str, Any]:
 
 
 def sample(kind: str) -> dict[str, Any]:
+    if kind == "outside":  # a service folder outside any checkout: its own temporary folder
+        with tempfile.TemporaryDirectory(prefix="bench-session-service-") as folder:
+            environment = {**os.environ, "GIT_CEILING_DIRECTORIES": str(Path(folder).parent)}
+            environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+            return _sample_in(kind, Path(folder), environment)
+    return _sample_in(kind, ROOT, None)
+
+
+def _sample_in(kind: str, cwd: Path, environment: dict[str, str] | None) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", kind], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, __file__, "--child", kind],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -102,18 +119,20 @@ def sample(kind: str) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=9, help="fresh processes of each kind (default 9)")
-    parser.add_argument("--child", choices=("build", "session"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("build", "session", "outside"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        with tempfile.TemporaryDirectory(prefix="bench-session-", dir=ROOT) as scratch:
+        with tempfile.TemporaryDirectory(prefix="bench-session-", dir=Path.cwd()) as scratch:
             run = child_build if args.child == "build" else child_session
             print(json.dumps(run(Path(scratch))))
         return 0
     honest.run_compiled()
     load = honest.Load()
     os.chdir(ROOT)
-    sample("build"), sample("session")  # warm-up: the page cache
-    runs = honest.interleaved({"build": lambda: sample("build"), "session": lambda: sample("session")}, args.runs)
+    kinds = ("build", "session", "outside")
+    for kind in kinds:  # warm-up: the page cache
+        sample(kind)
+    runs = honest.interleaved({kind: (lambda kind=kind: sample(kind)) for kind in kinds}, args.runs)
     figures: dict[str, Any] = {"bench": "session", "runs": args.runs, "target_first_cpu_ms": TARGET_CPU_MS}
     for kind, samples in runs.items():
         for which in ("first", "second"):
@@ -126,7 +145,9 @@ def main() -> int:
             f"{figures[f'{kind}_second']['total_cpu_ms']:.1f} ms CPU (medians of {args.runs} processes)",
             flush=True,
         )
-    figures["target_met"] = all(figures[f"{kind}_first"]["total_cpu_ms"] <= TARGET_CPU_MS for kind in runs)
+    figures["target_met"] = all(
+        figures[f"{kind}_first"]["total_cpu_ms"] <= TARGET_CPU_MS for kind in ("build", "session")
+    )
     honest.finish(figures, load)
     return 0
 
