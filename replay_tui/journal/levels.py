@@ -94,15 +94,25 @@ def info_request(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def info_response(payload: dict[str, Any]) -> dict[str, Any]:
     """A ``model.response`` payload at ``info``: a relayed stream's alike events joined, a harness stream's
-    boundaries dropped (everything else as it is)."""
-    changed = dict(payload)
+    boundaries dropped (everything else as it is). A payload with neither is returned itself, not a copy: the
+    transport hands the SDK the live response only when the payload written is the one it made (a copy made
+    every session's answers be rebuilt from the record, as if the journal held something else)."""
     stream = payload.get("stream")
-    if isinstance(stream, Mapping) and "boundaries" in stream:
-        changed["stream"] = {key: value for key, value in stream.items() if key != "boundaries"}
+    kept_stream = (
+        {key: value for key, value in stream.items() if key != "boundaries"}
+        if isinstance(stream, Mapping) and "boundaries" in stream
+        else None
+    )
     response = payload.get("response")
     http = response.get("http") if isinstance(response, Mapping) else None
-    if isinstance(http, Mapping) and isinstance(http.get("sse"), list):
-        changed["response"] = {**response, "http": {**http, "sse": join_alike_events(http["sse"])}}  # type: ignore[dict-item]
+    joined = join_alike_events(http["sse"]) if isinstance(http, Mapping) and isinstance(http.get("sse"), list) else None
+    if kept_stream is None and joined is None:
+        return payload
+    changed = dict(payload)
+    if kept_stream is not None:
+        changed["stream"] = kept_stream
+    if joined is not None:
+        changed["response"] = {**response, "http": {**http, "sse": joined}}  # type: ignore[dict-item]
     return changed
 
 

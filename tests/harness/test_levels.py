@@ -123,3 +123,36 @@ def test_a_trace_flag_turns_trace_on_from_the_next_model_call(tmp_path: Path, fl
     forms = ["request" in e.payload for e in events_of(journal) if e.kind == "model.request"]
     assert forms == ([True, True] if flag_first else [False, True])
     assert run_agent  # (imported for the harness API the test drives by hand)
+
+
+@pytest.mark.parametrize("level", ["info", "trace"])
+def test_a_whole_answer_reaches_the_caller_as_it_came_at_either_level(tmp_path: Path, level: str) -> None:
+    """At info as at trace, a non-streamed answer the journal keeps as it came is handed to the SDK as the live
+    response itself (info copied every payload, so every session's answers were rebuilt from the record)."""
+    from replay_tui.harness.httpx_transport import default_httpx_module, make_transport
+
+    module = default_httpx_module()
+    live: list[object] = []
+    body = b'{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}'
+
+    class Answering(module.BaseTransport):  # type: ignore[misc, name-defined]
+        def handle_request(self, request):  # type: ignore[no-untyped-def]
+            response = module.Response(200, headers={"content-type": "application/json"}, content=body, request=request)
+            live.append(response)
+            return response
+
+    config = config_from_mapping({"harness": {"level": level}}, base_dir=ROOT)
+    journal = tmp_path / f"{level}.jsonl"
+    with build_harness(config, journal=journal, run_id="r", agent="tests:levels") as recording:
+        recording.started("tests:levels")
+        h = recording.harness
+        h.start_run()
+        transport = make_transport(h, httpx_module=module, inner=Answering())
+        request = module.Request(
+            "POST", "http://127.0.0.1:9/v1/chat/completions", content=b'{"model":"m","messages":[]}'
+        )
+        handed = transport.handle_request(request)
+        assert handed is live[0] and handed.json()["choices"][0]["message"]["content"] == "hi"
+        h.end_run("ok")
+    response = next(e for e in events_of(journal) if e.kind == "model.response")
+    assert response.payload["response"]["http"]["body_json"]["id"] == "chatcmpl-1"
