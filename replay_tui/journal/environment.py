@@ -79,17 +79,11 @@ def _no_checkout_stamp(directory: Path) -> tuple[Any, ...] | None:
     when ``GIT_DIR`` or ``GIT_WORK_TREE`` tell git where to look instead of the folders."""
     if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
         return None
-    stamps: list[Any] = ["no checkout"]
     try:
         folder = directory.absolute()
     except OSError:
         return None
-    for candidate in (folder, *folder.parents):
-        try:
-            stamps.append((str(candidate), os.stat(candidate).st_mtime_ns))
-        except OSError:
-            stamps.append((str(candidate), None))
-    return tuple(stamps)
+    return ("no checkout", *((str(candidate), _mtime(str(candidate))) for candidate in (folder, *folder.parents)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -247,7 +241,7 @@ def _metadata_entries(root: str, mtime_ns: int) -> tuple[tuple[str, int], ...] |
     if (
         known is not None
         and known[0] == mtime_ns
-        and all(_mtime(root, child) == stamp for child, stamp in known[1] if stamp)
+        and all(_mtime(os.path.join(root, child)) == stamp for child, stamp in known[1] if stamp)
     ):
         return known[1]
     try:
@@ -256,7 +250,8 @@ def _metadata_entries(root: str, mtime_ns: int) -> tuple[tuple[str, int], ...] |
         return None
     infos = tuple(
         sorted(
-            (child, 0 if "-" in child.rpartition(".")[0] else _mtime(root, child))  # ".egg-info" is no version
+            # (the "-" of ".egg-info" is no version: only the name before the suffix is looked at)
+            (child, 0 if "-" in child.rpartition(".")[0] else _mtime(os.path.join(root, child)))
             for child in children
             if child.lower().endswith(_INFO_SUFFIXES)
         )
@@ -267,9 +262,10 @@ def _metadata_entries(root: str, mtime_ns: int) -> tuple[tuple[str, int], ...] |
     return infos
 
 
-def _mtime(root: str, child: str) -> int:
+def _mtime(path: str) -> int:
+    """``path``'s modification time (ns); 0 when it cannot be read (gone, or not there yet)."""
     try:
-        return os.stat(os.path.join(root, child)).st_mtime_ns
+        return os.stat(path).st_mtime_ns
     except OSError:
         return 0
 
