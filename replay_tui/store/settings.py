@@ -15,7 +15,6 @@ or holds a wrong key is an error naming it: a mistyped audit setting must not tu
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +63,8 @@ def _read(path: Path) -> Settings:
         return Settings(path)
     except (OSError, UnicodeDecodeError) as error:
         raise SettingsError(f"{path}: cannot be read: {getattr(error, 'strerror', None) or error}") from None
+    import tomllib  # only when there is a file: every command reads the settings, most machines have none
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -18,7 +18,13 @@ from .actions import action_callback, bindings_for, palette_actions, palette_hel
 from .input_clock import UserInputClock
 from .messages import FirstFrameDrawn
 from .screens.main import MainScreen, OpenOptions
-from .themes import DEFAULT_THEME, bundled_themes, stylesheet_paths, theme_variable_defaults
+from .themes import (
+    CUSTOM_VARIABLE_FALLBACKS,
+    DEFAULT_THEME,
+    bundled_themes,
+    stylesheet_paths,
+    theme_variable_defaults,
+)
 
 THEME_CYCLE = ("dark", "light", "high-contrast")
 
@@ -42,6 +48,7 @@ class ReplayApp(App[None]):
         keymap: Mapping[str, str] | None = None,
     ) -> None:
         self._theme_defaults: dict[tuple[str, int], dict[str, str]] = {}  # before super(): it asks for them
+        self._theme_chosen = False  # App.__init__ asks for the variables of Textual's default theme: see below
         super().__init__()
         self.user_keymap = dict(keymap or {})  # action id -> keys, from the user's keymap file
         if self.user_keymap:
@@ -78,10 +85,18 @@ class ReplayApp(App[None]):
         return screen
 
     # -- themes -----------------------------------------------------------
+    def get_css_variables(self) -> dict[str, str]:
+        """Nothing while Textual's constructor runs: it asks for its default theme's, which ``_start_with_theme``
+        replaces before anything is parsed (each asking generates a color system, about 1 ms)."""
+        return super().get_css_variables() if self._theme_chosen else {}
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Textual's own themes lack our custom variables: derive them from the theme's colors
-        (once per theme: generating a color system is a few ms, and every CSS refresh asks)."""
+        (once per theme: generating a color system is about 1 ms, and every CSS refresh asks). A theme that
+        sets them all (the bundled ones) needs none."""
         theme = self.current_theme
+        if CUSTOM_VARIABLE_FALLBACKS.keys() <= theme.variables.keys():
+            return {}
         key = (theme.name, id(theme))
         defaults = self._theme_defaults.get(key)
         if defaults is None:
@@ -99,6 +114,7 @@ class ReplayApp(App[None]):
         dark = self.current_theme.dark
         self.update_classes({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark}, update=False)
         self._refresh_truecolor_filter(self.ansi_theme)
+        self._theme_chosen = True
         self.stylesheet.set_variables(self.get_css_variables())
 
     def _theme_changed(self, theme: Theme) -> None:

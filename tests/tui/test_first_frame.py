@@ -150,3 +150,32 @@ def test_start_up_runs_without_collections_and_freezes_what_it_built() -> None:
         assert gc.isenabled()  # on again even when start-up fails
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.asyncio
+async def test_the_panes_parts_are_mounted_after_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state panes, the event detail and the replay strip draw only their frames in the first frame;
+    their parts are mounted once it is drawn, and a part asked for earlier is mounted then."""
+    from replay_tui.tui.widgets.assembled_later import AssembledLater
+    from replay_tui.tui.widgets.json_view import JsonView
+    from replay_tui.tui.widgets.panes import StatePane
+
+    parts_at_first_row: list[int] = []
+    render_line = Timeline.render_line
+
+    def first_row(timeline: Timeline, y: int) -> Any:
+        if not parts_at_first_row:
+            parts_at_first_row.extend(len(container.children) for container in timeline.screen.query(AssembledLater))
+        return render_line(timeline, y)
+
+    monkeypatch.setattr(Timeline, "render_line", first_row)
+    async with make_app(DEMO).run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert parts_at_first_row == [0, 0, 0, 0]
+        assert all(container.children for container in screen.query(AssembledLater))
+        assert len(screen.query(JsonView)) == 3
+        assert screen.query_one("#state-after", StatePane).view.lines  # the state after seq 1 is shown
+        lone = StatePane("before")
+        await screen.mount(lone)
+        assert not lone.children
+        assert lone.view is lone.query_one(JsonView)  # asked for before anything assembled it

@@ -185,9 +185,7 @@ class DivergenceScreen(Screen[int | None]):
             pane.show_state(message.state)
         else:
             before = safe_line(self.report.state_before or "unknown")
-            pane.query_one(".state-status", Static).update(
-                Content(f"state before: {before} (no recorded event at this seq)")
-            )
+            pane.status.update(Content(f"state before: {before} (no recorded event at this seq)"))
         tree = self.query_one(CausalTree)
         if message.chain:
             selected = tree.show_chain(message.chain)

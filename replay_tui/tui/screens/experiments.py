@@ -86,8 +86,12 @@ class ExperimentsScreen(ModalScreen[ReplayRequest | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     ExperimentsScreen { align: center middle; background: $background 60%; }
-    ExperimentsScreen #experiments-box { width: 100; height: auto; max-height: 95%; border: round $accent; background: $panel; padding: 0 1; }
+    ExperimentsScreen #experiments-box {
+        width: 100; height: auto; max-width: 100%; max-height: 100%;
+        border: round $accent; background: $panel; padding: 0 1;
+    }
     ExperimentsScreen Label { margin-top: 1; color: $foreground-muted; }
+    ExperimentsScreen #experiments-box Label { width: 100%; }
     ExperimentsScreen Input, ExperimentsScreen Select { background: $surface; }
     ExperimentsScreen RadioSet { width: 100%; }
     ExperimentsScreen #experiments-mode-help { color: $foreground-muted; height: auto; }

@@ -42,6 +42,12 @@ def help_text(keymap: Mapping[str, str] | None = None) -> str:
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    DEFAULT_CSS = """
+    HelpScreen #help-box {
+        width: 120; height: 80%; max-width: 100%; max-height: 100%;
+        border: round $accent; background: $panel; padding: 0 1;
+    }
+    """
 
     def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
@@ -54,6 +54,7 @@ from ..messages import (
     StateComputed,
 )
 from ..widgets.annotation_marks import GLYPHS, SECRET, WalkthroughMarks
+from ..widgets.assembled_later import AssembledLater
 from ..widgets.bars import RunHeader, StatusBar
 from ..widgets.causal_tree import CausalTree, NodeData
 from ..widgets.json_view import JsonView
@@ -98,6 +99,7 @@ class MainScreen(Screen[None]):
         self.index_seconds: float | None = None
         self._settle: Timer | None = None
         self._have_first = False
+        self._resumed = False
         self._chain_check = ChainCheck(journal.path)
         self.live = LiveAnalysis(journal)
 
@@ -175,6 +177,19 @@ class MainScreen(Screen[None]):
         # The first frame is drawn before the index worker starts: it would hold the GIL meanwhile.
         self.call_after_refresh(self.post_message, FirstFrameDrawn())
         self.call_after_refresh(self.index_journal)
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """The first resume comes right after the mount, which styled every node: Textual's restyle of the whole
+        screen then changes nothing (it was a tenth of the first frame). Every later resume restyles."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
+
+    @on(FirstFrameDrawn)
+    def _assemble_the_rest(self) -> None:
+        """The panes' parts, left out of the first frame (``widgets/assembled_later.py``)."""
+        for container in self.query(AssembledLater):
+            container.assemble()
 
     @property
     def controllers(self) -> dict[str, object]:

@@ -11,6 +11,13 @@ from textual.widgets import Input, Static
 
 class PromptScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    PromptScreen #prompt-box {
+        width: 70; height: auto; max-width: 100%; max-height: 100%;
+        border: round $accent; background: $panel; padding: 0 1;
+    }
+    PromptScreen #prompt-hint { color: $foreground-muted; }
+    """
 
     def __init__(self, title: str, hint: str, value: str = "", placeholder: str = "") -> None:
         super().__init__()

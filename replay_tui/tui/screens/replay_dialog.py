@@ -26,8 +26,12 @@ class ReplayDialog(ModalScreen[ReplayRequest | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     ReplayDialog { align: center middle; background: $background 60%; }
-    ReplayDialog #replay-dialog { width: 90; height: auto; border: round $accent; background: $panel; padding: 0 1; }
+    ReplayDialog #replay-dialog {
+        width: 90; height: auto; max-width: 100%; max-height: 100%;
+        border: round $accent; background: $panel; padding: 0 1;
+    }
     ReplayDialog Label { margin-top: 1; color: $foreground-muted; }
+    ReplayDialog #replay-dialog Label { width: 100%; }
     ReplayDialog Input { background: $surface; }
     ReplayDialog #replay-dialog-error { color: $error; height: auto; }
     """

@@ -200,6 +200,26 @@ def wrap_lines(lines: list[JsonLine], width: int) -> list[JsonLine]:
 class JsonView(ScrollView, can_focus=True):
     """Scrollable, foldable JSON with a line cursor."""
 
+    # Here rather than in themes/replay.tcss: read when the first view is mounted, after the first frame
+    # (no rule of the app's stylesheet styles a view or its components, so none is outranked).
+    DEFAULT_CSS = """
+    JsonView {
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    JsonView > .json--key { color: $json-key; }
+    JsonView > .json--string { color: $json-string; }
+    JsonView > .json--number { color: $json-number; }
+    JsonView > .json--punct { color: $foreground-muted; }
+    JsonView > .json--added { background: $success 25%; }
+    JsonView > .json--removed { background: $error 25%; }
+    JsonView > .json--changed { background: $warning 25%; }
+    JsonView > .json--watched { text-style: underline; }
+    JsonView > .json--cursor { background: $timeline-cursor-background; color: $timeline-cursor-foreground; }
+    JsonView > .json--status-ok { color: $success; }
+    JsonView > .json--status-bad { color: $error; text-style: bold; }
+    """
+
     COMPONENT_CLASSES = {
         "json--key",
         "json--string",

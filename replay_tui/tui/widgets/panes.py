@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.search import ReplayMarks, event_marks, line_of
 from ...analysis.state import StateAt
 from ...journal import Event, Journal, JournalError, event_hash_of
 from ...journal.safe_text import safe, safe_line
+from .assembled_later import AssembledLater
 from .json_view import JsonDocument, JsonView
 
 
-class StatePane(Vertical):
+class StatePane(AssembledLater):
     """The state on one side of the selected event, changes highlighted."""
 
     def __init__(self, side: str, *, id: str | None = None) -> None:
@@ -22,22 +24,27 @@ class StatePane(Vertical):
         self.side = side
         self.border_title = f"State {side}"
 
-    def compose(self) -> ComposeResult:
-        yield Static("", classes="state-status")
-        yield JsonView(id=f"{self.side}-json")
+    def parts(self) -> Iterable[Widget]:
+        return (Static("", classes="state-status"), JsonView(id=f"{self.side}-json"))
 
     @property
     def view(self) -> JsonView:
+        self.assemble()
         return self.query_one(JsonView)
+
+    @property
+    def status(self) -> Static:
+        self.assemble()
+        return self.query_one(".state-status", Static)
 
     def show_loading(self, seq: int | None) -> None:
         self.border_title = f"State {self.side}" + (f" seq {seq}" if seq is not None else "")
-        self.query_one(".state-status", Static).update("rebuilding state…")
+        self.status.update("rebuilding state…")
 
     def show_state(self, state: StateAt) -> None:
         value = state.before if self.side == "before" else state.after
         self.border_title = f"State {self.side} seq {state.seq}"
-        status = self.query_one(".state-status", Static)
+        status = self.status
         bad = bool(state.mismatches or state.problems)
         status.set_class(bad, "-bad")
         counts = state.diff
@@ -75,18 +82,19 @@ def hash_status(journal: Journal, position: int, event: Event) -> tuple[str, boo
     return " · ".join(parts), own and linked
 
 
-class EventDetail(Vertical):
+class EventDetail(AssembledLater):
     """The selected event: envelope, hash status, payload as foldable JSON."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="pane")
         self.border_title = "Event"
 
-    def compose(self) -> ComposeResult:
-        yield JsonView(id="detail-json")
+    def parts(self) -> Iterable[Widget]:
+        return (JsonView(id="detail-json"),)
 
     @property
     def view(self) -> JsonView:
+        self.assemble()
         return self.query_one(JsonView)
 
     def show_event(

@@ -8,10 +8,9 @@ time while a run is on, then the run's one-line result and the keys that use it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
@@ -29,6 +28,7 @@ from ...replay.parent.statuses import (
     UNUSED_EVENTS,
 )
 from . import replay_format
+from .assembled_later import AssembledLater
 
 if TYPE_CHECKING:  # the runner loads with the first replay, not the first frame
     from ...jobs.replay import ReplayRequest
@@ -112,7 +112,7 @@ class ReplayProgressLine(Widget):
         )
 
 
-class ReplayPanel(Vertical):
+class ReplayPanel(AssembledLater):
     """Progress of the running replay, then its one-line result. Hidden until the first run."""
 
     DEFAULT_CSS = """
@@ -135,16 +135,17 @@ class ReplayPanel(Vertical):
         self._label = "replay"  # the run's label, before its phase
         self._tick: Timer | None = None
 
-    def compose(self) -> ComposeResult:
-        yield ReplayProgressLine(id="replay-line")
-        yield Static("", id="replay-result", markup=False)
+    def parts(self) -> Iterable[Widget]:
+        return (ReplayProgressLine(id="replay-line"), Static("", id="replay-result", markup=False))
 
     @property
     def line(self) -> ReplayProgressLine:
+        self.assemble()
         return self.query_one(ReplayProgressLine)
 
     @property
     def result_line(self) -> Static:
+        self.assemble()
         return self.query_one("#replay-result", Static)
 
     # -- what the controller shows ---------------------------------------------
