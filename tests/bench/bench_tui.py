@@ -45,6 +45,13 @@ Steps, each in a fresh Python process so imports, caches and RSS do not mix:
    app's first-frame path as the entry point takes it (the collector paused while it imports).
    The load average is printed beside each.
 
+6. ``--instructions``: the same three starts counted in instructions instead of seconds, which the
+   machine's load does not move (the wall figures above move by a tenth from one run to the next on a
+   shared machine). Each app runs under ``valgrind --tool=callgrind`` on a pty, through ``EXIT_ON_NEEDLE``,
+   which ends the process (``os._exit``) the moment the needle is in what the app's terminal driver
+   wrote: process start to the first row, interpreter start included. Kernel time and waiting are not in
+   it, so it is a companion to the end-to-end ratio, not the target itself.
+
 First frames are the median of --runs runs of each, alternating. The last line
 printed is one JSON object with the figures.
 """
@@ -62,6 +69,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import textwrap
 import time
@@ -478,6 +486,104 @@ Bare().run()
 """
 
 
+#: Runs a Textual app's entry point and ends the process the moment ``$NEEDLE`` (escapes stripped) is in
+#: what its driver wrote: ``python EXIT_ON_NEEDLE module:function ARGS`` or ``python EXIT_ON_NEEDLE path.py``.
+EXIT_ON_NEEDLE = """
+import importlib, os, re, runpy, sys
+from textual.drivers.linux_driver import LinuxDriver
+needle, write, escapes = os.environ["NEEDLE"], LinuxDriver.write, re.compile(r"\\x1b\\[[0-9;?]*[A-Za-z]|\\x1b[()][A-Z0-9]|\\x1b[=>]")
+def written(self, data):
+    write(self, data)
+    if needle in escapes.sub("", data):
+        self.flush()
+        os._exit(0)
+LinuxDriver.write = written
+target, sys.argv = sys.argv[1], sys.argv[1:]
+if target.endswith(".py"):
+    runpy.run_path(target, run_name="__main__")
+else:
+    module, _, function = target.partition(":")
+    sys.exit(getattr(importlib.import_module(module), function)())
+"""
+
+
+def instructions_to_first_row(argv: list[str | Path], needle: bytes, environ: dict[str, str], scratch: Path) -> int:
+    """Instructions ``argv`` (run through ``EXIT_ON_NEEDLE``) executes until ``needle`` is drawn, on a pty."""
+    out = scratch / "callgrind.out"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
+    child_environ = {**environ, "TERM": "xterm-256color", "PYTHONHASHSEED": "0", "NEEDLE": needle.decode()}
+    child = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        env=child_environ,
+        close_fds=True,
+    )
+    os.close(slave)
+    try:
+        while child.poll() is None:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    os.read(master, 1 << 16)
+                except OSError:
+                    break
+        child.wait(timeout=300)
+    finally:
+        os.close(master)
+    found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
+    if found is None:
+        raise RuntimeError(f"{argv}: callgrind wrote no total")
+    return int(found.group(1))
+
+
+def instruction_figures(path: Path) -> dict:
+    """Ours, the bare Textual app and toolong, each counted once (the counts repeat within 0.1 %)."""
+    toolong = ensure_toolong()
+    environ = compiled_environment()
+    with tempfile.TemporaryDirectory(prefix="bench-tui-instructions-") as folder:
+        scratch = Path(folder)
+        wrapper, bare = scratch / "exit_on_needle.py", scratch / "bare_textual_app.py"
+        wrapper.write_text(EXIT_ON_NEEDLE)
+        bare.write_text(BARE_TEXTUAL_APP)
+        sides: dict[str, tuple[list[str | Path], bytes]] = {
+            "ours": ([sys.executable, wrapper, "replay_tui.cli:entry_point", path], b"run.started"),
+            "bare_textual": ([sys.executable, wrapper, bare], b"run.started"),
+        }
+        if toolong is not None:
+            sides["toolong"] = ([toolong, wrapper, "toolong.cli:run", path], toolong_needle(path))
+        # warm-up, as for the wall figures (bytecode, page cache): the apps as a user starts them
+        ours_argv: list[str | Path] = [
+            sys.executable,
+            "-c",
+            "from replay_tui.cli import entry_point; entry_point()",
+            path,
+        ]
+        first_row_on_terminal(ours_argv, b"run.started", environ=environ)
+        first_row_on_terminal([sys.executable, bare], b"run.started", environ=environ)
+        if toolong is not None:
+            first_row_on_terminal([toolong.with_name("tl"), path], toolong_needle(path))
+        counts = {
+            name: instructions_to_first_row(argv, needle, environ, scratch) for name, (argv, needle) in sides.items()
+        }
+    figures = {f"{name}_first_row_instructions": count for name, count in counts.items()}
+    if "toolong" in counts:
+        figures["first_row_instructions_ratio_vs_toolong"] = round(counts["ours"] / counts["toolong"], 3)
+        figures["bare_textual_instructions_ratio_vs_toolong"] = round(counts["bare_textual"] / counts["toolong"], 3)
+    print(
+        "instructions, process start to first row: "
+        + ", ".join(f"{name} {count / 1e6:,.1f} M" for name, count in counts.items())
+        + (
+            f" (ours over toolong's {figures['first_row_instructions_ratio_vs_toolong']})"
+            if "toolong" in counts
+            else ""
+        ),
+        flush=True,
+    )
+    return figures
+
+
 def start_up_figures(path: Path, runs: int, toolong: Path | None = None, import_runs: int | None = None) -> dict:
     """End to end on a pty (ours, then toolong's, alternating) and import time beside Textual's: medians of ``runs``."""
     toolong = toolong or ensure_toolong()
@@ -578,6 +684,9 @@ def main() -> None:
     parser.add_argument(
         "--import-runs", type=int, help="interleaved runs of each import (default 7 x --runs): min and median"
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="only start-up, counted in instructions (valgrind): see 6."
+    )
     parser.add_argument("--child", choices=["first-frame", "full", "during-replay"], help=argparse.SUPPRESS)
     parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -592,6 +701,9 @@ def main() -> None:
     size_mb = path.stat().st_size / 1e6
     print(f"journal: {path} ({size_mb:,.0f} MB)", flush=True)
     me = [sys.executable, __file__, "--journal", path]
+    if args.instructions:
+        print(json.dumps(instruction_figures(path)))
+        return
     if args.start_only:
         print(json.dumps(start_up_figures(path, args.runs, import_runs=args.import_runs)))
         return
