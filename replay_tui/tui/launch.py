@@ -109,8 +109,9 @@ class StartUpCollection:
     collections before the first frame (paused through the imports and the app's construction only,
     it was on for the first frame's compose, CSS and layout: ending the pause at the first frame
     instead saved about 7 ms). At ``end`` (the first frame drawn, or the launch over without one)
-    what start-up built (modules, classes, the app, the first screen's widgets) is frozen out of the collector's generations, since it lives as long as the process: the
-    collections that follow walk only what the app makes from then on (a full one cost 30-70 ms)."""
+    what start-up built (modules, classes, the app, the first screen's widgets) is frozen out of the
+    collector's generations, since it lives as long as the process: the collections that follow walk
+    only what the app makes from then on (a full one cost 30-70 ms)."""
 
     def __init__(self) -> None:
         self._was_enabled = gc.isenabled()

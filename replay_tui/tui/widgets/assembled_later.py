@@ -8,14 +8,17 @@ component classes each, the replay strip's lines) were a sixth of the first fram
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 from textual.containers import Vertical
 from textual.widget import Widget
 
+PartType = TypeVar("PartType", bound=Widget)
+
 
 class AssembledLater(Vertical):
-    """``parts()`` are mounted by ``assemble()``: the screen calls it once the first frame is drawn, and every
-    accessor of a part calls it first, so a part is there whenever it is used."""
+    """``parts()`` are mounted by ``assemble()``: the screen calls it once the first frame is drawn, and the
+    accessors find a part through ``part()``, which assembles first, so a part is there whenever it is used."""
 
     _assembled = False
 
@@ -28,3 +31,8 @@ class AssembledLater(Vertical):
         if not self._assembled:
             self._assembled = True
             self.mount_all(self.parts())
+
+    def part(self, expect_type: type[PartType], selector: str | None = None) -> PartType:
+        """The part of ``expect_type`` (matching ``selector`` too, when given), mounted first if need be."""
+        self.assemble()
+        return self.query_one(expect_type) if selector is None else self.query_one(selector, expect_type)

@@ -29,13 +29,11 @@ class StatePane(AssembledLater):
 
     @property
     def view(self) -> JsonView:
-        self.assemble()
-        return self.query_one(JsonView)
+        return self.part(JsonView)
 
     @property
     def status(self) -> Static:
-        self.assemble()
-        return self.query_one(".state-status", Static)
+        return self.part(Static, ".state-status")
 
     def show_loading(self, seq: int | None) -> None:
         self.border_title = f"State {self.side}" + (f" seq {seq}" if seq is not None else "")
@@ -94,8 +92,7 @@ class EventDetail(AssembledLater):
 
     @property
     def view(self) -> JsonView:
-        self.assemble()
-        return self.query_one(JsonView)
+        return self.part(JsonView)
 
     def show_event(
         self, journal: Journal, position: int, event: Event | JournalError, replay: ReplayMarks | None = None

@@ -140,13 +140,11 @@ class ReplayPanel(AssembledLater):
 
     @property
     def line(self) -> ReplayProgressLine:
-        self.assemble()
-        return self.query_one(ReplayProgressLine)
+        return self.part(ReplayProgressLine)
 
     @property
     def result_line(self) -> Static:
-        self.assemble()
-        return self.query_one("#replay-result", Static)
+        return self.part(Static, "#replay-result")
 
     # -- what the controller shows ---------------------------------------------
     def show_started(self, request: ReplayRequest) -> None:
