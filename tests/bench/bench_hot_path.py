@@ -286,11 +286,7 @@ def instructions_per_call(side: str, calls: int, scratch: Path) -> float:
     dumps = sorted(glob.glob(f"{out}.*"))
     if not dumps:
         raise RuntimeError(f"callgrind wrote no dump for {side}")
-    with open(dumps[-1]) as dump:
-        for line in dump:
-            if line.startswith(("totals:", "summary:")):
-                return int(line.split()[1]) / calls
-    raise RuntimeError(f"no instruction total in {dumps[-1]}")
+    return honest.callgrind_total(dumps[-1]) / calls
 
 
 def instruction_figures(calls: int) -> dict[str, Any]:

@@ -184,6 +184,15 @@ def interleaved(cases: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, 
     return results
 
 
+def callgrind_total(dump: Path | str) -> int:
+    """The instructions a callgrind dump counts (its ``totals:`` or ``summary:`` line)."""
+    with open(dump) as lines:
+        for line in lines:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    raise RuntimeError(f"no instruction total in {dump}")
+
+
 def percentile(values: Iterable[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * (len(ordered) - 1) + 0.5))]
