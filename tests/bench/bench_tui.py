@@ -160,19 +160,6 @@ def child_json(command: list[str | Path]) -> dict:
 ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
-def compiled_environment() -> dict[str, str]:
-    """The environment with a bytecode cache, as an installed package has one.
-
-    pip compiles a wheel's modules when it installs them (toolong's venv and Textual have their .pyc
-    files); a checkout run with PYTHONDONTWRITEBYTECODE=1 would compile every module of the app on
-    every start instead, which no user of an installed replay-tui pays. The cache lives under CACHE,
-    never in the working tree, and a warm-up run fills it before anything is timed.
-    """
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    environment["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
-    return environment
-
-
 def terminal(environ: Mapping[str, str]) -> tuple[int, int, dict[str, str]]:
     """A pty of ``SIZE`` (master, slave) and ``environ`` as a terminal of that size sets it for its child."""
     master, slave = pty.openpty()
@@ -555,7 +542,7 @@ def instruction_figures(path: Path) -> dict:
     """Ours, the bare Textual app and toolong, each counted once (ours and the bare app's repeat within 0.1 %,
     toolong's moves with how far its reading thread got: see 6. above)."""
     toolong = ensure_toolong()
-    environ = compiled_environment()
+    environ = honest.compiled_environment()
     with tempfile.TemporaryDirectory(prefix="bench-tui-instructions-") as folder:
         scratch = Path(folder)
         wrapper, bare = scratch / "exit_on_needle.py", scratch / "bare_textual_app.py"
@@ -605,7 +592,7 @@ def start_up_figures(path: Path, runs: int, toolong: Path | None = None, import_
     theirs_e2e: list[float] = []
     ours_argv: list[str | Path] = [sys.executable, "-c", "from replay_tui.cli import entry_point; entry_point()", path]
     toolong_argv: list[str | Path] = [toolong.with_name("tl"), path] if toolong is not None else []
-    compiled = compiled_environment()
+    compiled = honest.compiled_environment()
     bare_argv: list[str | Path] = [sys.executable, "-c", BARE_TEXTUAL_APP]
     bare_e2e: list[float] = []
     # Warm-up (not timed): fills the bytecode cache and the page cache for both apps.
