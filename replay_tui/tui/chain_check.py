@@ -3,24 +3,42 @@ interpreter lock (the check reads and hashes every line, and starts a worker poo
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..jobs import JobCancelled, JobError, JobRun
-from ..jobs.verify import ChainResult, VerifyJob, VerifyRequest, result_of
 
-__all__ = ["ChainCheck", "ChainResult", "result_of"]
+if TYPE_CHECKING:  # the verify job loads with the first check, after the first frame
+    from ..jobs.verify import ChainResult, VerifyRequest
+
+__all__ = ["ChainCheck"]
+
+
+def __getattr__(name: str) -> object:
+    """``ChainResult`` and ``result_of``, still importable from here, are the verify job's: loaded when first
+    asked for, not for the first frame."""
+    if name in ("ChainResult", "result_of"):
+        from ..jobs import verify
+
+        return getattr(verify, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ChainCheck:
-    """One verify run; ``cancel`` kills its whole process group (the pool goes with it)."""
+    """One verify run at a time; ``cancel`` kills its whole process group (the pool goes with it), and every
+    run after a cancel is cancelled too."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._run = JobRun(VerifyJob(), VerifyRequest(str(path)))
+        self._cancelled = threading.Event()
+        self._run: JobRun[VerifyRequest, ChainResult] | None = None
 
     def run(self) -> ChainResult:
         """Blocking: call from a thread worker. A check can run again after it finished."""
-        self._run = JobRun(VerifyJob(), VerifyRequest(str(self.path)), cancelled=self._run.is_cancelled)
+        from ..jobs.verify import ChainResult, VerifyJob, VerifyRequest  # with the first check, not the first frame
+
+        self._run = JobRun(VerifyJob(), VerifyRequest(str(self.path)), cancelled=self._cancelled.is_set)
         try:
             result: ChainResult = self._run.result()
         except JobCancelled:
@@ -30,4 +48,6 @@ class ChainCheck:
         return result
 
     def cancel(self) -> None:
-        self._run.cancel()
+        self._cancelled.set()
+        if self._run is not None:
+            self._run.cancel()

@@ -12,7 +12,6 @@ import orjson
 
 from ..analysis.search import line_of
 from ..journal import Event
-from .widgets.json_view import JsonView
 from .widgets.timeline import Timeline
 
 MISSING = object()
@@ -41,6 +40,8 @@ def as_text(value: Any) -> str:
 
 def copy_value(focused: object, timeline: Timeline) -> tuple[str | None, str]:
     """(text to copy, what it is) for `y`; text None with the reason when there is nothing."""
+    from .widgets.json_view import JsonView  # the views load after the first frame, not with the app
+
     if isinstance(focused, JsonView):
         pointer = focused.cursor_pointer
         if pointer is None:
@@ -57,6 +58,8 @@ def copy_value(focused: object, timeline: Timeline) -> tuple[str | None, str]:
 
 def copy_path(focused: object) -> tuple[str | None, str]:
     """(pointer, what it is) for `Y`."""
+    from .widgets.json_view import JsonView  # see copy_value
+
     if not isinstance(focused, JsonView):
         return None, "Y copies the path of a value: tab to a state pane or the event, move onto a value"
     pointer = focused.cursor_pointer

@@ -8,7 +8,6 @@ from ...analysis.annotations import Annotation, AnnotationError, AnnotationStore
 from ...analysis.causal import CausalIndex
 from ...journal import Event
 from ..messages import Notice
-from ..screens.prompt import PromptScreen
 from ..widgets.annotation_marks import GLYPHS
 from . import ScreenParts
 
@@ -74,6 +73,8 @@ class BookmarksController:
             self._saved(f"seq {event.seq}: bookmark removed ({count} left)")
 
     def edit_note(self) -> None:
+        from ..screens.prompt import PromptScreen  # a dialog: loaded when first opened, not for the first frame
+
         event = self._event_under_cursor("annotate")
         if event is None:
             return

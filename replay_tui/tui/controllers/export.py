@@ -10,7 +10,6 @@ from textual.worker import get_current_worker
 
 from ...jobs import JobCancelled, JobError, JobRun
 from ..messages import Notice
-from ..screens.prompt import PromptScreen
 from . import ScreenParts
 
 
@@ -35,6 +34,8 @@ class ExportController:
         self.parts = parts
 
     def ask(self) -> None:
+        from ..screens.prompt import PromptScreen  # a dialog: loaded when first opened, not for the first frame
+
         if self.parts.indexing():
             self.parts.status.say("still indexing: export once the journal is read")
             return

@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import Worker, get_current_worker
 
 from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, parse_query
-from ...analysis.state import StateAt, find_change
 from ...jobs import JobCancelled, JobRun
 from ...journal import Event, Journal
 from ..input_clock import UserInputClock
 from ..messages import FilterProgress, JobProgress, JumpTo, Notice, SearchFinished
-from ..screens.prompt import PromptScreen
 from . import Handlers, ScreenParts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the state rebuilder loads with the first state shown, not for the first frame
+    from ...analysis.state import StateAt
     from ..widgets.panes import StatePane
 
 FILTER_PROGRESS_S = 0.2
@@ -160,6 +159,8 @@ class FindController:
 
     # -- goto ---------------------------------------------------------------
     def goto(self) -> None:
+        from ..screens.prompt import PromptScreen  # a dialog: loaded when first opened, not for the first frame
+
         def chosen(text: str | None) -> None:
             seq = parse_seq(text or "")
             if isinstance(seq, str):
@@ -192,6 +193,8 @@ class FindController:
 
     # -- search -------------------------------------------------------------
     def search(self) -> None:
+        from ..screens.prompt import PromptScreen  # a dialog: loaded when first opened, not for the first frame
+
         def chosen(text: str | None) -> None:
             if text is None or not text.strip():
                 return
@@ -309,6 +312,8 @@ class FindController:
 
     # -- filter -------------------------------------------------------------
     def filter(self) -> None:
+        from ..screens.prompt import PromptScreen  # a dialog: loaded when first opened, not for the first frame
+
         timeline = self.parts.timeline
 
         def chosen(text: str | None) -> None:
@@ -401,6 +406,8 @@ class FindController:
         self.parts.run_thread(partial(self._find_watched_change, watched, start, direction), group="search")
 
     def _find_watched_change(self, pointer: str, start: int, direction: int) -> None:
+        from ...analysis.state import find_change  # the state rebuilder loads when first used, not for the first frame
+
         worker = get_current_worker()
         post, journal = self.parts.post_message, self.parts.journal
         label = f"watching {pointer or '/ (whole state)'}"

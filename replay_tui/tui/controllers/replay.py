@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from ...analysis.search import ReplayMarks
 from ...jobs import JobCancelled, JobError, JobRun
-from ...jobs.replay import ReplayJob, ReplayJobRequest, ReplayRequest
 from ...journal import Event
 from ...journal.progress import ProgressCallback
 from ...replay.parent.statuses import CANCELLED, CRASHED, FAILED, TIMEOUT
@@ -32,12 +31,13 @@ from ..messages import ReplayChildSpawned, ReplayChildStarted, ReplayFinished, R
 from ..widgets.replay_panel import ReplayPanel
 from . import Handlers, ScreenParts
 
-if TYPE_CHECKING:  # the runner, sandbox and environment job load with the first replay, not the first frame
+if TYPE_CHECKING:  # the replay job, runner, sandbox and environment job load with the first replay, not the first frame
+    from ...jobs.replay import ReplayJobRequest, ReplayRequest
     from ...replay.parent.outcome import ReplayOutcome
     from ...replay.parent.runner import Progress
     from ..widgets.replay_environment import EnvironmentComparison
 
-__all__ = ["ReplayController", "ReplayRequest", "ReplayResult", "marks_of", "step_reports"]
+__all__ = ["ReplayController", "ReplayResult", "marks_of", "step_reports"]
 
 POST_EVERY_S = 0.25  # progress reaches the UI at most this often, whatever the child sends
 
@@ -58,12 +58,26 @@ class ReplayController:
     def __init__(self, parts: ScreenParts, panel: ReplayPanel, *, replay_agent: str | None) -> None:
         self.parts = parts
         self.panel = panel
-        self.request = ReplayRequest(agent=replay_agent)  # the next strict replay: --agent, then what R chose
+        self._replay_agent = replay_agent
+        self._request: ReplayRequest | None = None  # made by ``request`` when first asked for
         self.run: JobRun[ReplayJobRequest, ReplayOutcome] | None = None  # the running replay job
         self.running: ReplayRequest | None = None  # what the running job was asked
         self.child_pid: int | None = None  # the sandboxed child, once spawned: it leads its process group
         self.last: ReplayResult | None = None  # the last run that ended
         self.marks: ReplayMarks | None = None  # the last strict replay's marks, shown on the timeline
+
+    @property
+    def request(self) -> ReplayRequest:
+        """The next strict replay: --agent, then what R chose."""
+        if self._request is None:
+            from ...jobs.replay import ReplayRequest  # with the first replay: the first frame needs no job module
+
+            self._request = ReplayRequest(agent=self._replay_agent)
+        return self._request
+
+    @request.setter
+    def request(self, request: ReplayRequest) -> None:
+        self._request = request
 
     def handlers(self) -> Handlers:
         return {
@@ -91,6 +105,8 @@ class ReplayController:
             status.say(f"{request.label} started in a child process (escape cancels)")
 
     def _start(self, request: ReplayRequest, journal: Path) -> None:
+        from ...jobs.replay import ReplayJob, ReplayJobRequest  # loaded with the first replay, not the first frame
+
         post = self.parts.post_message
         keep_step, report_step = step_reports(lambda step: post(ReplayProgressed(step)))
         job_request = ReplayJobRequest.of(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -26,7 +27,6 @@ from textual.worker import get_current_worker
 
 from ...analysis.annotations import AnnotationStore
 from ...analysis.causal import CausalIndex
-from ...analysis.state import StateAt, StateHistory
 from ...jobs import throttled
 from ...journal import Event, Journal, JournalError
 from ..actions import action_target, bindings_for
@@ -57,10 +57,13 @@ from ..widgets.annotation_marks import GLYPHS, SECRET, WalkthroughMarks
 from ..widgets.assembled_later import AssembledLater
 from ..widgets.bars import RunHeader, StatusBar
 from ..widgets.causal_tree import CausalTree, NodeData
-from ..widgets.json_view import JsonView
 from ..widgets.panes import EventDetail, StatePane
 from ..widgets.replay_panel import ReplayPanel
 from ..widgets.timeline import Timeline
+
+if TYPE_CHECKING:  # the state rebuilder and the JSON views load after the first frame
+    from ...analysis.state import StateAt, StateHistory
+    from ..widgets.json_view import JsonView
 
 FIRST_SCREEN_BYTES = 64 * 1024  # read on the UI thread before the first frame: more rows than a screen holds
 FIRST_BATCH_BYTES = 256 * 1024
@@ -87,7 +90,7 @@ class MainScreen(Screen[None]):
         super().__init__()
         self.journal = journal
         self.input_clock = input_clock or UserInputClock()
-        self.history = StateHistory(journal)
+        self._history: StateHistory | None = None  # made by ``history`` for the first state shown
         self.causal = CausalIndex(journal)
         self.start_seq = options.start_seq
         self.follow_at_start = options.follow
@@ -102,6 +105,15 @@ class MainScreen(Screen[None]):
         self._resumed = False
         self._chain_check = ChainCheck(journal.path)
         self.live = LiveAnalysis(journal)
+
+    @property
+    def history(self) -> StateHistory:
+        """The state before and after the selected event is rebuilt by this (the first frame shows none)."""
+        if self._history is None:
+            from ...analysis.state import StateHistory  # with the first state shown, not for the first frame
+
+            self._history = StateHistory(self.journal)
+        return self._history
 
     # -- layout -----------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -461,15 +473,17 @@ class MainScreen(Screen[None]):
                 f"(marked {GLYPHS[SECRET]}; replay-tui scan lists them)"
             )
 
-    @on(JsonView.SecretsShown)
-    def _secrets_shown(self, message: JsonView.SecretsShown) -> None:
-        """u unmasked (or masked again) a flagged value: the header says whether any is shown."""
+    def on_json_view_secrets_shown(self, message: JsonView.SecretsShown) -> None:
+        """u unmasked (or masked again) a flagged value: the header says whether any is shown. (Named, not
+        ``@on(JsonView.SecretsShown)``: the JSON views load after the first frame.)"""
+        from ..widgets.json_view import JsonView  # loaded by the view that posted this
+
         self.header.set_secrets_shown(any(view.secrets_shown for view in self.query(JsonView)))
 
     # -- follow ---------------------------------------------------------------------
     def _journal_reset(self) -> None:
         """The journal was truncated or replaced: what was derived from it starts over."""
-        self.history = StateHistory(self.journal)
+        self._history = None
         self.causal = CausalIndex(self.journal)
         self.scan_secrets()
 

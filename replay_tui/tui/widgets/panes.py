@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.search import ReplayMarks, event_marks, line_of
-from ...analysis.state import StateAt
 from ...journal import Event, Journal, JournalError, event_hash_of
 from ...journal.safe_text import safe, safe_line
 from .assembled_later import AssembledLater
-from .json_view import JsonDocument, JsonView
+
+if TYPE_CHECKING:  # the JSON views are mounted after the first frame, and load then (the state rebuilder too)
+    from ...analysis.state import StateAt
+    from .json_view import JsonView
 
 
 class StatePane(AssembledLater):
@@ -25,10 +28,14 @@ class StatePane(AssembledLater):
         self.border_title = f"State {side}"
 
     def parts(self) -> Iterable[Widget]:
+        from .json_view import JsonView  # mounted after the first frame (AssembledLater), loaded then
+
         return (Static("", classes="state-status"), JsonView(id=f"{self.side}-json"))
 
     @property
     def view(self) -> JsonView:
+        from .json_view import JsonView  # see parts()
+
         return self.part(JsonView)
 
     @property
@@ -40,6 +47,8 @@ class StatePane(AssembledLater):
         self.status.update("rebuilding state…")
 
     def show_state(self, state: StateAt) -> None:
+        from .json_view import JsonDocument  # see parts()
+
         value = state.before if self.side == "before" else state.after
         self.border_title = f"State {self.side} seq {state.seq}"
         status = self.status
@@ -88,15 +97,21 @@ class EventDetail(AssembledLater):
         self.border_title = "Event"
 
     def parts(self) -> Iterable[Widget]:
+        from .json_view import JsonView  # mounted after the first frame (AssembledLater), loaded then
+
         return (JsonView(id="detail-json"),)
 
     @property
     def view(self) -> JsonView:
+        from .json_view import JsonView  # see parts()
+
         return self.part(JsonView)
 
     def show_event(
         self, journal: Journal, position: int, event: Event | JournalError, replay: ReplayMarks | None = None
     ) -> None:
+        from .json_view import JsonDocument  # see parts()
+
         if isinstance(event, JournalError):
             self.border_title = "Event (unreadable)"
             self.view.show(
