@@ -20,7 +20,6 @@ and never changes it.
 from __future__ import annotations
 
 import errno
-import getpass
 import os
 import stat
 from collections.abc import Iterator
@@ -35,7 +34,6 @@ import orjson
 from ..journal import JournalError
 from ..journal.hashing import file_sha256
 from ..journal.private import FILE_MODE, make_private_dirs
-from ..journal.writer import utc_now
 from .settings import load_settings
 
 if TYPE_CHECKING:
@@ -70,6 +68,8 @@ def command_scope(command: str) -> Iterator[None]:
 
 
 def current_user() -> str:
+    import getpass  # only when a line is written: the audit is opt in, and every start-up passes here
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -118,6 +118,8 @@ def _sha256(path: Path) -> str | None:
 
 
 def _append(log: Path, op: str, journal: str, sha256: str | None, extra: dict[str, Any]) -> None:
+    from ..journal.writer import utc_now  # only when a line is written (see current_user)
+
     scope = _scope.get()
     if scope is not None:
         if (op, journal) in scope.seen:

@@ -31,7 +31,8 @@ from ..journal.errors import JournalOpenError
 from ..journal.files import check_readable_path, open_regular_binary
 from ..journal.hashing import file_sha256
 from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
-from . import audit, storage
+from ..journal.urls import is_url
+from . import audit
 
 if TYPE_CHECKING:
     from ..importers import ImportedJournal
@@ -67,6 +68,8 @@ class ResolvedSource:
 
 def imports_cache_dir() -> Path:
     """Where opened traces are imported to: under the one cache root the object cache uses too."""
+    from . import storage  # the object store's module loads for a URL or an import, not to open a journal
+
     return storage.cache_root() / "imports"
 
 
@@ -79,7 +82,9 @@ def resolve_source(argument: str) -> ResolvedSource:
 
 
 def _resolve(argument: str) -> ResolvedSource:
-    if storage.is_url(argument):
+    if is_url(argument):
+        from . import storage  # see imports_cache_dir
+
         fetched = storage.fetch(argument)
         return replace(_resolve(str(fetched.local)), argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()

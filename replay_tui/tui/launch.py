@@ -51,7 +51,7 @@ def resolve_journal(argument: str | None) -> Path:
                 f"no journal given and the bundled demo {DEMO_JOURNAL} is not installed; pass a journal path"
             )
         return demo
-    from ..store.storage import is_url
+    from ..journal.urls import is_url
 
     if is_url(argument):  # object storage: fetched into the local cache (a StorageError names the URL)
         from ..store.sources import resolve_source
@@ -220,8 +220,10 @@ def _follow_start(follower: "ObjectFollower", url: str) -> Path:
 
 def _object_follower(args: argparse.Namespace) -> "ObjectFollower | None":
     """``--follow s3://…``: a poller that appends the object's new bytes to a local copy the app tails."""
-    from ..store.storage import ObjectFollower, is_url
+    from ..journal.urls import is_url
 
     if not getattr(args, "follow", False) or not args.journal or not is_url(args.journal):
         return None
+    from ..store.storage import ObjectFollower  # the object store loads for a URL only, not to open a file
+
     return ObjectFollower(args.journal, interval_s=1.0)
