@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from textual.binding import Binding, BindingType
 
@@ -53,9 +52,9 @@ _KEY_GLYPHS = {
 }
 
 
-@dataclass(frozen=True)
-class Action:
-    """One user-facing action: its binding, its help line and its palette entry."""
+class Action(NamedTuple):
+    """One user-facing action: its binding, its help line and its palette entry. (A NamedTuple: a frozen
+    dataclass compiled six methods when the app was imported.)"""
 
     id: str
     keys: str

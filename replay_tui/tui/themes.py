@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from textual.theme import BUILTIN_THEMES, Theme
 
@@ -23,8 +23,7 @@ def themes_dir() -> Path:
     raise FileNotFoundError(f"no themes directory next to {package} (looked for _bundled/themes and ../themes)")
 
 
-@dataclass(frozen=True)
-class BundledTheme:
+class BundledTheme(NamedTuple):  # not a frozen dataclass: that compiled six methods at import
     theme: Theme
     extra_tcss: Path | None
 

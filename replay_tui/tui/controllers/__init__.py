@@ -9,8 +9,7 @@ reaching into a base class. Keys reach a controller through the action table (an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -40,9 +39,9 @@ def routes(*controllers: Routed) -> dict[type[Message], Callable[[Any], None]]:
     return table
 
 
-@dataclass(frozen=True)
-class ScreenParts:
-    """The main screen's pieces a controller may use (the widgets exist once it is mounted)."""
+class ScreenParts(NamedTuple):
+    """The main screen's pieces a controller may use (the widgets exist once it is mounted). A NamedTuple,
+    not a frozen dataclass: that compiled six methods when the app was imported, before its first frame."""
 
     app: App[Any]
     journal: Journal
