@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...analysis.annotations import Annotation, AnnotationError, AnnotationStore, annotation_key
-from ...analysis.causal import CausalIndex
 from ...journal import Event
 from ..messages import Notice
 from ..widgets.annotation_marks import GLYPHS
 from . import ScreenParts
+
+if TYPE_CHECKING:  # the causal index loads with the first chain shown, not for the first frame
+    from ...analysis.causal import CausalIndex
 
 
 class BookmarksController:

@@ -1,7 +1,7 @@
 """The debugger screen: timeline and causal tree on top, state and event below.
 
 Attributes flow down (the screen tells widgets what to show); messages flow up
-(widgets and workers post the dataclasses in ``messages.py``). Everything that
+(widgets and workers post the messages in ``messages.py``). Everything that
 may read many events runs in a thread worker and reports back by message.
 
 The screen itself indexes the journal, checks its chain, and makes the panes follow the cursor.
@@ -13,8 +13,7 @@ messages it registered, so no screen method forwards either.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -26,7 +25,6 @@ from textual.widgets.tree import TreeNode, UnknownNodeID
 from textual.worker import get_current_worker
 
 from ...analysis.annotations import AnnotationStore
-from ...analysis.causal import CausalIndex
 from ...jobs import throttled
 from ...journal import Event, Journal, JournalError
 from ..actions import action_target, bindings_for
@@ -56,13 +54,15 @@ from ..messages import (
 from ..widgets.annotation_marks import GLYPHS, SECRET, WalkthroughMarks
 from ..widgets.assembled_later import AssembledLater
 from ..widgets.bars import RunHeader, StatusBar
-from ..widgets.causal_tree import CausalTree, NodeData
+from ..widgets.causal_tree_frame import CausalTreeFrame
 from ..widgets.panes import EventDetail, StatePane
 from ..widgets.replay_panel import ReplayPanel
 from ..widgets.timeline import Timeline
 
-if TYPE_CHECKING:  # the state rebuilder and the JSON views load after the first frame
+if TYPE_CHECKING:  # the state rebuilder, the causal index and tree, and the JSON views load after the first frame
+    from ...analysis.causal import CausalIndex
     from ...analysis.state import StateAt, StateHistory
+    from ..widgets.causal_tree import CausalTree, NodeData
     from ..widgets.json_view import JsonView
 
 FIRST_SCREEN_BYTES = 64 * 1024  # read on the UI thread before the first frame: more rows than a screen holds
@@ -70,11 +70,12 @@ FIRST_BATCH_BYTES = 256 * 1024
 BATCH_BYTES = 8 * 1024 * 1024
 PROGRESS_EVERY_S = 0.1
 SETTLE_S = 0.06  # state and tree follow the cursor once it rests this long
+CAUSAL_TREE_TITLE = "Causes → effects"
 
 
-@dataclass(frozen=True)
-class OpenOptions:
-    """How the app was asked to open a journal (the command line's options the screen acts on)."""
+class OpenOptions(NamedTuple):
+    """How the app was asked to open a journal (the command line's options the screen acts on). A NamedTuple,
+    as ``controllers.ScreenParts`` is."""
 
     start_seq: int | None = None
     follow: bool = False
@@ -91,7 +92,8 @@ class MainScreen(Screen[None]):
         self.journal = journal
         self.input_clock = input_clock or UserInputClock()
         self._history: StateHistory | None = None  # made by ``history`` for the first state shown
-        self.causal = CausalIndex(journal)
+        self._causal: CausalIndex | None = None  # made by ``causal`` for the first chain shown
+        self._tree_in_place = False  # the causal tree has taken its frame's place (``causal_tree``)
         self.start_seq = options.start_seq
         self.follow_at_start = options.follow
         # --follow without --seq opens at the end and sticks to it
@@ -115,6 +117,15 @@ class MainScreen(Screen[None]):
             self._history = StateHistory(self.journal)
         return self._history
 
+    @property
+    def causal(self) -> CausalIndex:
+        """Causes and effects of an event: the causal tree's source (the first frame shows no chain)."""
+        if self._causal is None:
+            from ...analysis.causal import CausalIndex  # with the first chain shown, not for the first frame
+
+            self._causal = CausalIndex(self.journal)
+        return self._causal
+
     # -- layout -----------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
@@ -122,10 +133,9 @@ class MainScreen(Screen[None]):
             timeline = Timeline(self.journal, id="timeline", classes="pane")  # (add_class would restyle it once more)
             timeline.border_title = "Timeline"
             yield timeline
-            tree = CausalTree(self.journal, id="tree")
-            tree.add_class("pane")
-            tree.border_title = "Causes → effects"
-            yield tree
+            frame = CausalTreeFrame(classes="pane")  # the causal tree takes its place after the first frame
+            frame.border_title = CAUSAL_TREE_TITLE
+            yield frame
         with Horizontal(id="bottom"):
             yield StatePane("before", id="state-before")
             yield StatePane("after", id="state-after")
@@ -139,7 +149,25 @@ class MainScreen(Screen[None]):
 
     @property
     def causal_tree(self) -> CausalTree:
+        self._put_the_tree_in_place()
+        from ..widgets.causal_tree import CausalTree  # loaded by _put_the_tree_in_place
+
         return self.query_one(CausalTree)
+
+    def _put_the_tree_in_place(self) -> None:
+        """The causal tree where its frame was drawn in the first frame (once; ``widgets/causal_tree_frame.py``)."""
+        if self._tree_in_place:
+            return
+        self._tree_in_place = True
+        from ..widgets.causal_tree import CausalTree  # mounted after the first frame, loaded then
+
+        frame = self.query_one(CausalTreeFrame)
+        tree = CausalTree(self.journal, id="tree")
+        tree.add_class("pane")
+        tree.border_title = CAUSAL_TREE_TITLE
+        frame.display = False  # out of the layout at once: the frame and the tree are never drawn side by side
+        self.query_one("#top").mount(tree, before=frame)
+        frame.remove()
 
     @property
     def status(self) -> StatusBar:
@@ -199,7 +227,9 @@ class MainScreen(Screen[None]):
 
     @on(FirstFrameDrawn)
     def _assemble_the_rest(self) -> None:
-        """The panes' parts, left out of the first frame (``widgets/assembled_later.py``)."""
+        """The causal tree and the panes' parts, left out of the first frame (``widgets/causal_tree_frame.py``,
+        ``widgets/assembled_later.py``)."""
+        self._put_the_tree_in_place()
         for container in self.query(AssembledLater):
             container.assemble()
 
@@ -484,7 +514,7 @@ class MainScreen(Screen[None]):
     def _journal_reset(self) -> None:
         """The journal was truncated or replaced: what was derived from it starts over."""
         self._history = None
-        self.causal = CausalIndex(self.journal)
+        self._causal = None
         self.scan_secrets()
 
     # -- stats ---------------------------------------------------------------------------
