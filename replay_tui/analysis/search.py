@@ -1,4 +1,4 @@
-"""Find events: free text plus field filters, and the marks the timeline shows.
+"""Find events: free text plus field filters (the marks they filter on are in ``marks.py``).
 
 A query is words and ``field:value`` filters, all of which must match::
 
@@ -22,21 +22,50 @@ import orjson
 
 from ..journal import Event, Journal, JournalError
 from ..journal.dialects import V1
-from ..journal.model import MODEL_RESPONSE, RUN_ENDED, TOOL_RESULT
+from ..journal.model import MODEL_RESPONSE
 from ..journal.progress import CancelCheck
-
-# Marks shown in the timeline and usable as `is:` filters.
-ERROR, TIMEOUT, REDACTED, DIVERGENT, UNUSED, CONSUMED = (
-    "error",
-    "timeout",
-    "redacted",
-    "divergent",
-    "unused",
-    "consumed",
+from .marks import (
+    CONSUMED,
+    DIVERGENT,
+    ERROR,
+    REDACTED,
+    REDACTION_MARKERS,
+    TIMEOUT,
+    UNUSED,
+    ReplayMarks,
+    event_marks,
+    has_redaction,
+    line_of,
 )
+
+__all__ = [  # with the marks, which were defined here (``marks.py``) and are still imported from here
+    "BACKWARD_BLOCK_LINES",
+    "BLOCK_BYTES",
+    "CONSUMED",
+    "DIVERGENT",
+    "ERROR",
+    "FIELD_HELP",
+    "REDACTED",
+    "REDACTION_MARKERS",
+    "TIMEOUT",
+    "UNUSED",
+    "Filter",
+    "Query",
+    "QueryError",
+    "ReplayMarks",
+    "event_marks",
+    "find_next",
+    "has_redaction",
+    "iter_lines",
+    "iter_lines_backwards",
+    "iter_matches",
+    "line_of",
+    "matching_positions",
+    "parse_query",
+]
+
 BLOCK_BYTES = 1 << 20
 BACKWARD_BLOCK_LINES = 2048
-REDACTION_MARKERS = (b"[REDACTED", b"\xc2\xabredacted", b'"redacted":true', b'"redactions":')
 
 FIELD_HELP = {
     "kind": "event kind; a prefix before a dot matches the family (kind:tool = tool.call and tool.result)",
@@ -51,62 +80,8 @@ FIELD_HELP = {
 }
 
 
-def has_redaction(line: bytes) -> bool:
-    """True if the line carries a redaction marker the harness writes."""
-    return any(marker in line for marker in REDACTION_MARKERS)
-
-
 class QueryError(ValueError):
     """A query that cannot be understood; the message says what was expected."""
-
-
-@dataclass(frozen=True)
-class ReplayMarks:
-    """What a replay said about each recorded seq; fed to the app by the replay view.
-
-    ``divergent``: seqs where replay disagreed with the recording (the first one is
-    where replay stopped). ``consumed``: seqs replay served or matched. ``unused``:
-    recorded seqs replay never reached.
-    """
-
-    divergent: frozenset[int] = frozenset()
-    consumed: frozenset[int] = frozenset()
-    unused: frozenset[int] = frozenset()
-    label: str = "replay"
-
-    @property
-    def first_divergence(self) -> int | None:
-        return min(self.divergent) if self.divergent else None
-
-    def mark_of(self, seq: int) -> str | None:
-        if seq in self.divergent:
-            return DIVERGENT
-        if seq in self.unused:
-            return UNUSED
-        if seq in self.consumed:
-            return CONSUMED
-        return None
-
-
-def event_marks(event: Event | JournalError, line: bytes = b"", replay: ReplayMarks | None = None) -> frozenset[str]:
-    """Marks of one event: error, timeout, redacted, and the replay mark if any."""
-    if isinstance(event, JournalError):
-        return frozenset({ERROR})
-    marks: set[str] = set()
-    payload = event.payload
-    error = payload.get("error") if event.kind in (TOOL_RESULT, MODEL_RESPONSE, RUN_ENDED) else None
-    if error or (event.kind == RUN_ENDED and payload.get("status") == "error"):
-        marks.add(ERROR)
-    if isinstance(error, dict) and (error.get("timeout") is True or "timeout" in str(error.get("type", "")).lower()):
-        marks.add(TIMEOUT)
-    raw_line = line or orjson.dumps(event.raw)
-    if has_redaction(raw_line):
-        marks.add(REDACTED)
-    if replay is not None:
-        mark = replay.mark_of(event.seq)
-        if mark:
-            marks.add(mark)
-    return frozenset(marks)
 
 
 @dataclass(frozen=True)
@@ -254,14 +229,6 @@ def parse_query(text: str) -> Query:
         else:
             words.append(term.lower())
     return Query(source=text, words=tuple(words), filters=tuple(filters))
-
-
-def line_of(journal: Journal, position: int, event: Event | JournalError | None = None) -> bytes:
-    """The bytes a query is tested on: the recorded line (v1) or the event re-serialised."""
-    if journal.dialect == V1:
-        return journal.line_bytes(position)
-    event = journal.try_event(position) if event is None else event
-    return orjson.dumps(event.raw) if isinstance(event, Event) else b""
 
 
 def iter_lines(journal: Journal, start: int, stop: int) -> Iterator[tuple[int, bytes]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ..analysis.search import line_of
+from ..analysis.marks import line_of
 from ..journal import Event
 from .widgets.timeline import Timeline
 

@@ -10,33 +10,43 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker, get_current_worker
 
-from ...analysis.search import FIELD_HELP, Query, QueryError, ReplayMarks, parse_query
 from ...jobs import JobCancelled, JobRun
 from ...journal import Event, Journal
 from ..input_clock import UserInputClock
 from ..messages import FilterProgress, JobProgress, JumpTo, Notice, SearchFinished
 from . import Handlers, ScreenParts
 
-if TYPE_CHECKING:  # the state rebuilder loads with the first state shown, not for the first frame
+if TYPE_CHECKING:  # the search and the state rebuilder load when first used, not for the first frame
+    from ...analysis.marks import ReplayMarks
+    from ...analysis.search import Query
     from ...analysis.state import StateAt
     from ..widgets.panes import StatePane
 
 FILTER_PROGRESS_S = 0.2
 SEARCH_PROGRESS_S = 0.25
-ERROR_QUERY = parse_query("is:error")
 SCAN_GROUPS = ("search", "filter")  # the workers escape stops
 
 
 # -- the rules (no Textual) --------------------------------------------------------------------
 
 
+@cache
+def error_query() -> Query:
+    """``is:error``: what e and E look for."""
+    from ...analysis.search import parse_query  # loaded with the first search, not the first frame
+
+    return parse_query("is:error")
+
+
 def stacked_query(stack: Sequence[Query]) -> Query:
     """The filters of a stack as one query: an event is shown when it matches every one."""
+    from ...analysis.search import Query  # loaded with the first search, not the first frame
+
     return Query(
         source=" & ".join(query.source for query in stack),
         words=tuple(word for query in stack for word in query.words),
@@ -140,6 +150,8 @@ class FindController:
 
     def _parse_or_warn(self, text: str) -> Query | None:
         """The query typed, or None after telling the user which term is wrong."""
+        from ...analysis.search import QueryError, parse_query  # loaded with the first search, not the first frame
+
         try:
             return parse_query(text)
         except QueryError as error:
@@ -193,6 +205,7 @@ class FindController:
 
     # -- search -------------------------------------------------------------
     def search(self) -> None:
+        from ...analysis.search import FIELD_HELP  # loaded with the first search, not the first frame
         from ..screens.prompt import PromptScreen  # a dialog: loaded when first opened, not for the first frame
 
         def chosen(text: str | None) -> None:
@@ -222,10 +235,10 @@ class FindController:
         self._repeat_search(-1)
 
     def next_error(self) -> None:
-        self.run_search(ERROR_QUERY, self.parts.timeline.cursor, 1, "next error")
+        self.run_search(error_query(), self.parts.timeline.cursor, 1, "next error")
 
     def previous_error(self) -> None:
-        self.run_search(ERROR_QUERY, self.parts.timeline.cursor, -1, "previous error")
+        self.run_search(error_query(), self.parts.timeline.cursor, -1, "previous error")
 
     def _repeat_search(self, direction: int) -> None:
         if self.query is None:

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...analysis.search import ReplayMarks
+from ...analysis.marks import ReplayMarks
 from ...jobs import JobCancelled, JobError, JobRun
 from ...journal import Event
 from ...journal.progress import ProgressCallback

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ...analysis.search import ReplayMarks, event_marks, line_of
+from ...analysis.marks import ReplayMarks, event_marks, line_of
 from ...journal import Event, Journal, JournalError, event_hash_of
 from ...journal.safe_text import safe, safe_line
 from .assembled_later import AssembledLater

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from datetime import datetime
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rich.segment import Segment
 from rich.style import Style
@@ -22,14 +22,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from ...analysis.search import (
+from ...analysis.marks import (
     CONSUMED,
     DIVERGENT,
     ERROR,
     REDACTED,
     TIMEOUT,
     UNUSED,
-    Query,
     ReplayMarks,
     event_marks,
     line_of,
@@ -41,6 +40,9 @@ from ..format import SUMMARY_LIMIT, summary_of
 from ..messages import CursorMoved
 from .component_styles import ComponentStyles
 from .timeline_time import StepFold, format_duration, format_offset, parse_time, parse_when
+
+if TYPE_CHECKING:  # the search loads with the first search or filter, not for the first frame
+    from ...analysis.search import Query
 
 # (mark, glyph), most important first; one glyph per mark, two columns at most.
 MARK_GLYPHS = ((DIVERGENT, "≠"), (ERROR, "✗"), (TIMEOUT, "◷"), (REDACTED, "▒"), (UNUSED, "·"), (CONSUMED, "✓"))
