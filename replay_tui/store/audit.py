@@ -25,7 +25,6 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,10 +47,13 @@ class AuditError(JournalError):
     """The audit log cannot be written: the journal is not opened."""
 
 
-@dataclass
 class _Scope:
-    command: str
-    seen: set[tuple[str, str]] = field(default_factory=set)
+    """The command the lines are by, and the journals it has a line for. (Not a dataclass: every start-up
+    makes one, and a dataclass compiled its methods at import.)"""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.seen: set[tuple[str, str]] = set()
 
 
 _scope: ContextVar[_Scope | None] = ContextVar("replay_tui_audit_scope", default=None)

@@ -6,7 +6,6 @@ recorded_at is for people only (order is by seq), so anything unreadable is show
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 _OFFSET = re.compile(r"^\+(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$|^\+(\d+(?:\.\d+)?)s?$")
@@ -71,17 +70,15 @@ def parse_when(text: str, start: datetime) -> datetime | None:
     return parse_time(text)
 
 
-@dataclass
 class StepFold:
-    """A run of consecutive events of one step (or one run-level event): how many, from when to when."""
+    """A run of consecutive events of one step (or one run-level event): how many, from when to when.
+    (Not a dataclass: that compiled its methods when the app was imported, before its first frame.)"""
 
-    step: str | None
-    first: datetime | None
-    last: datetime | None = None
-    count: int = 1
-
-    def __post_init__(self) -> None:
-        self.last = self.first
+    def __init__(self, step: str | None, first: datetime | None) -> None:
+        self.step = step
+        self.first = first
+        self.last = first
+        self.count = 1
 
     def add(self, when: datetime | None) -> None:
         self.count += 1
