@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 from ...journal.processes import DEADLINE, Supervised
 from ..broker import Broker
@@ -106,6 +106,7 @@ class ReplayRunner:
         self._early: ReplayOutcome | None = None  # decided before any child started (verification, usage)
         self._journal: Any = None  # the parent's own Journal: the only one the verdict reads
         self._session: ProtocolSession | None = None  # the protocol and the verdict, once the child may run
+        self._pipe: BinaryIO | None = None  # the protocol pipe's read end, once the child is spawned
 
     @property
     def pid(self) -> int | None:
@@ -125,7 +126,11 @@ class ReplayRunner:
 
     def run(self) -> ReplayOutcome:
         self.start()
-        return self.wait()
+        try:
+            return self.wait()
+        except BaseException:  # raised between start() and wait()'s own clean-up (a signal handler's exit)
+            self._clean_up()
+            raise
 
     def start(self) -> None:
         """Verify the journal, make the sandbox's scratch dir and spawn the child; follow it with ``wait``."""
@@ -155,44 +160,42 @@ class ReplayRunner:
             self._early = self._failed(kind, str(refused))
             return
         self._spawned = time.perf_counter()
+        # Whatever ends start() from here (a SIGTERM the CLI turns into SystemExit lands anywhere), the child's
+        # group is killed and its scratch dir removed: nothing runs on, nothing is left behind.
         try:
-            # its own session and process group, so a kill takes agent subprocesses too; stdin says "go" once
-            # the parent has verified its journal (the child starts meanwhile)
-            self._child = Supervised.start(
-                self._launch.argv,
-                spawn=self.spawner,  # fork-server hook
-                pass_fds=(write_fd,) + ((broker_fd,) if broker_fd >= 0 else ()),
-                cwd=self._launch.cwd,
-                env=self._launch.env,
-            )
-        except BaseException:
-            self._launch.cleanup()
-            self._stop_broker()
-            os.close(read_fd)
-            self._close_wake_pipe()
-            raise
-        finally:
-            os.close(write_fd)
-            if self._broker is not None:
-                self._broker.close_child_end()
-        self._pipe = os.fdopen(read_fd, "rb", buffering=0)
-        try:
-            early = self._preflight()
-        except BaseException:
-            self._clean_up()
-            raise
-        if early is not None:  # the agent never runs: the child is still waiting for "go"
-            self._early = early
-            self._clean_up()
-        else:
             try:
-                stdin = self._child.process.stdin
-                assert stdin is not None
-                stdin.write(b"go\n")
-                stdin.close()
-            except OSError:
-                pass  # the child is gone already: wait() reports how it ended
-        self._child.drain(stdout=True, stderr=True)
+                # its own session and process group, so a kill takes agent subprocesses too; stdin says "go"
+                # once the parent has verified its journal (the child starts meanwhile)
+                self._child = Supervised.start(
+                    self._launch.argv,
+                    spawn=self.spawner,  # fork-server hook
+                    pass_fds=(write_fd,) + ((broker_fd,) if broker_fd >= 0 else ()),
+                    cwd=self._launch.cwd,
+                    env=self._launch.env,
+                )
+            finally:
+                os.close(write_fd)
+                if self._broker is not None:
+                    self._broker.close_child_end()
+            self._pipe = os.fdopen(read_fd, "rb", buffering=0)
+            early = self._preflight()
+            if early is not None:  # the agent never runs: the child is still waiting for "go"
+                self._early = early
+                self._clean_up()
+            else:
+                try:
+                    stdin = self._child.process.stdin
+                    assert stdin is not None
+                    stdin.write(b"go\n")
+                    stdin.close()
+                except OSError:
+                    pass  # the child is gone already: wait() reports how it ended
+            self._child.drain(stdout=True, stderr=True)
+        except BaseException:
+            if self._pipe is None:
+                os.close(read_fd)
+            self._clean_up()
+            raise
 
     def _outcome(self, status: str, **fields: Any) -> ReplayOutcome:
         return ReplayOutcome(
@@ -307,6 +310,7 @@ class ReplayRunner:
         (CANCELLED, TIMEOUT) or None."""
         session = self._session
         assert self._child is not None and session is not None and self._wake_r is not None, "start() spawned it"
+        assert self._pipe is not None
         deadline = None if self.timeout_s is None else self._started + self.timeout_s
 
         def stop() -> str | None:  # asked before each wait and each line: a cancel ends it at once
@@ -356,7 +360,8 @@ class ReplayRunner:
 
     def _close(self) -> None:
         self._close_wake_pipe()
-        self._pipe.close()
+        if self._pipe is not None:
+            self._pipe.close()
 
     def _close_wake_pipe(self) -> None:
         with self._wake_lock:
