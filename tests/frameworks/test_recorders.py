@@ -261,3 +261,20 @@ def test_version_check_names_the_extra_when_missing(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(metadata, "version", missing)
     versions.version_problem.cache_clear()
     assert "pip install 'replay-tui[pydantic-ai]'" in (versions.version_problem("pydantic-ai-slim") or "")
+
+
+def test_the_test_extra_installs_only_tested_framework_versions() -> None:
+    """Each framework the test extra asks for is capped where its tested range ends, so a fresh install (CI on a
+    new machine) gets versions the suite ran on, not a release nobody tried (langchain-openai 1.8 came that way)."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    test_extra = project["project"]["optional-dependencies"]["test"]
+    caps = {}
+    for requirement in test_extra:
+        found = re.fullmatch(r"([A-Za-z0-9._-]+)(?:\[[^\]]*\])?(.*)", requirement)
+        assert found is not None, requirement
+        caps[found.group(1).lower()] = re.findall(r"<([0-9][0-9.]*)", found.group(2))
+    for distribution, (_, first_untested) in versions.TESTED_RANGES.items():
+        assert caps.get(distribution) == [first_untested], f"{distribution}: cap the test extra at <{first_untested}"

@@ -13,7 +13,7 @@ TESTED_RANGES: dict[str, tuple[str, str]] = {
     "openai-agents": ("0.24.0", "0.25"),
     "langgraph": ("1.2.0", "1.3"),
     "langgraph-checkpoint-sqlite": ("3.1.0", "3.2"),
-    "langchain-openai": ("1.7.0", "1.8"),
+    "langchain-openai": ("1.7.0", "1.9"),
     "langchain-anthropic": ("1.7.0", "1.8"),
     "langchain-core": ("1.8.0", "1.9"),
     "pydantic-ai-slim": ("2.68.0", "2.69"),
