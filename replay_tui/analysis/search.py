@@ -29,7 +29,6 @@ from .marks import (
     DIVERGENT,
     ERROR,
     REDACTED,
-    REDACTION_MARKERS,
     TIMEOUT,
     UNUSED,
     ReplayMarks,
@@ -37,32 +36,6 @@ from .marks import (
     has_redaction,
     line_of,
 )
-
-__all__ = [  # with the marks, which were defined here (``marks.py``) and are still imported from here
-    "BACKWARD_BLOCK_LINES",
-    "BLOCK_BYTES",
-    "CONSUMED",
-    "DIVERGENT",
-    "ERROR",
-    "FIELD_HELP",
-    "REDACTED",
-    "REDACTION_MARKERS",
-    "TIMEOUT",
-    "UNUSED",
-    "Filter",
-    "Query",
-    "QueryError",
-    "ReplayMarks",
-    "event_marks",
-    "find_next",
-    "has_redaction",
-    "iter_lines",
-    "iter_lines_backwards",
-    "iter_matches",
-    "line_of",
-    "matching_positions",
-    "parse_query",
-]
 
 BLOCK_BYTES = 1 << 20
 BACKWARD_BLOCK_LINES = 2048

@@ -6,7 +6,8 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..analysis.search import Query, ReplayMarks, find_next, matching_positions
+from ..analysis.marks import ReplayMarks
+from ..analysis.search import Query, find_next, matching_positions
 from ..journal import Journal
 from ..journal.progress import CancelCheck, ProgressCallback
 from .core import Job

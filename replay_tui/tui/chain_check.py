@@ -15,16 +15,6 @@ if TYPE_CHECKING:  # the verify job loads with the first check, after the first 
 __all__ = ["ChainCheck"]
 
 
-def __getattr__(name: str) -> object:
-    """``ChainResult`` and ``result_of``, still importable from here, are the verify job's: loaded when first
-    asked for, not for the first frame."""
-    if name in ("ChainResult", "result_of"):
-        from ..jobs import verify
-
-        return getattr(verify, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class ChainCheck:
     """One verify run at a time; ``cancel`` kills its whole process group (the pool goes with it), and every
     run after a cancel is cancelled too."""

@@ -10,12 +10,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from journal_factory import write_incident  # noqa: E402
 
+from replay_tui.analysis.marks import ReplayMarks, event_marks, line_of  # noqa: E402
 from replay_tui.analysis.search import (  # noqa: E402
     QueryError,
-    ReplayMarks,
-    event_marks,
     find_next,
-    line_of,
     matching_positions,
     parse_query,
 )

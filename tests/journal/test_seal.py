@@ -221,7 +221,7 @@ def test_a_bad_signing_key_is_a_config_error_before_anything_is_recorded(tmp_pat
 
 
 def test_the_app_header_line_names_the_seal_and_an_open_run(tmp_path: Path, sealed: Path) -> None:
-    from replay_tui.tui.chain_check import result_of
+    from replay_tui.jobs.verify import result_of  # what the app's chain check turns a verdict into
 
     key_id = _events(sealed)[-1]["payload"]["key_id"]
     verdict = result_of(json.loads(json.dumps(verify_journal(sealed).to_json())))

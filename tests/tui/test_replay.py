@@ -24,7 +24,7 @@ from replay_helpers import (
 )
 from tui_helpers import SIZE, make_app, seq_at_cursor, settle
 
-from replay_tui.analysis.search import CONSUMED, DIVERGENT, UNUSED
+from replay_tui.analysis.marks import CONSUMED, DIVERGENT, UNUSED
 from replay_tui.jobs.replay import ReplayRequest
 from replay_tui.tui.screens.replay_dialog import ReplayDialog
 from replay_tui.tui.screens.replay_report import ReplayReportScreen, report_sections
