@@ -614,7 +614,7 @@ class Harness:
                 if not isinstance(error, Exception):  # the caller's task cancelled before the answer began
                     raised.append(error)
                 payload = {"request_hash": request_hash, "response": None, "error": error_to_payload(error)}
-        event = self._emit(MODEL_RESPONSE, self._at_level(payload), step_id=self.step_id, parent=request_event.event_id)
+        event = self._emit_live_response(request_event, payload)
         if raised:
             raise raised[0]
         return self._model_outcome(event, on_chunk)
@@ -1055,13 +1055,33 @@ class Harness:
                 return served
             if isinstance(served, _Deferred):
                 return self._write_reserved(request_event, served.reserved, served.step_id)
+        if not recorded:
+            return self._emit_live_response(request_event, payload)
+        return self._emit(MODEL_RESPONSE, payload, step_id=self.step_id, parent=request_event.event_id, redact=False)
+
+    def _emit_live_response(self, request_event: Event, payload: dict[str, Any]) -> Event:
+        """Write a live model.response at the run's level, redacted, its JSON made once (``_redacted_once``)."""
+        payload, payload_json = self._redacted_once(MODEL_RESPONSE, self._at_level(payload))
         return self._emit(
             MODEL_RESPONSE,
-            payload if recorded else self._at_level(payload),
+            payload,
             step_id=self.step_id,
             parent=request_event.event_id,
-            redact=not recorded,
+            redact=False,
+            payload_json=payload_json,
         )
+
+    def _redacted_once(self, kind: str, payload: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+        """``payload`` redacted, and its canonical JSON when redaction left it as it was: serialized once, for
+        redaction's gate and for the journal line (a model answer was serialized for the one, then again
+        inside the whole event for the other)."""
+        try:
+            payload_json: bytes | None = canonical_json_of_parsed(payload)
+        except CanonicalizationError:
+            payload_json = None  # the writer says what it cannot write, naming the event
+        with self._bus_lock:  # redaction's caches are shared
+            redacted = self.redactor.redact(kind, payload, serialized=payload_json)
+        return (payload, payload_json) if redacted is payload else (redacted, None)
 
     async def aclose_model_exchange(self, request_event: Event, payload: dict[str, Any], *, recorded: bool) -> Event:
         """``close_model_exchange`` for a coroutine: a deferred recorded answer awaits its turn."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import orjson
@@ -280,9 +281,9 @@ def test_the_gate_searches_only_the_pieces_it_has_not_found_clean(monkeypatch):
     searched: list[set[bytes]] = []
     search = detectors._fresh_pieces_may_hold_secret
 
-    def recording(fresh: set[bytes], data: bytes, ids: list[bytes]) -> bool:
+    def recording(fresh: set[bytes], flat: bytes, parts: list[bytes], ids: set[bytes]) -> bool:
         searched.append(set(fresh))
-        return search(fresh, data, ids)
+        return search(fresh, flat, parts, ids)
 
     monkeypatch.setattr(detectors, "_fresh_pieces_may_hold_secret", recording)
     rng = random.Random(9)
@@ -306,9 +307,9 @@ def test_many_fresh_strings_are_judged_in_one_pass(monkeypatch):
     lookups: list[bytes] = []
     look_up = detectors._only_id_values
 
-    def counting(parts: list[bytes], piece: bytes) -> bool:
+    def counting(flat: bytes, piece: bytes) -> bool:
         lookups.append(piece)
-        return look_up(parts, piece)
+        return look_up(flat, piece)
 
     monkeypatch.setattr(detectors, "_only_id_values", counting)
     rng = random.Random(4)
@@ -327,7 +328,42 @@ def test_many_fresh_strings_are_judged_in_one_pass(monkeypatch):
     parts = detectors._split(data)
     verdicts = detectors._id_verdicts(parts)
     for piece in set(parts[1::2]):
-        assert verdicts[piece] == look_up(parts, piece), piece
+        if TOKEN_START.match(piece):  # (the lookup is asked of pieces a candidate token starts only)
+            assert verdicts[piece] == look_up(detectors._flattened(data), piece), piece
+
+
+TOKEN_START = re.compile(rb"[A-Za-z0-9+/_\-.~]")
+
+
+def test_an_id_is_found_by_its_quoted_bytes_as_the_split_finds_it():
+    """``_only_id_values`` finds a piece by searching the payload's bytes for it quoted: the same verdict as
+    walking the split (``_id_verdicts``), for ids as member values, list items, keys, values under other
+    names, after escaped quotes and backslashes, in JSON kept in a string, and repeated."""
+    rng = random.Random(11)
+    names = ["id", "call_id", "etag", "name", "token", "api_key", 'a\\"id', "x"]
+
+    def value(depth: int) -> Any:
+        roll = rng.random()
+        if depth > 2 or roll < 0.4:
+            return rng.choice([f"call_{random_token(rng)}", f"chatcmpl-{random_token(rng)}", 'q"uo\\te', 7, None])
+        if roll < 0.7:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {rng.choice(names + [f"call_{random_token(rng)}"]): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    checked = 0
+    for _ in range(400):
+        document = value(0)
+        if rng.random() < 0.2:
+            document = {"id": orjson.dumps(document).decode(), "content": document}
+        data = orjson.dumps(document)
+        parts = detectors._split(data)
+        verdicts = detectors._id_verdicts(parts)
+        flat = detectors._flattened(data)
+        for piece in set(parts[1::2]):
+            if TOKEN_START.match(piece):
+                assert detectors._only_id_values(flat, piece) == verdicts[piece], (data, piece)
+                checked += 1
+    assert checked > 500
 
 
 def test_the_pieces_found_clean_are_bounded():
