@@ -1,5 +1,6 @@
 """The recording overhead's shortcuts write what the plain paths write: a model.request spliced around the
-request's canonical JSON (the bytes its hash was taken of), a line-flushing writer's unbuffered file (one
+request's canonical JSON (the bytes its hash was taken of), a live model.response around its payload's (the
+bytes redaction's gate judged), a line-flushing writer's unbuffered file (one
 write(2) a line, the rest of a line a file took only part of), the httpx transport's headers told apart by
 their bytes before decoding."""
 
@@ -37,6 +38,18 @@ REQUESTS: list[dict[str, Any]] = [
 ]
 
 
+#: Answers written spliced around their JSON (made once for the gate and the line), and one that redaction
+#: changes (written by the dict path).
+ANSWERS: list[dict[str, Any]] = [
+    {"content": "ok"},
+    {"content": 'quote " back\\slash \u2028 \x00 é 𝄞 \ue000', "usage": {"cost": 1.0, "tiny": 1e-7, "big": 2**40}},
+    {
+        "content": "the key is sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 3,
+        "tool_calls": [{"id": "call_x9Yz", "arguments": {}}],
+    },
+]
+
+
 def _fixed_now() -> str:
     return "2026-12-01T00:00:00.000000Z"
 
@@ -60,19 +73,22 @@ def _record_requests(sink: Any, run_id: str) -> None:
     with harness.step('step \u00e9 "1"'):
         for request in REQUESTS:
             event, _ = harness.open_model_exchange(request)
-            payload = {"request_hash": event.payload["request_hash"], "response": {"content": "ok"}}
-            harness.close_model_exchange(event, payload, recorded=False)
+            for answer in ANSWERS:
+                payload = {"request_hash": event.payload["request_hash"], "response": answer}
+                harness.close_model_exchange(event, payload, recorded=False)
     harness.end_run("ok")
 
 
 @pytest.mark.parametrize("run_id", ["plain", 'r\u00e9 "quoted" \\ run'])
-def test_a_spliced_model_request_is_the_line_the_dict_path_writes(tmp_path: Path, run_id: str) -> None:
+def test_a_spliced_model_request_and_answer_are_the_lines_the_dict_path_writes(tmp_path: Path, run_id: str) -> None:
     spliced_sink = JsonlSink(tmp_path / "spliced.jsonl", run_id=run_id)
     spliced_sink.writer._now = _fixed_now
     _record_requests(spliced_sink, run_id)
     _record_requests(_DictPathSink(tmp_path / "dict.jsonl", run_id), run_id)
     spliced, plain = (tmp_path / "spliced.jsonl").read_bytes(), (tmp_path / "dict.jsonl").read_bytes()
     assert spliced.count(b'"kind":"model.request"') == len(REQUESTS)
+    assert spliced.count(b'"kind":"model.response"') == len(REQUESTS) * len(ANSWERS)
+    assert b"a1B2c3D4e5F6g7H8i9J0" not in spliced  # (the answer redaction changed)
     assert spliced == plain
     assert verify_journal(tmp_path / "spliced.jsonl").ok
 
