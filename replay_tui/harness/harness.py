@@ -357,7 +357,7 @@ class Harness:
             with self._bus_lock:  # one event at a time, whole, from any thread (see __init__)
                 pending = self._pending(kind, payload, step_id, parent, redact, finalize)
                 return self._write(pending, reduce=reduce, payload_json=payload_json)
-        pending = self._pending(kind, payload, step_id, parent, redact, finalize)
+        pending = self._placed(self._pending(kind, payload, step_id, parent, redact, finalize))
         return self.turns.write(pending, self._writer(reduce), nested=self._bus_lock._is_owned())  # type: ignore[attr-defined]
 
     async def _aemit(
@@ -384,8 +384,24 @@ class Harness:
                 payload_json=payload_json,
                 finalize=finalize,
             )
-        pending = self._pending(kind, payload, step_id, parent, redact, finalize)
+        pending = self._placed(self._pending(kind, payload, step_id, parent, redact, finalize))
         return await self.turns.awrite(pending, self._writer(reduce))
+
+    def _lane_parent(self, kind: str, payload: Mapping[str, Any], lane: Lane | None) -> str | None:
+        """The parent of an event that hangs from what its flow received so far: a tool call hangs from the
+        model response that asked for it, anything else from the flow's last observation."""
+        cursor = (lane or self._lanes.root).cursor()
+        asked = kind == TOOL_CALL and payload.get("call_id") in cursor.response_calls
+        return cursor.response if asked else cursor.observation
+
+    def _placed(self, pending: Pending) -> Pending:
+        """``pending`` with the parent it will be written with, where only its flow knows it yet: a replay
+        tells alike events apart by it (parallel MCP sessions each send the same notification, each after
+        its own session's answer)."""
+        if pending.parent != LANE_CURSOR:
+            return pending
+        with self._bus_lock:
+            return pending._replace(parent_hint=self._lane_parent(pending.kind, pending.payload, pending.lane))
 
     def _writer(self, reduce: bool) -> Callable[[Pending], Event]:
         return self._write if reduce else self._write_unreduced
@@ -433,9 +449,7 @@ class Harness:
             if kind == TOOL_CALL and payload.get("call_id") is None:  # a default id, from the seq it is written at
                 payload = {**payload, "call_id": f"call-{self.last_seq + 1}"}
             if parent == LANE_CURSOR:  # what the flow received so far (see lanes.py)
-                cursor = (pending.lane or self._lanes.root).cursor()
-                asked = kind == TOOL_CALL and payload["call_id"] in cursor.response_calls
-                parent = cursor.response if asked else cursor.observation  # a call hangs from what asked for it
+                parent = self._lane_parent(kind, payload, pending.lane)
             try:
                 if payload_json is not None and self._journal_sink is not None:
                     event = self._journal_sink.emit(

@@ -35,8 +35,10 @@ class Pending(NamedTuple):
     framework state's transition from the state before it): a replay may write it later than it was asked
     for, and ``payload`` then holds only what places it (``after_hash``). ``lane``: the flow it came from
     (what its own consequences hang from). ``position``: where a replay placed it on the tape
-    (``pending._replace(position=...)``). A tuple: every recorded event makes one, and a frozen dataclass's
-    ``__init__`` cost three times as much."""
+    (``pending._replace(position=...)``). ``parent_hint``: the parent it will be written with, where
+    ``parent`` is a marker the harness resolves only then (what the flow received so far): a replay places it
+    among events alike in kind and key by it. A tuple: every recorded event makes one, and a frozen
+    dataclass's ``__init__`` cost three times as much."""
 
     kind: str
     payload: dict[str, Any]
@@ -45,6 +47,7 @@ class Pending(NamedTuple):
     finalize: Callable[[], dict[str, Any]] | None = None
     lane: Lane | None = None
     position: int | None = None
+    parent_hint: str | None = None
 
 
 #: The event to write for a recorded observation's payload.

@@ -296,6 +296,7 @@ class Cursor:
         answers: str | None = None,
         taken: "set[int] | frozenset[int]" = frozenset(),
         step_id: str | None = None,
+        parent: str | None = None,
     ) -> int | None:
         """Where a produced event of ``kind`` goes: the first recorded event from the cursor on, not matched or
         ``taken`` yet, of that kind whose key fields equal those in ``fields`` (and, for an observation, that
@@ -303,10 +304,13 @@ class Cursor:
         nothing of the run is recorded after it. Concurrent flows find their own events this way, whatever
         order they come in; which of them is written when is the scheduler's (``scheduler.py``). Of several
         events alike in kind and key (parallel MCP sessions each send the same ``notifications/initialized``),
-        the first in ``step_id``'s step is taken, else the first."""
+        the first that hangs from ``parent`` (the parent it will be written with, when known) is taken, then
+        the first in ``step_id``'s step, else the first: each session's notification goes where that session's
+        was recorded, whichever session sends first."""
         self.peek()  # steps over a checkpoint at the cursor
         names = [name for name in PLACED_BY.get(kind, KEY_FIELDS.get(kind, ())) if name in fields]
-        first: int | None = None
+        best: int | None = None
+        best_rank = -1
         for position in self._window():
             if position in self.ahead or position in taken:
                 continue
@@ -314,13 +318,16 @@ class Cursor:
             if recorded.kind == kind and (answers is None or recorded.parent_event_id == answers):
                 payload = recorded.payload
                 if all(payload.get(name) == fields[name] for name in names):
-                    if step_id is None or recorded.step_id == step_id:
+                    same_parent = parent is None or recorded.parent_event_id == parent
+                    same_step = step_id is None or recorded.step_id == step_id
+                    rank = 2 * same_parent + same_step
+                    if rank == 3:
                         return position
-                    if first is None:
-                        first = position
+                    if rank > best_rank:
+                        best, best_rank = position, rank
             if recorded.kind == RUN_ENDED or kind == RUN_ENDED:
                 break
-        return first
+        return best
 
     def emit_at(
         self, position: int, kind: str, payload: dict[str, Any], step_id: str | None, parent_event_id: str | None

@@ -119,3 +119,25 @@ def test_of_calls_alike_in_key_the_one_in_the_produced_step_is_placed(tmp_path: 
     assert placed is not None and cursor.event_at(placed).step_id == "02:tools[2]"
     assert cursor.event_at(cursor.place("tool.call", call) or 0).step_id == "02:tools[0]"  # no step: the first
     assert cursor.place("tool.call", call, step_id="03:other") == 1  # no event in that step: the first alike
+
+
+def test_of_calls_alike_in_key_the_one_hanging_from_the_produced_parent_is_placed(tmp_path: Path) -> None:
+    """Parallel MCP sessions in one step each send the same notification after their own session's answer:
+    a produced call is placed on the recorded one that hangs from the answer its flow received (the parent it
+    will be written with), whichever session sends first; the step still counts when no parent matches."""
+    path = tmp_path / "alike.jsonl"
+    call = {"tool": "mcp:crm notify notifications/initialized", "arguments": {}, "call_key": "sha256:" + "0" * 64}
+    with JournalWriter(path, run_id="r") as writer:
+        writer.append("run.started", run_started())
+        for index in range(3):
+            writer.append("tool.call", {**call, "call_id": f"c{index}"}, parent_event_id=f"r:answer{index}")
+        writer.append("tool.call", {**call, "call_id": "c3"}, step_id="s", parent_event_id="r:answer3")
+    journal = Journal(path)
+    journal.index()
+    cursor = Cursor(journal)
+    replay_until(cursor, 2)
+    for index in (2, 0, 1, 3):
+        placed = cursor.place("tool.call", call, parent=f"r:answer{index}")
+        assert placed is not None and cursor.event_at(placed).parent_event_id == f"r:answer{index}"
+    assert cursor.place("tool.call", call, step_id="s", parent="r:unknown") == 4  # the step, then the first
+    assert cursor.place("tool.call", call, parent="r:unknown") == 1

@@ -155,7 +155,12 @@ class TapeTurns:
     def _place(self, pending: Pending) -> int:
         with self.lock:
             self._check_running()
-            position = self.tape.place(pending.kind, pending.payload, taken=self._taken, step_id=pending.step_id)
+            parent = pending.parent_hint or (
+                pending.parent if not (pending.parent or "\x00").startswith("\x00") else None
+            )
+            position = self.tape.place(
+                pending.kind, pending.payload, taken=self._taken, step_id=pending.step_id, parent=parent
+            )
             if position is None:  # nothing of the kind in the window: at the cursor, it is the divergence
                 self.tape.peek()
                 position = self.tape.position
