@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cached_property
 from typing import Any
 
 __all__ = ["ELLIPSIS", "is_safe", "safe", "safe_json", "safe_json_text", "safe_line", "safe_value"]
@@ -49,15 +50,41 @@ _INVISIBLE = (
     "\ud800-\udfff"  # lone surrogates
 )
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
-_UNSAFE_MULTILINE = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
-_UNSAFE = re.compile(f"[\t\n{_CONTROLS}{_INVISIBLE}]")
-# The part of the above that str.isprintable() lets through (invisible letters and marks): text that is
-# printable and holds none of these is already safe, which a small class checks faster than the full one.
-_PRINTABLE_INVISIBLE = re.compile(
-    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0e\uffa0\U000e0100-\U000e01ef]"
-)
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_WHITESPACE_RUN = re.compile(r"[ ]{2,}")
+
+
+class _Patterns:
+    """Each pattern compiled on first use: most text is printable ASCII, which needs none of them, and
+    compiling the classes above at import was about 13 M instructions of the viewer's first frame."""
+
+    @cached_property
+    def unsafe_multiline(self) -> re.Pattern[str]:
+        return re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
+
+    @cached_property
+    def unsafe(self) -> re.Pattern[str]:
+        return re.compile(f"[\t\n{_CONTROLS}{_INVISIBLE}]")
+
+    # The part of the above that str.isprintable() lets through (invisible letters and marks): text that is
+    # printable and holds none of these is already safe, which a small class checks faster than the full one.
+    @cached_property
+    def printable_invisible(self) -> re.Pattern[str]:
+        return re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0e\uffa0\U000e0100-\U000e01ef]")
+
+    @cached_property
+    def whitespace_run(self) -> re.Pattern[str]:
+        return re.compile(r"[ ]{2,}")
+
+
+_patterns = _Patterns()
+
+
+def compile_all() -> None:
+    """Every pattern compiled now: a process that forks workers (the corpus fork server) does it once, before
+    the first fork, so no worker compiles them again."""
+    for name, member in vars(_Patterns).items():
+        if isinstance(member, cached_property):
+            getattr(_patterns, name)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -85,14 +112,14 @@ def _printable_and_visible(text: str) -> bool:
     """The fast "already safe" check: C-speed for ASCII, a small class for the rest."""
     if text.isascii():
         return text.isprintable()
-    return text.isprintable() and _PRINTABLE_INVISIBLE.search(text) is None
+    return text.isprintable() and _patterns.printable_invisible.search(text) is None
 
 
 def is_safe(text: str, multiline: bool = False) -> bool:
     """True when the text can be shown as it is (the common case, checked at C speed)."""
     if _printable_and_visible(text):
         return True
-    return (_UNSAFE_MULTILINE if multiline else _UNSAFE).search(text) is None
+    return (_patterns.unsafe_multiline if multiline else _patterns.unsafe).search(text) is None
 
 
 def safe(text: str, multiline: bool = False) -> str:
@@ -103,7 +130,7 @@ def safe(text: str, multiline: bool = False) -> str:
     """
     if _printable_and_visible(text):
         return text
-    return (_UNSAFE_MULTILINE if multiline else _UNSAFE).sub(_escape, text)
+    return (_patterns.unsafe_multiline if multiline else _patterns.unsafe).sub(_escape, text)
 
 
 def safe_line(text: str, limit: int | None = None) -> str:
@@ -112,7 +139,7 @@ def safe_line(text: str, limit: int | None = None) -> str:
         text = text[: limit + 1]  # each character escapes to at least one, so this is enough to fill the limit
     shown = text if _printable_and_visible(text) else safe(text)
     if "  " in shown:
-        shown = _WHITESPACE_RUN.sub(" ", shown)
+        shown = _patterns.whitespace_run.sub(" ", shown)
     shown = shown.strip()
     if limit is not None and len(shown) > limit:
         return shown[: max(limit - 1, 0)] + ELLIPSIS
@@ -142,7 +169,7 @@ def safe_json_text(text: str) -> str:
     """
     if text.isascii() and text.isprintable():
         return text
-    return _UNSAFE_MULTILINE.sub(_escape_in_json, text)
+    return _patterns.unsafe_multiline.sub(_escape_in_json, text)
 
 
 def safe_value(value: Any, limit: int | None = None) -> str:

@@ -55,8 +55,8 @@ def test_every_control_format_separator_and_surrogate_code_point_is_escaped() ->
 def test_the_fast_check_never_passes_an_unsafe_character() -> None:
     for point in range(sys.maxunicode + 1):
         char = chr(point)
-        if safe_text._UNSAFE_MULTILINE.search(char):  # the full rule escapes it: the fast check must not pass it
-            assert not char.isprintable() or safe_text._PRINTABLE_INVISIBLE.search(char), f"U+{point:04X}"
+        if safe_text._patterns.unsafe_multiline.search(char):  # the full rule escapes it: the fast check must not pass it
+            assert not char.isprintable() or safe_text._patterns.printable_invisible.search(char), f"U+{point:04X}"
 
 
 def test_safe_line_cuts_after_escaping_and_collapses_spaces() -> None:
