@@ -17,30 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import cached_property
 
-#: A command segment: the command (its name as a word of its own) and its arguments up to the segment's end.
-_COMMAND = re.compile(
-    r"(?<![\w./-])(?P<command>curl|wget|https?|xhs?|mysql(?:dump|admin|import|show|check|sh|slap|binlog|pump)?|"
-    r"mariadb(?:-dump|-admin|-import|-show|-check)?|sshpass|redis-cli|mongo(?:sh|dump|restore|export|import|stat|top|"
-    r"files)?|sqlcmd|bcp|osql|ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop)|smbclient|rpcclient|"
-    r"smbget|smbcacls|docker|podman|nerdctl|buildah|oras|helm|az|htpasswd|zip|unzip|7z[ar]?|rar|unrar|openssl|"
-    r"sqlplus|rman|expdp|impdp|lftp)(?![\w.-])(?P<args>[^\n;|&]*)"
-)
-#: A flag of a segment (with what is glued to it: ``-pPW``, ``-p'PW'``) and the token after it, unless that is a flag.
-_FLAG = re.compile(
-    r"(?<!\S)(?P<flag>-{1,2}[A-Za-z][^\s\"'=]*(?:\"[^\"\n]*\"|'[^'\n]*')?)"
-    r"(?:(?P<sep>=|[ \t]+)(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|(?!-)[^\s\"'`]+))?"
-)
-#: A long flag anywhere in text, with its value (the name is judged by ``is_secret_key``).
-_LONG_FLAG = re.compile(
-    r"-(?<![\w-]-)-?(?P<name>[A-Za-z][A-Za-z0-9_-]{2,60})(?:=|[ \t]+)(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|"
-    r"(?![-$<`])[^\s\"'`;|&<>()]+)"
-)
-#: Names of flags that take no secret though they name one: a file, a prompt, a way to read it.
-_NOT_A_SECRET_FLAG = re.compile(r"(file|path|stdin|env|fd|prompt|command|cmd|helper|dir|policy|length|type)$")
-_LOGIN = re.compile(r"(?<!\S)login(?!\S)")
-_ORACLE_LOGON = re.compile(r"\s+[A-Za-z0-9_$#.]+/(?P<secret>[^\s@/\"']+)")
-_POSITIONAL = re.compile(r"(?<!\S)(?!-)(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)")
 #: What every text a rule here can fire on holds: a flag (a dash after no word character, then a letter: not
 #: a negative number; the dash first, so the engine skips to dashes at C speed), or an Oracle client's name.
 FLAG_GATE = r"-(?<![\w-]-)-?[A-Za-z]"
@@ -51,10 +29,75 @@ ORACLE = ("sqlplus", "rman", "expdp", "impdp")
 Span = tuple[int, int]
 
 
-#: A long flag at the end of a text whose value may still be arriving: the flag, a separator, a value not ended.
-_OPEN_LONG_FLAG = re.compile(r"-(?<![\w-]-)-?(?P<name>[A-Za-z][A-Za-z0-9_-]{2,60})(?:(?:=|[ \t]+)[^\s\"'`;|&<>()]*)?\Z")
-#: Where a command segment ends (what ``_COMMAND`` reads to).
-_SEGMENT_END = re.compile(r"[\n;|&]")
+class _Patterns:
+    """Each pattern compiled on first use: they run only on text that ``FLAG_GATE`` (or an Oracle client's
+    name) lets through, which the viewer's first frame has none of, and compiling them at import was about
+    12 M instructions of it."""
+
+    # A command segment: the command (its name as a word of its own) and its arguments up to the segment's end.
+    @cached_property
+    def command(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?<![\w./-])(?P<command>curl|wget|https?|xhs?|mysql(?:dump|admin|import|show|check|sh|slap|binlog|pump)?|"
+            r"mariadb(?:-dump|-admin|-import|-show|-check)?|sshpass|redis-cli|mongo(?:sh|dump|restore|export|import|stat|top|"
+            r"files)?|sqlcmd|bcp|osql|ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop)|smbclient|rpcclient|"
+            r"smbget|smbcacls|docker|podman|nerdctl|buildah|oras|helm|az|htpasswd|zip|unzip|7z[ar]?|rar|unrar|openssl|"
+            r"sqlplus|rman|expdp|impdp|lftp)(?![\w.-])(?P<args>[^\n;|&]*)"
+        )
+
+    # A flag of a segment (with what is glued to it: ``-pPW``, ``-p'PW'``) and the token after it, unless that is a flag.
+    @cached_property
+    def flag(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?<!\S)(?P<flag>-{1,2}[A-Za-z][^\s\"'=]*(?:\"[^\"\n]*\"|'[^'\n]*')?)"
+            r"(?:(?P<sep>=|[ \t]+)(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|(?!-)[^\s\"'`]+))?"
+        )
+
+    # A long flag anywhere in text, with its value (the name is judged by ``is_secret_key``).
+    @cached_property
+    def long_flag(self) -> re.Pattern[str]:
+        return re.compile(
+            r"-(?<![\w-]-)-?(?P<name>[A-Za-z][A-Za-z0-9_-]{2,60})(?:=|[ \t]+)(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|"
+            r"(?![-$<`])[^\s\"'`;|&<>()]+)"
+        )
+
+    # Names of flags that take no secret though they name one: a file, a prompt, a way to read it.
+    @cached_property
+    def not_a_secret_flag(self) -> re.Pattern[str]:
+        return re.compile(r"(file|path|stdin|env|fd|prompt|command|cmd|helper|dir|policy|length|type)$")
+
+    @cached_property
+    def login(self) -> re.Pattern[str]:
+        return re.compile(r"(?<!\S)login(?!\S)")
+
+    @cached_property
+    def oracle_logon(self) -> re.Pattern[str]:
+        return re.compile(r"\s+[A-Za-z0-9_$#.]+/(?P<secret>[^\s@/\"']+)")
+
+    @cached_property
+    def positional(self) -> re.Pattern[str]:
+        return re.compile(r"(?<!\S)(?!-)(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)")
+
+    # A long flag at the end of a text whose value may still be arriving: the flag, a separator, a value not ended.
+    @cached_property
+    def open_long_flag(self) -> re.Pattern[str]:
+        return re.compile(r"-(?<![\w-]-)-?(?P<name>[A-Za-z][A-Za-z0-9_-]{2,60})(?:(?:=|[ \t]+)[^\s\"'`;|&<>()]*)?\Z")
+
+    # Where a command segment ends (what ``command`` reads to).
+    @cached_property
+    def segment_end(self) -> re.Pattern[str]:
+        return re.compile(r"[\n;|&]")
+
+
+_patterns = _Patterns()
+
+
+def compile_all() -> None:
+    """Every pattern compiled now: a process that forks workers (the corpus fork server) does it once, before
+    the first fork, so no worker compiles them again."""
+    for name, member in vars(_Patterns).items():
+        if isinstance(member, cached_property):
+            getattr(_patterns, name)
 
 
 def open_command_start(text: str, is_secret_key: Callable[[str], bool]) -> int | None:
@@ -62,12 +105,12 @@ def open_command_start(text: str, is_secret_key: Callable[[str], bool]) -> int |
     command that takes one (``sshpass -p``, ``curl -u user:``, ``htpasswd -b FILE USER``) that has not ended, or
     a sensitive long flag whose value has not (``--password``, ``--api-key=ab``); None when there is none. A
     text handed over piece by piece (a stream) holds back from there, so the detector sees the whole line."""
-    ends = list(_SEGMENT_END.finditer(text))
+    ends = list(_patterns.segment_end.finditer(text))
     line_start = ends[-1].end() if ends else 0
-    segment = _COMMAND.search(text, line_start)
+    segment = _patterns.command.search(text, line_start)
     if segment is not None:
         return segment.start()
-    flag = _OPEN_LONG_FLAG.search(text, line_start)
+    flag = _patterns.open_long_flag.search(text, line_start)
     if flag is not None and is_secret_key(flag.group("name")):
         return flag.start()
     return None
@@ -75,13 +118,15 @@ def open_command_start(text: str, is_secret_key: Callable[[str], bool]) -> int |
 
 def command_line_spans(text: str, is_secret_key: Callable[[str], bool]) -> Iterator[tuple[int, int, str]]:
     """(start, end, what) of every password found on a command line in ``text``."""
-    for match in _LONG_FLAG.finditer(text):
+    for match in _patterns.long_flag.finditer(text):
         name = match.group("name")
-        if is_secret_key(name) and not _NOT_A_SECRET_FLAG.search(name.lower().replace("-", "").replace("_", "")):
+        if is_secret_key(name) and not _patterns.not_a_secret_flag.search(
+            name.lower().replace("-", "").replace("_", "")
+        ):
             start, end = _unquoted(text, match.span("value"))
             if end > start:
                 yield start, end, f"--{name}"
-    for segment in _COMMAND.finditer(text):
+    for segment in _patterns.command.finditer(text):
         for start, end, what in _segment_spans(segment.group("command"), segment.group("args")):
             yield segment.start("args") + start, segment.start("args") + end, what
 
@@ -97,13 +142,13 @@ def _segment_spans(command: str, args: str) -> Iterator[tuple[int, int, str]]:
     """The secrets in the arguments of one command (spans relative to ``args``)."""
     family = _FAMILY.get(command) or _family_of(command)
     if family == "oracle":
-        logon = _ORACLE_LOGON.match(args)
+        logon = _patterns.oracle_logon.match(args)
         if logon is not None:
             yield *logon.span("secret"), f"{command} user/password"
         return
-    login = _LOGIN.search(args)
+    login = _patterns.login.search(args)
     batch = False
-    for flag in _FLAG.finditer(args):
+    for flag in _patterns.flag.finditer(args):
         after_login = login is not None and login.start() < flag.start()
         span = _flag_secret(family, args, flag, after_login)
         if span is not None and span[1] > span[0] and args[span[0]] not in "$<`":
@@ -111,7 +156,7 @@ def _segment_spans(command: str, args: str) -> Iterator[tuple[int, int, str]]:
         batch = batch or family == "htpasswd" and re.fullmatch(r"-[A-Za-z]*b[A-Za-z]*", flag.group("flag")) is not None
     if batch:  # htpasswd -b[c] FILE USER PASSWORD, htpasswd -nb USER PASSWORD: the last positional
         last = None
-        for last in _POSITIONAL.finditer(args):
+        for last in _patterns.positional.finditer(args):
             pass
         if last is not None:
             start, end = _unquoted(args, last.span())

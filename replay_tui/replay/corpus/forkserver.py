@@ -463,14 +463,15 @@ SERVER_CWD = os.getcwd()
 
 def warm_up() -> None:
     """Work every child would repeat, done once before the first fork: the default redaction rules, every
-    detector and safe-text pattern and every event kind's schema test compiled (they compile on
+    detector, command-line and safe-text pattern and every event kind's schema test compiled (they compile on
     first use: each child would compile the ones it meets, about 8 ms of its run). Nothing here runs agent code."""
     from ...harness.redaction import RedactionRules, Redactor
-    from ...journal import detectors, safe_text
+    from ...journal import command_line, detectors, safe_text
     from ...journal.model import compile_event_tests
 
     Redactor(RedactionRules.from_config({}, source="the fork server's warm-up"))
     detectors.compile_all()
+    command_line.compile_all()
     safe_text.compile_all()
     compile_event_tests()
 
