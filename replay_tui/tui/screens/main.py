@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 from textual.worker import get_current_worker
@@ -86,6 +87,8 @@ class MainScreen(Screen[None]):
     """The debugger; replay, finding, follow, bookmarks and export are its controllers (see ``controllers/``)."""
 
     BINDINGS = bindings_for("screen")  # the keys live in tui/actions.py
+    #: Textual's auto focus restyles the widget it focuses twice; ``_auto_focus`` does the same with one restyle.
+    AUTO_FOCUS = ""
 
     def __init__(self, journal: Journal, options: OpenOptions, *, input_clock: UserInputClock | None = None) -> None:
         super().__init__()
@@ -212,11 +215,29 @@ class MainScreen(Screen[None]):
         self.timeline.mark_source = self.marks.of
         self.header.set_first_event(None, self.journal.path.name)
         self.header.set_chain("checking", "checked after indexing…")
-        self.timeline.focus()
+        self._focus(self.timeline)
         self._index_first_screen()
         # The first frame is drawn before the index worker starts: it would hold the GIL meanwhile.
         self.call_after_refresh(self.post_message, FirstFrameDrawn())
         self.call_after_refresh(self.index_journal)
+
+    def _focus(self, widget: Widget) -> None:
+        """Focus ``widget``, restyling it once: Textual's auto focus sets ``has_focus``, whose watcher restyles
+        the widget, and then ``set_focus`` restyles it again (the timeline's 15 component classes each time).
+        With ``has_focus`` set without its watcher, the one restyle of ``set_focus`` sees the focus."""
+        if widget.focusable:
+            widget.set_reactive(Widget.has_focus, True)
+        self.set_focus(widget)
+
+    def _auto_focus(self) -> None:
+        """What Textual's auto focus does on a resume (``AUTO_FOCUS`` is off here): when nothing has the focus,
+        the first focusable widget the app's selector matches takes it."""
+        if self.focused is not None or not self.app.app_focus or not self.app.AUTO_FOCUS:
+            return
+        for widget in self.query(self.app.AUTO_FOCUS):
+            if widget.focusable:
+                self._focus(widget)
+                return
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """The first resume comes right after the mount, which styled every node: Textual's restyle of the whole
@@ -224,6 +245,8 @@ class MainScreen(Screen[None]):
         if not self._resumed:
             self._resumed = True
             event.refresh_styles = False
+        else:
+            self._auto_focus()
 
     @on(FirstFrameDrawn)
     def _assemble_the_rest(self) -> None:
