@@ -22,8 +22,7 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..journal import Event, Journal, JournalError, detectors
 from ..journal.progress import CancelCheck, ProgressCallback
@@ -51,8 +50,10 @@ def mask(value: str) -> str:
 
 
 # -- findings ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
+    """One possible secret, its value masked. A NamedTuple, not a frozen dataclass: the module is on the app's
+    first-frame path (for ``mask_secrets``), where a frozen dataclass costs 3 M instructions at import."""
+
     seq: int
     path: str  # JSON path in the event, e.g. payload.arguments.headers.x-api-key
     detector: str  # format:<name> | key-name | entropy
@@ -242,18 +243,22 @@ def mask_secrets(value: Any, key: str | None = None, *, _depth: int = 0) -> tupl
     return masked_list, total
 
 
-@dataclass
 class ScanReport:
-    path: str
-    events: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    total_findings: int = 0
-    by_detector: Counter[str] = field(default_factory=Counter)
-    unreadable: int = 0
-    unreadable_examples: list[str] = field(default_factory=list)
-    ignored: int = 0  # findings left out by --ignore patterns
-    complete: bool = True
-    _flagged: "array[int]" = field(default_factory=lambda: array("Q"))
+    """What a scan found, filled in as it goes. A plain class, not a dataclass, for the reason ``Finding`` is a
+    NamedTuple; ``scan_events`` makes it (a dataclass's generated ``__init__``, ``__repr__`` and ``__eq__`` were
+    used by nothing)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.events = 0
+        self.findings: list[Finding] = []
+        self.total_findings = 0
+        self.by_detector: Counter[str] = Counter()
+        self.unreadable = 0
+        self.unreadable_examples: list[str] = []
+        self.ignored = 0  # findings left out by --ignore patterns
+        self.complete = True
+        self._flagged: array[int] = array("Q")
 
     @property
     def clean(self) -> bool:
