@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -300,7 +300,7 @@ def _annotations(journal: Journal, mask: Callable[[Any], Any]) -> tuple[list[Ann
             position = journal.position_of_seq(annotation.seq)
             found = journal.try_event(position) if position is not None else None
             event = view_of(found, mask) if isinstance(found, Event) else None
-        views.append(AnnotationView(replace(annotation, note=mask(annotation.note)), event))
+        views.append(AnnotationView(annotation._replace(note=mask(annotation.note)), event))
     return views, None
 
 

@@ -5,7 +5,7 @@ the first frame draws marks, and finds nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import orjson
 
@@ -30,9 +30,9 @@ def has_redaction(line: bytes) -> bool:
     return any(marker in line for marker in REDACTION_MARKERS)
 
 
-@dataclass(frozen=True)
-class ReplayMarks:
-    """What a replay said about each recorded seq; fed to the app by the replay view.
+class ReplayMarks(NamedTuple):
+    """What a replay said about each recorded seq; fed to the app by the replay view. A NamedTuple, not a
+    frozen dataclass (3 M instructions at import, on the first frame's path).
 
     ``divergent``: seqs where replay disagreed with the recording (the first one is
     where replay stopped). ``consumed``: seqs replay served or matched. ``unused``:
