@@ -13,10 +13,9 @@ import os
 import stat
 import threading
 from array import array
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import orjson
 
@@ -32,9 +31,9 @@ INDEX_BATCH_BYTES = 16 * 1024 * 1024
 SHARD_SUFFIXES = (".jsonl", ".jsonl.gz")
 
 
-@dataclass(frozen=True)
-class RefreshResult:
-    """What changed on disk since the last refresh."""
+class RefreshResult(NamedTuple):
+    """What changed on disk since the last refresh. A NamedTuple, not a frozen dataclass (3 M instructions
+    at import, on the path of every journal opened)."""
 
     new_events: int = 0
     new_shards: int = 0

@@ -15,8 +15,8 @@ or holds a wrong key is an error naming it: a mistyped audit setting must not tu
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..journal import JournalError
 from ..journal.user_dirs import config_root
@@ -32,8 +32,10 @@ class SettingsError(JournalError):
     """The settings file cannot be read or holds a wrong key; names the file."""
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
+    """The settings in force and the file they came from. A NamedTuple, not a frozen dataclass (3 M
+    instructions at import): every command and the app's first frame read them."""
+
     source: Path
     audit_log: Path | None = None
     older_than: str | None = None

@@ -21,9 +21,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 
@@ -43,9 +42,9 @@ FIRST_LINE_BYTES = 64 * 1024
 V1_LINE_FIELDS = ("schema_version", "run_id", "seq", "kind", "event_hash")
 
 
-@dataclass(frozen=True)
-class ResolvedSource:
-    """The local journal to open for one argument."""
+class ResolvedSource(NamedTuple):
+    """The local journal to open for one argument. A NamedTuple, not a frozen dataclass (3 M instructions at
+    import): the app resolves its journal before the first frame."""
 
     argument: str
     path: Path
@@ -53,7 +52,7 @@ class ResolvedSource:
     journals: tuple[Path, ...] = ()
     #: Set when the argument was a foreign trace: ``{"format", "file_name", "sha256"}``.
     imported: dict[str, str] | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     #: The URL the journal was fetched from (userinfo and query left out), when it was one.
     url: str | None = None
 
@@ -86,7 +85,7 @@ def _resolve(argument: str) -> ResolvedSource:
         from . import storage  # see imports_cache_dir
 
         fetched = storage.fetch(argument)
-        return replace(_resolve(str(fetched.local)), argument=argument, url=storage.shown(argument))
+        return _resolve(str(fetched.local))._replace(argument=argument, url=storage.shown(argument))
     path = Path(argument).expanduser()
     check_readable_path(path)  # a FIFO, a device, a socket: refused here, for every command and the app
     if not path.is_file() or _starts_with_a_v1_event(path):
@@ -110,14 +109,12 @@ def _resolve(argument: str) -> ResolvedSource:
         journals = _import_into(path, target, fmt, digest)
     imported = {"format": fmt, "file_name": path.name, "sha256": digest}
     notes = (
-        [
-            (
-                f"{path.name} holds {len(journals)} runs; opened the first ({journals[0].name}), "
-                f"the others are in {journals[0].parent}"
-            )
-        ]
+        (
+            f"{path.name} holds {len(journals)} runs; opened the first ({journals[0].name}), "
+            f"the others are in {journals[0].parent}",
+        )
         if len(journals) > 1
-        else []
+        else ()
     )
     return ResolvedSource(argument, journals[0], tuple(journals), imported, notes)
 
