@@ -6,7 +6,6 @@ unknown theme) is checked here, before the UI takes over the terminal.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -14,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import replay_tui
@@ -22,6 +22,8 @@ from ..journal import Journal, JournalError
 from ..journal.files import open_regular_binary
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..store.storage import ObjectFollower
     from .app import ReplayApp
 
@@ -138,7 +140,8 @@ def start_up_collection() -> Iterator[StartUpCollection]:
         pause.end()
 
 
-def launch_app(args: argparse.Namespace) -> int:
+def launch_app(args: argparse.Namespace | SimpleNamespace) -> int:
+    """Run the app for the app's command line (``cli._app_parser``'s namespace, or ``cli._plain_open``'s)."""
     with start_up_collection() as collection:
         built = _build_app(args)
         if isinstance(built, int):
@@ -154,7 +157,7 @@ def launch_app(args: argparse.Namespace) -> int:
     return app.return_code or 0  # a crash inside the app is not a success
 
 
-def _build_app(args: argparse.Namespace) -> "tuple[ReplayApp, Journal, ObjectFollower | None] | int":
+def _build_app(args: argparse.Namespace | SimpleNamespace) -> "tuple[ReplayApp, Journal, ObjectFollower | None] | int":
     """The app for ``args``, or the exit code after saying what is wrong."""
     from .themes import DEFAULT_THEME, check_theme_name
 
@@ -218,7 +221,7 @@ def _follow_start(follower: "ObjectFollower", url: str) -> Path:
     return path
 
 
-def _object_follower(args: argparse.Namespace) -> "ObjectFollower | None":
+def _object_follower(args: argparse.Namespace | SimpleNamespace) -> "ObjectFollower | None":
     """``--follow s3://…``: a poller that appends the object's new bytes to a local copy the app tails."""
     from ..journal.urls import is_url
 
