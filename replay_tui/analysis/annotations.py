@@ -27,7 +27,6 @@ From the app::
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -97,6 +96,8 @@ def sidecar_path(journal_path: str | os.PathLike[str]) -> Path:
 
 def fallback_sidecar_path(journal_path: str | os.PathLike[str]) -> Path:
     """The sidecar a journal gets when it cannot have one beside it: named by the journal's full path."""
+    import hashlib  # 11 M instructions to import: only for a journal whose sidecar cannot be beside it
+
     path = Path(journal_path)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     return fallback_dir() / f"{path.name}.{digest}{SIDECAR_SUFFIX}"

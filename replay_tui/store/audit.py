@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..journal import JournalError
-from ..journal.hashing import file_sha256
 from ..journal.private import FILE_MODE, make_private_dirs
 from .settings import load_settings
 
@@ -113,6 +112,8 @@ def _journals_behind(path: Path, named: str) -> list[tuple[Path, str]]:
 
 
 def _sha256(path: Path) -> str | None:
+    from ..journal.hashing import file_sha256  # with hashlib (11 M instructions): only when a line is written
+
     try:
         return file_sha256(path)
     except OSError:

@@ -28,7 +28,6 @@ import orjson
 
 from ..journal.errors import JournalOpenError
 from ..journal.files import check_readable_path, open_regular_binary
-from ..journal.hashing import file_sha256
 from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
 from ..journal.urls import is_url
 from . import audit
@@ -93,6 +92,7 @@ def _resolve(argument: str) -> ResolvedSource:
     # Only now the importers (their package loads the builders): opening a journal never pays for them.
     from ..importers import IMPORTER_VERSION, detect_format
     from ..importers.detect import JOURNAL
+    from ..journal.hashing import file_sha256  # with hashlib, as the importers: a journal needs neither
 
     try:
         fmt = detect_format(path)
@@ -141,6 +141,8 @@ def _cached(target: Path) -> list[Path] | None:
     """The journals of a complete cache entry, or None: an entry is trusted only when its manifest lists
     plain files inside it whose sizes and sha256 match what the import wrote (a truncated, edited or
     swapped journal is not served; the caller imports again)."""
+    from ..journal.hashing import file_sha256
+
     try:
         manifest = orjson.loads((target / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -186,6 +188,7 @@ def _import_into(path: Path, target: Path, fmt: str, digest: str) -> list[Path]:
     """Import into a fresh directory, then move it into place (two processes may race: the
     first one in wins and the other uses its result)."""
     from ..importers import TraceImportError, import_trace
+    from ..journal.hashing import file_sha256
 
     try:
         make_private_dirs(target.parent)

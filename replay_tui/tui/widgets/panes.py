@@ -10,7 +10,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.marks import ReplayMarks, event_marks, line_of
-from ...journal import Event, Journal, JournalError, event_hash_of
+from ...journal import Event, Journal, JournalError
 from ...journal.safe_text import safe, safe_line
 from .assembled_later import AssembledLater
 
@@ -76,6 +76,8 @@ class StatePane(AssembledLater):
 
 def hash_status(journal: Journal, position: int, event: Event) -> tuple[str, bool]:
     """This event's own hash and its link to the previous event, checked now."""
+    from ...journal.hashing import event_hash_of  # with hashlib (11 M instructions): the first frame shows no event
+
     if not journal.has_hash_chain or event.event_hash is None:
         return "no hash chain (this journal's dialect does not record one)", True
     own = event_hash_of(event.raw, parsed=True) == event.event_hash
