@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...analysis.marks import ReplayMarks
 from ...jobs import JobCancelled, JobError, JobRun
@@ -42,9 +41,9 @@ __all__ = ["ReplayController", "ReplayResult", "marks_of", "step_reports"]
 POST_EVERY_S = 0.25  # progress reaches the UI at most this often, whatever the child sends
 
 
-@dataclass
-class ReplayResult:
-    """A finished run as the app keeps it."""
+class ReplayResult(NamedTuple):
+    """A finished run as the app keeps it (a NamedTuple: the module is on the first frame's path, where a
+    dataclass compiles three methods at import)."""
 
     request: ReplayRequest
     outcome: ReplayOutcome
