@@ -55,7 +55,8 @@ def test_every_control_format_separator_and_surrogate_code_point_is_escaped() ->
 def test_the_fast_check_never_passes_an_unsafe_character() -> None:
     for point in range(sys.maxunicode + 1):
         char = chr(point)
-        if safe_text._patterns.unsafe_multiline.search(char):  # the full rule escapes it: the fast check must not pass it
+        # the full rule escapes it: the fast check must not pass it
+        if safe_text._patterns.unsafe_multiline.search(char):
             assert not char.isprintable() or safe_text._patterns.printable_invisible.search(char), f"U+{point:04X}"
 
 
