@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -28,3 +30,16 @@ def test_version_and_help() -> None:
     assert done.stdout.startswith("replay-tui ")
     done = subprocess.run([sys.executable, "-m", "replay_tui", "--help"], capture_output=True, text=True, check=True)
     assert "verify" in done.stdout and "replay" in done.stdout
+
+
+@pytest.mark.parametrize("argv", [[], ["session.jsonl"], ["dir/with space.jsonl"], ["verify.jsonl"]])
+def test_the_plain_open_is_what_the_app_parser_gives(argv: list[str]) -> None:
+    """``replay-tui [JOURNAL]`` skips argparse on the way to the first frame: its hand-made namespace must stay
+    the one the parser gives (an option added to the parser is added there too)."""
+    from replay_tui.cli import _app_parser, _plain_open
+
+    plain = _plain_open(argv)
+    assert plain is not None and vars(plain) == vars(_app_parser().parse_args(argv))
+    assert (
+        _plain_open(["--follow", "x.jsonl"]) is None and _plain_open(["a", "b"]) is None and _plain_open(["-"]) is None
+    )
