@@ -25,7 +25,6 @@ import math
 import re
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter's own C loop
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
 
@@ -34,9 +33,9 @@ import orjson
 from .command_line import FLAG_GATE, FLAG_GATE_BYTES, ORACLE, command_line_spans
 
 
-@dataclass(frozen=True)
-class Format:
-    """A credential shape. ``anchors`` are regex fragments one of which every match contains
+class Format(NamedTuple):
+    """A credential shape (a NamedTuple: a frozen dataclass compiled its methods at import, on the way to the
+    viewer's first frame). ``anchors`` are regex fragments one of which every match contains
     (a cheap gate before the full pattern); a group named ``secret`` marks the secret part.
 
     Each anchor starts at an uncommon character (upper case, '_', '-', '.', '/'), a lookbehind
@@ -582,7 +581,8 @@ def _counts(text: str) -> dict[str, int]:
     return counts
 
 
-_C_LOG2_C = tuple(count * math.log2(count) if count else 0.0 for count in range(4097))
+# (as long as the longest candidate: a longer text's entropy takes the loop)
+_C_LOG2_C = tuple(count * math.log2(count) if count else 0.0 for count in range(ENTROPY_MAX_CHARS + 1))
 
 
 def _entropy_floor(length: int) -> float:
