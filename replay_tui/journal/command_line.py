@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
+from .lazy_patterns import compile_every
+
 #: What every text a rule here can fire on holds: a flag (a dash after no word character, then a letter: not
 #: a negative number; the dash first, so the engine skips to dashes at C speed), or an Oracle client's name.
 FLAG_GATE = r"-(?<![\w-]-)-?[A-Za-z]"
@@ -93,11 +95,8 @@ _patterns = _Patterns()
 
 
 def compile_all() -> None:
-    """Every pattern compiled now: a process that forks workers (the corpus fork server) does it once, before
-    the first fork, so no worker compiles them again."""
-    for name, member in vars(_Patterns).items():
-        if isinstance(member, cached_property):
-            getattr(_patterns, name)
+    """Every pattern compiled now (see ``lazy_patterns``)."""
+    compile_every(_patterns)
 
 
 def open_command_start(text: str, is_secret_key: Callable[[str], bool]) -> int | None:

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from .command_line import FLAG_GATE, FLAG_GATE_BYTES, ORACLE, command_line_spans
+from .lazy_patterns import compile_every
 
 
 class Format(NamedTuple):
@@ -493,12 +494,8 @@ def compiled() -> _Compiled:
 
 
 def compile_all() -> None:
-    """Every pattern compiled now: a process that forks workers (the corpus fork server) does it once, before
-    the first fork, so no worker compiles them again."""
-    patterns = compiled()
-    for name, member in vars(_Compiled).items():
-        if isinstance(member, cached_property):
-            getattr(patterns, name)
+    """Every pattern compiled now (see ``lazy_patterns``)."""
+    compile_every(compiled())
 
 
 # -- names -----------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ import re
 from functools import cached_property
 from typing import Any
 
+from .lazy_patterns import compile_every
+
 __all__ = ["ELLIPSIS", "is_safe", "safe", "safe_json", "safe_json_text", "safe_line", "safe_value"]
 
 ELLIPSIS = "…"
@@ -80,11 +82,8 @@ _patterns = _Patterns()
 
 
 def compile_all() -> None:
-    """Every pattern compiled now: a process that forks workers (the corpus fork server) does it once, before
-    the first fork, so no worker compiles them again."""
-    for name, member in vars(_Patterns).items():
-        if isinstance(member, cached_property):
-            getattr(_patterns, name)
+    """Every pattern compiled now (see ``lazy_patterns``)."""
+    compile_every(_patterns)
 
 
 def _escape(match: re.Match[str]) -> str:
