@@ -288,15 +288,14 @@ class Redactor:
         body = scope.get(body_field) if body_field else None
         trims = capture is not None and isinstance(body, dict) and not body.keys() <= capture
         edited = trims or bool(replacements)
-        if (
-            serialized is not None
-            and not edited
-            and len(serialized) <= _SPLIT_BYTES
-            and not self._needs_walk(serialized)
-        ):
-            return payload
+        verdict: str | None = None
+        if serialized is not None and not edited and len(serialized) <= _SPLIT_BYTES:
+            if not self._needs_walk(serialized):
+                return payload
+            verdict = _WALK  # the gate found something in the whole: the fields are walked, not judged again
         data = orjson.dumps(scope)
-        verdict = None if edited else self._judge(scope, data, None, top=True)
+        if verdict is None and not edited:
+            verdict = self._judge(scope, data, None, top=True)
         if verdict is _CLEAN:
             return payload
         copy = orjson.loads(data)
