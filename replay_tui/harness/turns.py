@@ -50,6 +50,13 @@ class Pending(NamedTuple):
     parent_hint: str | None = None
 
 
+def given_parent(pending: Pending) -> str | None:
+    """``pending``'s parent as given, or None where it is a marker the harness resolves only when it writes
+    the event (``\x00lane-cursor``, ``\x00last-event``: they start with a NUL, which no event id holds)."""
+    parent = pending.parent
+    return None if parent is not None and parent.startswith("\x00") else parent
+
+
 #: The event to write for a recorded observation's payload.
 Served = Callable[[dict[str, Any]], Pending]
 

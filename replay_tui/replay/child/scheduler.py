@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ...harness.seam import StopRun, is_cancellation
-from ...harness.turns import Pending, Reserved, Served, can_block
+from ...harness.turns import Pending, Reserved, Served, can_block, given_parent
 from ...journal.model import OBSERVATION_KINDS
 from ..referee import OBSERVATION_KEY, Mismatch, produced_event
 
@@ -155,9 +155,7 @@ class TapeTurns:
     def _place(self, pending: Pending) -> int:
         with self.lock:
             self._check_running()
-            parent = pending.parent_hint or (
-                pending.parent if not (pending.parent or "\x00").startswith("\x00") else None
-            )
+            parent = pending.parent_hint or given_parent(pending)
             position = self.tape.place(
                 pending.kind, pending.payload, taken=self._taken, step_id=pending.step_id, parent=parent
             )
@@ -371,8 +369,7 @@ class TapeTurns:
             first = waiting[0].pending
             produced = None
             if first is not None:  # (a parent the harness reads only when writing is none yet)
-                parent = first.parent if first.parent is None or not first.parent.startswith("\x00") else None
-                produced = produced_event(first.kind, first.payload, first.step_id, parent)
+                produced = produced_event(first.kind, first.payload, first.step_id, given_parent(first))
             seq = expected.seq if expected is not None else self.tape.next_seq
             from .tape import Divergence
 
