@@ -400,13 +400,13 @@ class _Compiled:
         return bytes(byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()) and byte != 0x22)
 
     # an escape sequence of one level of JSON or more (an escaped backslash is two control bytes, see
-    # ``_split``), never the quote that closes a string
+    # ``_flattened``), never the quote that closes a string
     @cached_property
     def escape_sequence(self) -> re.Pattern[bytes]:
         return re.compile(rb'(?:\\|\x02\x02)+(?:u[0-9a-f]{4}|[^"])')
 
     # a \\u escape that spells an ASCII character (or one that folds to it), or an escaped slash, in JSON kept in
-    # a string (its backslash escaped, which ``_split`` turned into two control bytes): decoded, that JSON may
+    # a string (its backslash escaped, which ``_flattened`` turned into two control bytes): decoded, that JSON may
     # hold a name or a URL's password its raw bytes do not show
     @cached_property
     def hiding_escape(self) -> re.Pattern[bytes]:
@@ -700,17 +700,13 @@ def _our_hash(piece: bytes) -> bool:
     return len(piece) == 71 and piece[:7] == b"sha256:" and piece[7:].isalnum()
 
 
-def _split(data: bytes) -> list[bytes]:
-    """``data`` split at the quotes that open and close its strings: every other part (from the second)
-    is a string, a *piece*. What lies between strings (punctuation, numbers, true, false, null) is no
-    piece: no detector looks at it (a number is a secret only under a sensitive key, a string)."""
-    return _flattened(data).split(b'"')
-
-
 def _flattened(data: bytes) -> bytes:
     """``data`` with each escaped quote or backslash turned into two control bytes of the same length,
     which no test below looks for and which are never a name or token character: its only quotes are the
-    ones that open and close its strings, so a string holding ``\\"`` stays one piece."""
+    ones that open and close its strings, so a string holding ``\\"`` stays one piece. Split at its quotes,
+    every other part (from the second) is a string, a *piece*; what lies between strings (punctuation,
+    numbers, true, false, null) is no piece: no detector looks at it (a number is a secret only under a
+    sensitive key, a string)."""
     if b"\\\\" in data:
         data = data.replace(b"\\\\", b"\x02\x02")
     if b'\\"' in data:
@@ -892,7 +888,7 @@ def folds_to_ascii(data: bytes) -> bool:
 def _names_a_secret(piece: bytes) -> bool:
     """Whether a lower-cased piece holding a name hint is a sensitive key or name (a header pair's name), or
     text that may assign one (holds '=' or ':'). An escape in it (a backslash, or the control bytes
-    ``_split`` put for one): assume it may. A name is judged once (the same ones turn up in every payload:
+    ``_flattened`` put for one): assume it may. A name is judged once (the same ones turn up in every payload:
     ``prompt_tokens``, ``authorization``)."""
     if len(piece) > _CACHED_NAME_BYTES:  # prose, not a name: judged, never kept in a cache
         return _judge_piece(piece)
