@@ -102,19 +102,29 @@ def test_notes_are_never_unused_events(tmp_path: Path) -> None:
     assert cursor.position == 1
 
 
-def test_of_calls_alike_in_key_the_one_in_the_produced_step_is_placed(tmp_path: Path) -> None:
-    """Parallel MCP sessions each send the same ``notifications/initialized`` (one call key): a produced call is
-    placed on the recorded one of its own step, not on the first alike, which belongs to another branch."""
+#: Parallel MCP sessions each send this one call (one call key).
+ALIKE_CALL = {"tool": "mcp:crm notify notifications/initialized", "arguments": {}, "call_key": "sha256:" + "0" * 64}
+
+
+def _past_run_started(tmp_path: Path, calls: list[tuple[str | None, str | None]]) -> Cursor:
+    """A cursor past run.started of a journal of ``ALIKE_CALL``s, one per (step id, parent event id)."""
     path = tmp_path / "alike.jsonl"
-    call = {"tool": "mcp:crm notify notifications/initialized", "arguments": {}, "call_key": "sha256:" + "0" * 64}
     with JournalWriter(path, run_id="r") as writer:
         writer.append("run.started", run_started())
-        for index in range(3):
-            writer.append("tool.call", {**call, "call_id": f"c{index}"}, step_id=f"02:tools[{index}]")
+        for index, (step_id, parent) in enumerate(calls):
+            writer.append("tool.call", {**ALIKE_CALL, "call_id": f"c{index}"}, step_id=step_id, parent_event_id=parent)
     journal = Journal(path)
     journal.index()
     cursor = Cursor(journal)
     replay_until(cursor, 2)
+    return cursor
+
+
+def test_of_calls_alike_in_key_the_one_in_the_produced_step_is_placed(tmp_path: Path) -> None:
+    """Parallel MCP sessions each send the same ``notifications/initialized`` (one call key): a produced call is
+    placed on the recorded one of its own step, not on the first alike, which belongs to another branch."""
+    cursor = _past_run_started(tmp_path, [(f"02:tools[{index}]", None) for index in range(3)])
+    call = ALIKE_CALL
     placed = cursor.place("tool.call", call, step_id="02:tools[2]")
     assert placed is not None and cursor.event_at(placed).step_id == "02:tools[2]"
     assert cursor.event_at(cursor.place("tool.call", call) or 0).step_id == "02:tools[0]"  # no step: the first
@@ -125,17 +135,8 @@ def test_of_calls_alike_in_key_the_one_hanging_from_the_produced_parent_is_place
     """Parallel MCP sessions in one step each send the same notification after their own session's answer:
     a produced call is placed on the recorded one that hangs from the answer its flow received (the parent it
     will be written with), whichever session sends first; the step still counts when no parent matches."""
-    path = tmp_path / "alike.jsonl"
-    call = {"tool": "mcp:crm notify notifications/initialized", "arguments": {}, "call_key": "sha256:" + "0" * 64}
-    with JournalWriter(path, run_id="r") as writer:
-        writer.append("run.started", run_started())
-        for index in range(3):
-            writer.append("tool.call", {**call, "call_id": f"c{index}"}, parent_event_id=f"r:answer{index}")
-        writer.append("tool.call", {**call, "call_id": "c3"}, step_id="s", parent_event_id="r:answer3")
-    journal = Journal(path)
-    journal.index()
-    cursor = Cursor(journal)
-    replay_until(cursor, 2)
+    cursor = _past_run_started(tmp_path, [*((None, f"r:answer{index}") for index in range(3)), ("s", "r:answer3")])
+    call = ALIKE_CALL
     for index in (2, 0, 1, 3):
         placed = cursor.place("tool.call", call, parent=f"r:answer{index}")
         assert placed is not None and cursor.event_at(placed).parent_event_id == f"r:answer{index}"
