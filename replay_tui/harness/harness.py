@@ -390,18 +390,20 @@ class Harness:
     def _lane_parent(self, kind: str, payload: Mapping[str, Any], lane: Lane | None) -> str | None:
         """The parent of an event that hangs from what its flow received so far: a tool call hangs from the
         model response that asked for it, anything else from the flow's last observation."""
-        cursor = (lane or self._lanes.root).cursor()
-        asked = kind == TOOL_CALL and payload.get("call_id") in cursor.response_calls
-        return cursor.response if asked else cursor.observation
+        return _hung_from((lane or self._lanes.root).cursor(), kind, payload)
 
     def _placed(self, pending: Pending) -> Pending:
         """``pending`` with the parent it will be written with, where only its flow knows it yet: a replay
         tells alike events apart by it (parallel MCP sessions each send the same notification, each after
-        its own session's answer)."""
+        its own session's answer). A flow that has not written yet gets none: where it starts is read at its
+        turn (a ToolNode thread that starts after a sibling's result hangs from that result)."""
         if pending.parent != LANE_CURSOR:
             return pending
         with self._bus_lock:
-            return pending._replace(parent_hint=self._lane_parent(pending.kind, pending.payload, pending.lane))
+            cursor = (pending.lane or self._lanes.root).settled()
+            if cursor is None:
+                return pending
+            return pending._replace(parent_hint=_hung_from(cursor, pending.kind, pending.payload))
 
     def _writer(self, reduce: bool) -> Callable[[Pending], Event]:
         return self._write if reduce else self._write_unreduced
@@ -1516,3 +1518,10 @@ def _drop_top_level_nulls(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise HarnessError("a model request is a JSON object")
     return {key: item for key, item in value.items() if item is not None}
+
+
+def _hung_from(cursor: Cursor, kind: str, payload: Mapping[str, Any]) -> str | None:
+    """The parent ``cursor`` gives an event: a tool call hangs from the response that asked for it, anything
+    else from the last observation."""
+    asked = kind == TOOL_CALL and payload.get("call_id") in cursor.response_calls
+    return cursor.response if asked else cursor.observation

@@ -94,6 +94,16 @@ class Lane:
         self.own.take(self.gathered)  # the flow goes on after what its descendants received
         return self.own
 
+    def settled(self) -> Cursor | None:
+        """What ``cursor()`` would give now, changing nothing; None for a child that has not written yet: where
+        it starts is read at its first write (a replay's guess made before the event's turn must not fix it)."""
+        if not self.started:
+            return None
+        cursor = Cursor()
+        cursor.take(self.own)
+        cursor.take(self.gathered)
+        return cursor
+
     def set_step(self, step: str | None) -> None:
         """Name the step this flow is in; its ancestors take it too (a framework names the step in a hook that
         runs as a task of its own, and the flow that awaited the hook makes the call), its siblings never."""

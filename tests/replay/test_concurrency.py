@@ -62,3 +62,16 @@ def test_a_call_missing_from_the_recorded_set_is_a_divergence_that_names_it(tmp_
     assert outcome.status == "diverged", outcome.to_text()
     assert outcome.divergence.seq == gamma["seq"], outcome.to_text()
     assert gamma["payload"]["call_key"] in str(outcome.divergence.to_json())
+
+
+def test_a_thread_started_before_its_turn_hangs_from_what_its_flow_received_by_then(tmp_path: Path) -> None:
+    """A thread that starts after a sibling's result hangs from it; in a replay where the thread asks before that
+    result is written, its call still hangs from it (a ToolNode thread's start is timing, not the agent's choice)."""
+    journal = record(tmp_path, "thread_after_a_result")
+    lines = {line["payload"].get("call_id"): line for line in lines_of(journal) if line["kind"] == "tool.result"}
+    gamma_call = next(
+        line for line in lines_of(journal) if line["kind"] == "tool.call" and line["payload"]["call_id"] == "gamma"
+    )
+    assert gamma_call["parent_event_id"] == lines["beta"]["event_id"]
+    outcome = replay(journal, agent=f"{MODULE}:thread_after_a_result_started_early")
+    assert outcome.status == "match", outcome.to_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 import time
 from typing import Any
 
@@ -105,3 +106,34 @@ async def keeps_first(h: Any, query: str) -> str:
     assert first is not None
     details = await h.atool("search", {"engine": first["engine"], "query": f"details of {first['hit']}"})
     return str(details["hit"])
+
+
+def _two_threads(h: Any, query: str, *, gamma_first: bool) -> str:
+    results: dict[str, Any] = {}
+
+    def search_in_thread(engine: str) -> None:
+        results[engine] = h.tool("search_sync", {"engine": engine, "query": query}, call_id=engine)
+
+    beta, gamma = (threading.Thread(target=search_in_thread, args=(engine,)) for engine in ("beta", "gamma"))
+    if gamma_first:
+        gamma.start()
+        time.sleep(0.1)  # gamma's thread waits for its turn, which comes after beta's result
+        beta.start()
+    else:
+        beta.start()
+        beta.join()
+        gamma.start()
+    beta.join()
+    gamma.join()
+    return "; ".join(results[engine]["hit"] for engine in ("beta", "gamma"))
+
+
+def thread_after_a_result(h: Any, query: str) -> str:
+    """Gamma's thread starts once beta's result is in: its call hangs from that result."""
+    return _two_threads(h, query, gamma_first=False)
+
+
+def thread_after_a_result_started_early(h: Any, query: str) -> str:
+    """The same calls, gamma's thread started first: its call still hangs from beta's result, which its flow
+    has received by the call's turn (where a thread starts is read at its first write, not when it asks)."""
+    return _two_threads(h, query, gamma_first=True)
