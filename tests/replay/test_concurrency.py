@@ -68,10 +68,10 @@ def test_a_thread_started_before_its_turn_hangs_from_what_its_flow_received_by_t
     """A thread that starts after a sibling's result hangs from it; in a replay where the thread asks before that
     result is written, its call still hangs from it (a ToolNode thread's start is timing, not the agent's choice)."""
     journal = record(tmp_path, "thread_after_a_result")
-    lines = {line["payload"].get("call_id"): line for line in lines_of(journal) if line["kind"] == "tool.result"}
+    results = {line["payload"]["call_id"]: line for line in lines_of(journal) if line["kind"] == "tool.result"}
     gamma_call = next(
         line for line in lines_of(journal) if line["kind"] == "tool.call" and line["payload"]["call_id"] == "gamma"
     )
-    assert gamma_call["parent_event_id"] == lines["beta"]["event_id"]
+    assert gamma_call["parent_event_id"] == results["beta"]["event_id"]
     outcome = replay(journal, agent=f"{MODULE}:thread_after_a_result_started_early")
     assert outcome.status == "match", outcome.to_text()
