@@ -22,7 +22,7 @@ corpus index rows      every index ``replay-tui index`` built (listed in   analy
                        ``$XDG_STATE_HOME/replay-tui/indexes.ndjson``)
 =====================  ==================================================  ================================
 
-``<cache>`` is ``store.storage.cache_root()``. An experiment's output and a killed replay's scratch copy
+``<cache>`` is ``journal.user_dirs.cache_root()``. An experiment's output and a killed replay's scratch copy
 are of the run ``<run_id>-<mode>`` or ``<run_id>``. Files the user named (``export -o``, ``replay --out``,
 ``import -o``) are the user's, not copies replay-tui keeps, and are not looked for. Shipped copies,
 shipping ledger lines and tags are found from the journal's own directory (store/forget.py).
@@ -44,7 +44,7 @@ from ..analysis.annotations import SIDECAR_SUFFIX, fallback_dir, fallback_sideca
 from ..journal.identity import run_id_of
 from ..journal.private import write_private
 from ..journal.shipping import MANIFEST_PREFIX
-from . import storage
+from ..journal.user_dirs import cache_root
 from .places import JOURNAL_SUFFIXES, LocalPlace, Place, StoredJournal
 from .sources import MANIFEST, imports_cache_dir
 
@@ -166,7 +166,7 @@ def _import_source(entry: Path) -> str:
 
 
 def _object_cache(runs: Runs) -> list[Found]:
-    objects = storage.cache_root() / "objects"
+    objects = cache_root() / "objects"
     found = []
     for key in _directories(objects):
         hit = next((r for r in map(run_id_of, _journal_files(key)) if runs.matches(r)), None)
@@ -183,7 +183,7 @@ def _mirrors(runs: Runs) -> list[Found]:
     """A mirrored prefix holds many journals: only the forgotten ones go, and leave its manifest too (so a
     later fetch takes them again only if they are still in the store). A mirror of nothing else goes whole."""
     found = []
-    for root in _directories(storage.cache_root() / "prefixes"):
+    for root in _directories(cache_root() / "prefixes"):
         place = LocalPlace(root)
         journals = [(journal, place.run_id(journal)) for journal in place.journals()]
         hits = [(journal, run_id) for journal, run_id in journals if runs.matches(run_id)]
@@ -234,7 +234,7 @@ def _leave_mirror_manifest(place: LocalPlace, journal: StoredJournal) -> Callabl
 
 def _follow_copies(runs: Runs) -> list[Found]:
     found = []
-    for directory in _directories(storage.cache_root() / "follow"):
+    for directory in _directories(cache_root() / "follow"):
         files = [path for path in directory.iterdir() if path.is_file()]
         hit = next((r for r in map(run_id_of, files) if runs.matches(r)), None)
         if hit is not None:

@@ -7,7 +7,7 @@ call with the argument as the user typed it:
   exist is returned as is (the caller's own checks and messages apply);
 * a foreign trace (OTLP/JSON, OpenAI Agents SDK export, Inspect AI log, vcrpy
   cassette), detected by content, is imported once into a cache keyed by the source's
-  sha256 (``<cache>/imports/<sha256>/``, ``<cache>`` being ``storage.cache_root()``) and the cached journal is
+  sha256 (``<cache>/imports/<sha256>/``, ``<cache>`` being ``journal.user_dirs.cache_root()``) and the cached journal is
   returned; the next open of the same bytes reads the cache.
 
 * a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``) is first brought
@@ -30,6 +30,7 @@ from ..journal.errors import JournalOpenError
 from ..journal.files import check_readable_path, open_regular_binary
 from ..journal.private import create_private, make_private_dirs, make_private_temp_dir
 from ..journal.urls import is_url
+from ..journal.user_dirs import cache_root
 from . import audit
 
 if TYPE_CHECKING:
@@ -66,9 +67,7 @@ class ResolvedSource(NamedTuple):
 
 def imports_cache_dir() -> Path:
     """Where opened traces are imported to: under the one cache root the object cache uses too."""
-    from . import storage  # the object store's module loads for a URL or an import, not to open a journal
-
-    return storage.cache_root() / "imports"
+    return cache_root() / "imports"
 
 
 def resolve_source(argument: str) -> ResolvedSource:

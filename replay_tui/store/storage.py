@@ -31,20 +31,12 @@ import orjson
 from ..journal.private import copy_private, make_private_dirs, private_opener, write_private
 from ..journal.urls import EXTRAS, SCHEMES, StorageError, check_url, filesystem, is_url, shown
 from ..journal.urls import explain as _explain
+from ..journal.user_dirs import cache_root
 
 __all__ = ["EXTRAS", "SCHEMES", "StorageError", "check_url", "filesystem", "is_url", "shown"]
 
 JOURNAL_SUFFIXES = (".jsonl", ".jsonl.gz")
 CHUNK_BYTES = 1 << 20
-
-
-def cache_root() -> Path:
-    """``$REPLAY_TUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/replay-tui``, else ``~/.cache/replay-tui``."""
-    explicit = os.environ.get("REPLAY_TUI_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "replay-tui"
 
 
 def _digest(*parts: str) -> str:
