@@ -18,6 +18,7 @@ from .actions import action_callback, bindings_for, palette_actions, palette_hel
 from .input_clock import UserInputClock
 from .messages import FirstFrameDrawn
 from .screens.main import MainScreen, OpenOptions
+from .stylesheet_cache import CachedStylesheet
 from .themes import (
     CUSTOM_VARIABLE_FALLBACKS,
     DEFAULT_THEME,
@@ -50,6 +51,7 @@ class ReplayApp(App[None]):
         self._theme_defaults: dict[tuple[str, int], dict[str, str]] = {}  # before super(): it asks for them
         self._theme_chosen = False  # App.__init__ asks for the variables of Textual's default theme: see below
         super().__init__()
+        self.stylesheet = CachedStylesheet(variables=self.get_css_variables())  # parses kept between starts
         self.user_keymap = dict(keymap or {})  # action id -> keys, from the user's keymap file
         if self.user_keymap:
             self.set_keymap(self.user_keymap)
@@ -69,6 +71,17 @@ class ReplayApp(App[None]):
     def on_first_frame_drawn(self, _: FirstFrameDrawn) -> None:
         if self.after_first_frame is not None:
             self.after_first_frame()
+        self.keep_stylesheets()
+
+    def keep_stylesheets(self, *, now: bool = False) -> None:
+        """Save the stylesheets parsed so far for the next start: a file write, in a thread off the UI unless
+        ``now`` (the app has ended)."""
+        if not isinstance(self.stylesheet, CachedStylesheet):
+            return  # Textual's CSS watcher (``textual run --dev``) swapped in a stylesheet of its own
+        if now:
+            self.stylesheet.keep()
+        else:
+            self.run_worker(self.stylesheet.keep, thread=True, name="keep stylesheets", exit_on_error=False)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):

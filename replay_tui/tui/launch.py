@@ -151,6 +151,7 @@ def launch_app(args: argparse.Namespace | SimpleNamespace) -> int:
         try:
             app.run()
         finally:
+            app.keep_stylesheets(now=True)  # the sheets first shown after the first frame (dialogs, help)
             journal.close()
             if follower is not None:
                 follower.stop()
