@@ -128,7 +128,8 @@ def test_an_unversioned_egg_info_rewritten_in_place_changes_the_hash(tmp_path, m
 def test_installed_distributions_are_read_as_importlib_metadata_reads_them(tmp_path, monkeypatch):
     """The quick reading of each distribution's name and version gives what importlib.metadata gives, for the
     installed ones and for metadata it could get wrong (a folded header, CRLF, lower-case names, PKG-INFO
-    only, an old egg-info file, a line that ends the headers before the name)."""
+    only, an old egg-info file, a line that ends the headers before the name, headers longer than a read block,
+    line ends of CR alone or CRLF before a long description)."""
     from importlib import metadata
 
     from replay_tui.journal import environment
@@ -145,6 +146,12 @@ def test_installed_distributions_are_read_as_importlib_metadata_reads_them(tmp_p
         "broken-5.0.dist-info/METADATA": "Metadata-Version: 2.1\nnot a header\nName: broken\nVersion: 5.0\n",
         "spaced-6.0.dist-info/METADATA": "Metadata-Version: 2.1\nName:\tspaced\nVersion:   6.0\n",
         "empty-7.0.dist-info/METADATA": "",
+        "longhead-8.0.dist-info/METADATA": "Metadata-Version: 2.1\n"
+        + "Classifier: Topic :: Software Development\n" * 400
+        + "Name: longhead\nVersion: 8.0\n\nName: not-this\n",
+        "crlflong-9.0.dist-info/METADATA": "Metadata-Version: 2.1\r\nName: crlflong\r\nVersion: 9.0\r\n\r\n"
+        + "A description.\r\n" * 2000,
+        "lonecr-10.0.dist-info/METADATA": "Metadata-Version: 2.1\rName: lonecr\rVersion: 10.0\r\rName: not-this\r",
     }
     for relative, text in shapes.items():
         path = site / relative
@@ -162,6 +169,22 @@ def test_installed_distributions_are_read_as_importlib_metadata_reads_them(tmp_p
     )
     assert quick == expected
     assert environment._hash_of_listing(listing) == environment._hash_of_search(environment._path_state())
+
+
+def test_a_distribution_is_named_from_its_headers_whatever_its_description_holds(tmp_path):
+    """Only the headers are read and decoded: bytes that are not UTF-8 in the description after them do not hide
+    the distribution (read whole, the file did); in the headers, they leave it unnamed, as a file that cannot be
+    read."""
+    from replay_tui.journal import environment
+
+    described = tmp_path / "described-1.0.dist-info"
+    described.mkdir()
+    (described / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: described\nVersion: 1.0\n\n\xff\xfe" * 3)
+    assert environment._metadata_fields(str(described)) == ("described", "1.0")
+    garbled = tmp_path / "garbled-1.0.dist-info"
+    garbled.mkdir()
+    (garbled / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: garbled\xff\nVersion: 1.0\n\n")
+    assert environment._metadata_fields(str(garbled)) == (None, None)
 
 
 def test_the_installed_distributions_are_not_read_again_for_a_file_written_beside_them(tmp_path, monkeypatch):
