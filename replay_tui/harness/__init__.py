@@ -6,6 +6,7 @@ Replay (the replay engine): ``Harness(sink=..., observation_sources=...)`` or
 ``build_harness(config, sink=..., observation_sources=...)``, then ``run_agent``.
 """
 
+from ..journal.hashing import state_hash  # the journal contract's state hash, as agents and tests compute it
 from .agents import Done, RunOutcome, StepAgent, agent_reducer, load_agent, run_agent
 from .builder import Recording, build_harness, harness_options
 from .config import ConfigError, HarnessConfig, PluginEntry, PluginSet, load_config
@@ -35,7 +36,7 @@ from .seam import (
     error_to_payload,
 )
 from .session import Session, record_session, record_session_sync
-from .state import StateTracker, apply_patch, state_hash
+from .state import StateTracker, apply_patch
 from .transport import JsonlSink, JsonlTransport
 
 __all__ = [

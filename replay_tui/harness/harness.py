@@ -25,7 +25,7 @@ from .. import __version__
 from ..journal import Event, JournalError, call_key_of
 from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
 from ..journal.errors import SchemaError, missing
-from ..journal.hashing import sha256_hex
+from ..journal.hashing import sha256_hex, state_hash
 from ..journal.levels import TRACE, info_request, info_response
 from ..journal.model import (
     INPUT_RECEIVED,
@@ -55,7 +55,7 @@ from .seam import (
     error_from_payload,
     error_to_payload,
 )
-from .state import Reducer, StateTracker, Transition, identity_reducer, state_hash
+from .state import Reducer, StateTracker, Transition, identity_reducer
 from .streaming import split_stream
 from .transport import JsonlSink
 from .turns import Pending, Reserved, Turns

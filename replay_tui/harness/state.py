@@ -12,16 +12,10 @@ from typing import Any, Callable
 import orjson
 
 from ..journal import Event, json_patch
-from ..journal.canonical import canonical_json_of_parsed
-from ..journal.hashing import sha256_hex
+from ..journal.hashing import state_hash
 from .patch import diff
 
 Reducer = Callable[[Any, Event], Any]
-
-
-def state_hash(state: Any) -> str:
-    """sha256 of JCS(state), for a state that came out of a JSON round trip."""
-    return sha256_hex(canonical_json_of_parsed(state))
 
 
 def as_json(value: Any) -> Any:

@@ -25,7 +25,7 @@ import orjson
 from .. import __version__
 from ..journal import json_patch
 from ..journal.canonical import canonical_json_of_parsed, canonical_string
-from ..journal.hashing import sha256_hex
+from ..journal.hashing import sha256_hex, state_hash
 from ..journal.model import (
     INPUT_RECEIVED,
     KINDS,
@@ -205,11 +205,6 @@ def as_parsed_json(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
 
 
-def json_hash(value: Any) -> str:
-    """``sha256:`` + hex of the JCS form of parsed JSON (as the harness hashes requests and states)."""
-    return sha256_hex(canonical_json_of_parsed(value))
-
-
 def rfc3339_of_nanos(nanos: int) -> str:
     """RFC 3339 UTC with microseconds, rounded as ``datetime.fromtimestamp(nanos / 1e9)`` rounds
     (half to even on the float); the date and time of day are formatted once per second."""
@@ -249,7 +244,7 @@ class JournalBuilder:
         self.step_json = b"null"
         self.cursors: dict[str | None, _Cursor] = {None: _Cursor()}
         self.state: Any = None
-        self.state_hash = json_hash(None)
+        self.state_hash = state_hash(None)
         self.ended = False
         self.last_event_json = b"null"
 
@@ -257,7 +252,7 @@ class JournalBuilder:
         self, source: SourceInfo, fidelity: dict[str, Any], *, initial_state: Any = None, at: str | None = None
     ) -> None:
         self.state = initial_state
-        self.state_hash = json_hash(initial_state)
+        self.state_hash = state_hash(initial_state)
         payload = {
             "agent": "",
             "environment": {},
@@ -365,7 +360,7 @@ class JournalBuilder:
             after = json_patch.apply_patch(self.state, record.patch).state
         except json_patch.PatchError as error:
             raise ValueError(f"its JSON Patch does not apply to the state so far: {error}") from None
-        after_hash = json_hash(after)
+        after_hash = state_hash(after)
         payload = {
             "cause_seq": self.writer.last_seq,
             "before_hash": self.state_hash,

@@ -22,8 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .canonical import canonical_json_of_parsed
-from .hashing import hash_value, sha256_hex
+from .hashing import hash_value
 
 LOCKFILES = (
     "uv.lock",
@@ -293,11 +292,9 @@ def _hash_of_search(path_state: tuple[tuple[str, int], ...]) -> str:
 
 
 def _hash_of_fields(fields: list[tuple[str | None, str | None]]) -> str:
-    """``hash_value`` of the sorted ``name==version`` strings, by the fast canonical path (a list of strings has
-    the same canonical bytes either way: 0.05 ms instead of 1.2 for 250 of them)."""
-    return sha256_hex(
-        canonical_json_of_parsed(sorted({f"{name}=={version}".lower() for name, version in fields if name}))
-    )
+    """The hash of the sorted ``name==version`` strings, by the fast canonical path (a list of strings has the
+    same canonical bytes either way: 0.05 ms instead of 1.2 for 250 of them)."""
+    return hash_value(sorted({f"{name}=={version}".lower() for name, version in fields if name}), parsed=True)
 
 
 def _path_state() -> tuple[tuple[str, int], ...]:
@@ -337,7 +334,7 @@ def _metadata_fields(info: str) -> tuple[str | None, str | None]:
             return fields
         if fields == _ODD:
             return _importlib_fields(info)
-    return None, None  # no file, or only empty ones
+    return None, None  # no file, only empty ones, or one that cannot be read
 
 
 def _quick_fields(path: str) -> tuple[str | None, str | None] | str:

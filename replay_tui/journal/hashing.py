@@ -18,9 +18,15 @@ def sha256_hex(data: bytes) -> str:
     return HASH_PREFIX + hashlib.sha256(data).hexdigest()
 
 
-def hash_value(value: Any) -> str:
-    """``sha256:`` + hex of the JCS form of any JSON value (state, request, call key)."""
-    return sha256_hex(canonical_json(value))
+def hash_value(value: Any, *, parsed: bool = False) -> str:
+    """``sha256:`` + hex of the JCS form of any JSON value (state, request, call key). ``parsed=True``: the value
+    came out of a JSON parse (or is as plain: dicts, lists, strings, numbers), so the fast canonical path is exact."""
+    return sha256_hex(canonical_json_of_parsed(value) if parsed else canonical_json(value))
+
+
+def state_hash(state: Any) -> str:
+    """The journal contract's state hash: sha256 of JCS(state), for a state that came out of a JSON round trip."""
+    return hash_value(state, parsed=True)
 
 
 def event_hash_of(event: dict[str, Any], *, parsed: bool = False) -> str:

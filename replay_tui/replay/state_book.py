@@ -14,17 +14,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..journal import Event, json_patch
-from ..journal.canonical import CanonicalizationError, canonical_json_of_parsed
-from ..journal.hashing import sha256_hex
+from ..journal.canonical import CanonicalizationError
+from ..journal.hashing import state_hash
 from ..journal.model import RUN_STARTED, STATE_SNAPSHOT, STATE_TRANSITION
 
 #: What hashing a state the agent's patches built can raise (a value JSON cannot hold, nesting too deep).
 _UNHASHABLE = (CanonicalizationError, TypeError, ValueError, RecursionError)
-
-
-def state_hash(state: Any) -> str:
-    """sha256 of JCS(state): the journal contract's state hash, for a parsed JSON value."""
-    return sha256_hex(canonical_json_of_parsed(state))
 
 
 class StateBook:

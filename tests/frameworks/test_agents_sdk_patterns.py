@@ -24,8 +24,9 @@ from agents import set_tracing_disabled
 
 from fixtures.agents.loopback_openai import LoopbackOpenAI, Reply, Turn, most_in_flight
 from replay_tui.harness import RunOutcome, record_run
-from replay_tui.harness.state import apply_patch, state_hash
+from replay_tui.harness.state import apply_patch
 from replay_tui.journal import verify_journal
+from replay_tui.journal.hashing import state_hash
 
 from . import sdk_team, sdk_team_model, sdk_weather
 from .conftest import CONFIG, REPO, events, replay_cli

@@ -13,7 +13,8 @@ import pytest
 
 from fixtures.agents.loopback_llm import LoopbackLLM
 from replay_tui.harness.frameworks import versions
-from replay_tui.harness.state import apply_patch, state_hash
+from replay_tui.harness.state import apply_patch
+from replay_tui.journal.hashing import state_hash
 
 from .conftest import JOURNALS, events, record
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from replay_tui.harness import Harness, HarnessError, JsonlSink, RecordedToolError
-from replay_tui.harness.state import apply_patch, state_hash
+from replay_tui.harness.state import apply_patch
+from replay_tui.journal.hashing import state_hash
 
 from .conftest import REPO, events
 

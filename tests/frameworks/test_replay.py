@@ -174,7 +174,7 @@ def test_a_recorded_answer_of_another_shape_is_a_journal_error_naming_its_seq(
 def _resume_edit(path: tuple[str, ...], value: object) -> Any:
     """An edit of the LangGraph journal's second snapshot (``path`` under its payload), its state hash made to
     match again: a hostile journal can be consistent."""
-    from replay_tui.harness.state import state_hash
+    from replay_tui.journal.hashing import state_hash
 
     def edit(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
         snapshot = [event for event in recorded if event["kind"] == "state.snapshot"][1]

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_tui.harness.patch import diff
-from replay_tui.harness.state import apply_patch, state_hash
+from replay_tui.harness.state import apply_patch
+from replay_tui.journal.hashing import state_hash
 
 from .helpers import ROOT, events_of
 

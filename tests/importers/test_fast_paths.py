@@ -18,12 +18,13 @@ import orjson
 import pytest
 
 from replay_tui.importers import TraceImportError, import_trace
-from replay_tui.importers.builder import json_hash, prepare, rfc3339_of_nanos
+from replay_tui.importers.builder import prepare, rfc3339_of_nanos
 from replay_tui.importers.otlp import parallel
 from replay_tui.importers.otlp.trace import OtlpTrace
 from replay_tui.importers.records import ModelRecord, ToolRecord
 from replay_tui.journal import JournalWriter
 from replay_tui.journal.canonical import canonical_json
+from replay_tui.journal.hashing import call_key_of, hash_value
 
 from .helpers import events_of
 
@@ -90,7 +91,7 @@ def test_spliced_payloads_equal_the_canonical_objects(parsed_json: bool, failed:
     model = ModelRecord(
         _parsed(request), _parsed(response), source, error=error, stream={"chunks": 2.0} if failed else None
     )
-    request_hash = json_hash(_parsed(request))
+    request_hash = hash_value(_parsed(request), parsed=True)
     expected_request: dict[str, Any] = {
         "request": request,
         "request_hash": request_hash,
@@ -116,7 +117,11 @@ def test_spliced_payloads_equal_the_canonical_objects(parsed_json: bool, failed:
         error=error,
         duration_ms=None if failed else 12.0,
     )
-    base = {"call_id": "c1", "call_key": json_hash({"name": tool.name, "args": tool.arguments}), "tool": tool.name}
+    base = {
+        "call_id": "c1",
+        "call_key": call_key_of(tool.name, tool.arguments, parsed=True),
+        "tool": tool.name,
+    }
     outcome: dict[str, Any] = {"error": error} if failed else {"result": tool.result, "duration_ms": 12.0}
     expected_call = {**base, "arguments": tool.arguments, "diagnostics": {"source": source}}
     expected_result = {**base, **outcome, "diagnostics": {"source": source}}

@@ -161,7 +161,7 @@ def test_a_patch_that_does_not_build_its_after_hash_fails_state_only(
 def test_a_snapshot_that_disagrees_with_the_patches_fails_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from replay_tui.harness.state import state_hash
+    from replay_tui.journal.hashing import state_hash
 
     edited: list[int] = []
 

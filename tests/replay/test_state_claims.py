@@ -10,10 +10,11 @@ from __future__ import annotations
 import pytest
 
 from replay_tui.journal import open_journal
+from replay_tui.journal.hashing import state_hash
 from replay_tui.replay.compare import read_events
 from replay_tui.replay.parent.runner import DIVERGED, MATCH
 from replay_tui.replay.sandbox import bwrap_path
-from replay_tui.replay.state_book import StateBook, first_false_state, state_hash
+from replay_tui.replay.state_book import StateBook, first_false_state
 
 from .conftest import REPO
 from .helpers import AGENTS, lines_of, record_probe, replay
